@@ -1,0 +1,357 @@
+"""The sweep spec: one YAML file mapped one to one onto typed config objects, validated once.
+
+Every error names the spec file, the key path, the bad value and what would be valid, before any
+compute starts. Relative paths in the spec are resolved against the spec file's own folder, so a
+spec means the same thing from any working directory.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.config import StrictConfig
+from train_entry.mix import Mix
+from train_entry.trial_config import ProxyConfig
+
+BUILTIN_BASE = "builtin:tiny-llama"
+
+
+class SpecError(ValueError):
+    """A spec that cannot be run; the message names the file, key path, value and what is valid."""
+
+
+def _resolve(path: Path, info: ValidationInfo) -> Path:
+    root = (info.context or {}).get("root")
+    path = path.expanduser()
+    if not path.is_absolute() and root is not None:
+        path = Path(root) / path
+    return path.resolve()
+
+
+def _corpus_file(path: Path, info: ValidationInfo) -> Path:
+    path = _resolve(path, info)
+    if not path.is_file():
+        raise ValueError(f"corpus file not found: {path}")
+    if path.stat().st_size == 0:
+        raise ValueError(f"corpus file is empty: {path}")
+    return path
+
+
+CorpusPath = Annotated[Path, AfterValidator(_corpus_file), PlainSerializer(str, return_type=str)]
+
+
+class BaseConfig(StrictConfig):
+    """The pretrained model that continued pretraining starts from."""
+
+    model: str = BUILTIN_BASE
+    """`builtin:tiny-llama`, or a Hugging Face causal-LM directory (config.json + weights)."""
+    max_lr: float = Field(gt=0.0, le=1.0)
+    """The base's own pretraining peak LR; every trial's peak LR is lr_fraction x max_lr."""
+    tokenizer: Path | None = None
+    """A Hugging Face tokenizer directory; default: the base's own (a BPE for the built-in base)."""
+    builtin: BuiltinBaseConfig | None = None
+    """Only for builtin:tiny-llama; defaults apply when left out."""
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_builtin_or_dir(cls, model: str, info: ValidationInfo) -> str:
+        if model.startswith("builtin:"):
+            if model != BUILTIN_BASE:
+                raise ValueError(f"unknown built-in base {model!r}; valid: {BUILTIN_BASE!r}")
+            return model
+        path = _resolve(Path(model), info)
+        if not (path / "config.json").is_file():
+            raise ValueError(
+                f"{path} is not a Hugging Face model directory (no config.json); "
+                f"use {BUILTIN_BASE!r} or a directory written by save_pretrained"
+            )
+        return str(path)
+
+    @field_validator("tokenizer")
+    @classmethod
+    def _tokenizer_dir(cls, tokenizer: Path | None, info: ValidationInfo) -> Path | None:
+        if tokenizer is None:
+            return None
+        path = _resolve(tokenizer, info)
+        if not path.is_dir():
+            raise ValueError(f"tokenizer directory not found: {path}")
+        return path
+
+    @model_validator(mode="after")
+    def _builtin_only_for_builtin(self) -> BaseConfig:
+        if self.is_builtin:
+            if self.builtin is None:
+                object.__setattr__(self, "builtin", BuiltinBaseConfig())
+        elif self.builtin is not None:
+            raise ValueError(f"base.builtin applies only to model {BUILTIN_BASE!r}; remove it")
+        return self
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.model == BUILTIN_BASE
+
+
+# --------------------------------------------------------------------------------------- data
+
+
+class CorpusConfig(StrictConfig):
+    """One corpus: JSONL with a "text" field per line, or plain text (blank-line separated)."""
+
+    train: CorpusPath
+    valid: CorpusPath
+    """Held out: the fixed validation set every trial of a sweep is measured on."""
+
+
+class NonEnglishConfig(CorpusConfig):
+    share: float = Field(0.10, ge=0.0, lt=1.0)
+    """Non-English share of the general side of the mix (10 % in the e-commerce Llama recipe)."""
+
+
+class DataConfig(StrictConfig):
+    domain: CorpusConfig
+    general: CorpusConfig
+    """The English general-domain replay corpus."""
+    non_english: NonEnglishConfig | None = None
+    """Non-English general text; its share is split out of the general side of every mix."""
+    max_document_bytes: int = Field(1_000_000, gt=0)
+    """Lines (documents) longer than this are skipped and counted, not fatal."""
+
+
+# -------------------------------------------------------------------------------------- proxy
+
+
+# ------------------------------------------------------------------------------------- search
+
+
+def _fraction(value: float) -> float:
+    if not (0.0 < value <= 1.0) or math.isnan(value):
+        raise ValueError(f"lr_fraction must be in (0, 1], got {value}")
+    return value
+
+
+LRFraction = Annotated[float, AfterValidator(_fraction)]
+
+
+class LRFractionRange(StrictConfig):
+    low: LRFraction
+    high: LRFraction
+    log: bool = True
+    """Sample on a log scale: LR effects are multiplicative."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LRFractionRange:
+        if self.low > self.high:
+            raise ValueError(f"low must not exceed high, got low={self.low}, high={self.high}")
+        return self
+
+
+class MixRange(StrictConfig):
+    """A continuous range of mix ratios, searched on the log of general/domain."""
+
+    low: Mix
+    high: Mix
+
+    @model_validator(mode="after")
+    def _distinct(self) -> MixRange:
+        if self.low.log_ratio == self.high.log_ratio:
+            raise ValueError(f"low and high are the same ratio ({self.low}); list it instead")
+        return self
+
+
+class PrunerConfig(StrictConfig):
+    """The Optuna pruner consulted on every reported evaluation."""
+
+    type: Literal["median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none"] = "median"
+    n_startup_trials: int = Field(4, ge=0)
+    """Trials that finish before any pruning (median/percentile)."""
+    n_warmup_steps: int = Field(0, ge=0)
+    """Steps within a trial before it may be pruned (median/percentile/wilcoxon)."""
+    interval_steps: int = Field(1, ge=1)
+    percentile: float = Field(50.0, gt=0.0, lt=100.0)
+    """For type percentile: prune below this percentile of other trials at the same step."""
+    reduction_factor: int = Field(3, ge=2)
+    """For successive_halving and hyperband."""
+
+
+class ForgettingGuard(StrictConfig):
+    """Stops a trial whose forgetting already exceeds the budget by a margin."""
+
+    margin: float = Field(0.05, ge=0.0)
+    """Absolute forgetting above the budget that stops a trial (0.05 = five points)."""
+    min_steps: int = Field(1, ge=1)
+    """No guard before this step: early evaluations after re-warming are noisy."""
+
+
+class SearchConfig(StrictConfig):
+    """How the sweep searches: space, sampler, pruner, budget."""
+
+    method: Literal["optuna", "grid", "random"] = "optuna"
+    lr_fraction: LRFractionRange | list[LRFraction]
+    """A range (optuna, random) or listed values (grid)."""
+    mix: list[Mix] | MixRange
+    """Listed "general:domain" ratios (categorical) or a continuous {low, high} log-ratio range."""
+    num_trials: int = Field(16, gt=0)
+    concurrency: int = Field(2, gt=0)
+    sampler: Literal["tpe", "gp", "random", "nsga2"] = "tpe"
+    pruner: PrunerConfig = PrunerConfig()
+    forgetting_guard: ForgettingGuard | None = ForgettingGuard()
+    seed: int = 0
+    storage: str | None = None
+    """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory."""
+    max_retries: int = Field(1, ge=0)
+    """Times a trial that raises is retried before it is recorded FAILED."""
+
+    @field_validator("lr_fraction", "mix")
+    @classmethod
+    def _nonempty(cls, value: Any) -> Any:
+        if isinstance(value, list) and not value:
+            raise ValueError("list at least one value")
+        return value
+
+    @model_validator(mode="after")
+    def _grid_is_listed(self) -> SearchConfig:
+        if self.method == "grid" and not (isinstance(self.lr_fraction, list) and isinstance(self.mix, list)):
+            raise ValueError("method grid needs listed values for both lr_fraction and mix")
+        if self.method != "grid" and isinstance(self.lr_fraction, list):
+            raise ValueError(f"method {self.method} needs an lr_fraction range {{low, high, log}}")
+        return self
+
+
+# ------------------------------------------------------------------------- objective / where
+
+
+class ObjectiveConfig(StrictConfig):
+    forgetting_budget: float = Field(ge=0.0)
+    """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's)."""
+
+
+class ResourcesConfig(StrictConfig):
+    """What one trial gets."""
+
+    cpus: int = Field(1, ge=1)
+    """Also torch's thread count inside the trial."""
+    gpus: float = Field(0, ge=0)
+
+
+class WandbConfig(StrictConfig):
+    mode: Literal["offline", "online", "disabled"] = "offline"
+    """offline writes runs locally to sync later (`wandb sync`); online needs WANDB_API_KEY."""
+    project: str = "cpt-sweep"
+    entity: str | None = None
+
+
+class TrackingConfig(StrictConfig):
+    wandb: WandbConfig = WandbConfig()
+
+
+# -------------------------------------------------------------------------------------- root
+
+
+class SweepSpec(StrictConfig):
+    base: BaseConfig
+    data: DataConfig
+    proxy: ProxyConfig
+    search: SearchConfig
+    objective: ObjectiveConfig
+    resources: ResourcesConfig = ResourcesConfig()
+    tracking: TrackingConfig = TrackingConfig()
+
+    @model_validator(mode="after")
+    def _seq_len_fits_builtin(self) -> SweepSpec:
+        builtin = self.base.builtin
+        if builtin is not None and self.proxy.seq_len > builtin.seq_len:
+            raise ValueError(
+                f"proxy.seq_len ({self.proxy.seq_len}) exceeds the built-in base's context "
+                f"base.builtin.seq_len ({builtin.seq_len})"
+            )
+        return self
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Reads and validates a spec file; raises SpecError naming the file, key and value."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{path}: spec file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{path}: cannot read spec: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec is a mapping with keys {', '.join(SweepSpec.model_fields)}")
+    try:
+        return SweepSpec.model_validate(raw, context={"root": path.resolve().parent})
+    except ValidationError as exc:
+        raise SpecError(_describe(path, exc)) from None
+
+
+_SHAPE_ERRORS = {"list_type", "dict_type", "model_type", "model_attributes_type"}
+
+
+def _describe(path: Path, exc: ValidationError) -> str:
+    errors = exc.errors(include_url=False)
+    keys = [".".join(str(part) for part in error["loc"] if not _is_union_tag(part)) for error in errors]
+    # A union (range or list) reports a shape error for each member it did not match; when a
+    # member did match the shape, its own errors are the ones worth reading.
+    keep = [
+        (key, error)
+        for key, error in zip(keys, errors)
+        if error["type"] not in _SHAPE_ERRORS or not any(k != key and k.startswith(key) for k in keys)
+    ]
+    lines = [f"{path}: {len(keep)} problem(s) in the spec:"]
+    for key, error in keep:
+        key = key or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = f"unknown key; valid keys here: {', '.join(_valid_keys(error['loc'][:-1]))}"
+        elif error["type"] == "missing":
+            message = "required key is missing"
+        value = error.get("input")
+        shown = "" if error["type"] == "missing" or isinstance(value, dict) else f" = {value!r}"
+        lines.append(f"  {key}{shown}: {message}")
+    return "\n".join(lines)
+
+
+def _is_union_tag(part: Any) -> bool:
+    # pydantic puts the union member it tried into the location ("list[...]", "LRFractionRange").
+    return isinstance(part, str) and (part[:1].isupper() or "[" in part)
+
+
+def _valid_keys(loc: tuple) -> list[str]:
+    model: Any = SweepSpec
+    for part in loc:
+        if _is_union_tag(part):
+            continue
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return []
+        model = next(
+            (arg for arg in _flatten(field.annotation) if isinstance(arg, type) and issubclass(arg, BaseModel)),
+            None,
+        )
+        if model is None:
+            return []
+    return list(model.model_fields)
+
+
+def _flatten(annotation: Any) -> list[Any]:
+    args = getattr(annotation, "__args__", None)
+    if not args:
+        return [annotation]
+    return [leaf for arg in args for leaf in _flatten(arg)]

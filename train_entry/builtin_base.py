@@ -1,0 +1,50 @@
+"""The built-in base `builtin:tiny-llama`: a small Llama the tool pretrains on the general corpus."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from train_entry.config import StrictConfig
+
+
+class BuiltinBaseConfig(StrictConfig):
+    """Shape and pretraining recipe of `builtin:tiny-llama`.
+
+    Sized so that it nearly saturates on the bundled general corpus within a few CPU minutes:
+    a saturated base is what makes continued pretraining trade domain gain against forgetting,
+    as a real base does.
+    """
+
+    vocab_size: int = Field(4096, ge=256, le=65536)
+    """Byte-level BPE vocabulary, trained on the general corpus only (so domain text is new)."""
+    hidden_size: int = Field(128, ge=16)
+    num_layers: int = Field(4, ge=1)
+    num_heads: int = Field(4, ge=1)
+    num_kv_heads: int = Field(2, ge=1)
+    """Fewer KV heads than query heads: grouped-query attention, as in Llama 3."""
+    intermediate_size: int = Field(352, ge=16)
+    """SwiGLU width, ~2.75 x hidden as in Llama."""
+    pretrain_steps: int = Field(1200, gt=0)
+    batch_size: int = Field(16, gt=0)
+    seq_len: int = Field(128, ge=8)
+    """Also the model's max_position_embeddings; proxy seq_len may not exceed it."""
+    warmup_steps: int = Field(60, ge=0)
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
+    """Cosine floor as a fraction of max_lr (~max_lr/10 per Chinchilla)."""
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _shape_fits(self) -> BuiltinBaseConfig:
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"hidden_size must be a multiple of num_heads, got {self.hidden_size=}, {self.num_heads=}"
+            )
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                f"num_heads must be a multiple of num_kv_heads, got {self.num_heads=}, {self.num_kv_heads=}"
+            )
+        if self.warmup_steps >= self.pretrain_steps:
+            raise ValueError(
+                f"warmup_steps must be below pretrain_steps, got {self.warmup_steps=}, {self.pretrain_steps=}"
+            )
+        return self

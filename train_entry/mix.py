@@ -1,0 +1,77 @@
+"""Mix ratios ("general:domain") and the blend weights they give, shared by proxy and full runs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, PlainSerializer
+
+
+@dataclass(frozen=True)
+class MixRatio:
+    """A general:domain sampling ratio such as 4:1 (four general tokens per domain token)."""
+
+    general: float
+    domain: float
+
+    def __post_init__(self) -> None:
+        for side, value in (("general", self.general), ("domain", self.domain)):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"mix ratio {side} side must be a positive number, got {value}")
+
+    @classmethod
+    def parse(cls, text: str) -> MixRatio:
+        """Reads "general:domain", e.g. "4:1" or "1:1.5"."""
+        try:
+            general, domain = (float(part) for part in text.strip().split(":"))
+            return cls(general, domain)
+        except ValueError:
+            raise ValueError(f'mix ratio must be "general:domain" with two positive numbers, got {text!r}') from None
+
+    @classmethod
+    def from_domain_share(cls, domain_share: float) -> MixRatio:
+        return cls(1.0 - domain_share, domain_share)
+
+    @property
+    def domain_share(self) -> float:
+        """domain / (general + domain): the fraction of training tokens drawn from the domain."""
+        return self.domain / (self.general + self.domain)
+
+    @property
+    def log_ratio(self) -> float:
+        """log(general / domain): the axis a continuous mix search samples on."""
+        return math.log(self.general / self.domain)
+
+    def __str__(self) -> str:
+        return f"{_number(self.general)}:{_number(self.domain)}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
+
+
+def blend_weights(mix: MixRatio, non_english_share: float) -> dict[str, float]:
+    """Sampling weights of the corpora, summing to 1.
+
+    The non-English share is split out of the general side, as in the reference recipe
+    (general:domain 1:1 with 10 % of the general side non-English gives 0.45 / 0.05 / 0.5).
+    """
+    general = 1.0 - mix.domain_share
+    weights = {"general": general * (1.0 - non_english_share), "domain": mix.domain_share}
+    if non_english_share > 0:
+        weights["non_english"] = general * non_english_share
+    return weights
+
+
+def _coerce(value: Any) -> MixRatio:
+    if isinstance(value, MixRatio):
+        return value
+    if not isinstance(value, str):
+        raise ValueError(f'a mix ratio is a "general:domain" string such as "4:1", got {value!r}')
+    return MixRatio.parse(value)
+
+
+Mix = Annotated[MixRatio, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
+"""A MixRatio field of a config: written and read as "general:domain"."""

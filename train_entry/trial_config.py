@@ -1,0 +1,131 @@
+"""What one proxy trial is given and what it gives back. Plain data: round-trips to JSON."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from train_entry.config import StrictConfig
+from train_entry.mix import Mix
+
+
+class ProxyConfig(StrictConfig):
+    """One proxy run: the continued-pretraining budget every trial of a sweep gets."""
+
+    steps: int = Field(gt=0)
+    seq_len: int = Field(ge=8)
+    batch_size: int = Field(gt=0)
+    warmup_steps: int = Field(ge=0)
+    schedule: Literal["cosine", "linear", "constant"] = "cosine"
+    """Decay after linear warmup; cosine as in the reference recipe."""
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
+    """LR floor as a fraction of the trial's peak LR (~peak/10 per Chinchilla)."""
+    weight_decay: float = Field(0.1, ge=0.0)
+    """AdamW decoupled weight decay, Llama's 0.1."""
+    grad_clip: float = Field(1.0, gt=0.0)
+    """Global gradient-norm clip, Llama's 1.0."""
+    eval_interval: int = Field(gt=0)
+    """Steps between evaluations; each one is reported (and may be pruned)."""
+    eval_sequences: int = Field(64, gt=0)
+    """Sequences of seq_len tokens in each fixed validation set (domain and general)."""
+    divergence_factor: float = Field(3.0, gt=1.0)
+    """A training loss above this multiple of the first step's loss ends the trial as diverged."""
+    seed: int = 0
+    """Seeds the model's dropout-free init of optimizer state, and the blend's sample order."""
+
+    @model_validator(mode="after")
+    def _steps_fit(self) -> ProxyConfig:
+        if self.warmup_steps >= self.steps:
+            raise ValueError(f"warmup_steps must be below steps, got {self.warmup_steps=}, {self.steps=}")
+        if self.eval_interval > self.steps:
+            raise ValueError(f"eval_interval may not exceed steps, got {self.eval_interval=}, {self.steps=}")
+        return self
+
+
+class CorpusPrefixes(StrictConfig):
+    """megatron-core indexed datasets (path prefixes of .bin/.idx pairs) of one split."""
+
+    general: str
+    domain: str
+    non_english: str | None = None
+
+
+class BaseLosses(StrictConfig):
+    """The base's own losses on the fixed validation sets: the reference for gain and forgetting."""
+
+    domain_loss: float
+    general_loss: float
+
+
+class TrialConfig(StrictConfig):
+    """Everything one proxy trial depends on; a trial is a pure function of it."""
+
+    lr_fraction: float = Field(gt=0.0, le=1.0)
+    mix: Mix
+    base_dir: str
+    """A Hugging Face causal-LM directory (the built-in base is materialised as one)."""
+    tokenizer_dir: str
+    max_lr: float = Field(gt=0.0)
+    base_losses: BaseLosses
+    train: CorpusPrefixes
+    valid: CorpusPrefixes
+    non_english_share: float = Field(0.0, ge=0.0, lt=1.0)
+    proxy: ProxyConfig
+    threads: int = Field(1, ge=1)
+    """torch intra-op threads on CPU: the trial's CPU allotment."""
+    output_dir: str
+    """Where the trial writes its resolved config, index caches and metrics."""
+
+    @property
+    def peak_lr(self) -> float:
+        return self.lr_fraction * self.max_lr
+
+
+class TrialStatus(str, enum.Enum):
+    COMPLETED = "completed"
+    STOPPED = "stopped"
+    """The report callback asked to stop (pruned, or guarded by the caller)."""
+    DIVERGED = "diverged"
+
+
+class Metrics(StrictConfig):
+    """One evaluation, as passed to report()."""
+
+    step: int
+    tokens_seen: int
+    domain_loss: float
+    general_loss: float
+    domain_gain: float
+    """1 - domain_loss / base_domain_loss (higher is better)."""
+    forgetting: float
+    """general_loss / base_general_loss - 1 (lower is better)."""
+    train_loss: float
+    lr: float
+
+    @classmethod
+    def measure(cls, *, base: BaseLosses, domain_loss: float, general_loss: float, **rest: Any) -> Metrics:
+        return cls(
+            domain_loss=domain_loss,
+            general_loss=general_loss,
+            domain_gain=1.0 - domain_loss / base.domain_loss,
+            forgetting=general_loss / base.general_loss - 1.0,
+            **rest,
+        )
+
+
+class TrialResult(StrictConfig):
+    status: TrialStatus
+    reason: str | None = None
+    """Why a trial diverged or stopped."""
+    steps: int
+    """Optimizer steps taken."""
+    tokens_seen: int
+    wall_seconds: float
+    history: list[Metrics]
+    """Every evaluation, in order; the last is the trial's final measurement."""
+
+    @property
+    def final(self) -> Metrics | None:
+        return self.history[-1] if self.history else None
