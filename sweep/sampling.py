@@ -1,0 +1,33 @@
+"""The Optuna sampler a sweep asks for its next point.
+
+The forgetting budget is a constraint, not a second objective: each trial stores
+`forgetting - budget` with `Trial.set_constraint` when it is told (see sweep.record), and
+TPE, GP and NSGA-II all read `trial.constraints` to learn to propose feasible points. That is
+Optuna 5's replacement for the samplers' deprecated `constraints_func`, and it needs nothing
+from the sampler, so the driver and the trials cannot disagree on it.
+"""
+
+from __future__ import annotations
+
+import optuna
+from optuna.samplers import BaseSampler
+
+from sweep.spec import SearchConfig
+
+
+def make_sampler(search: SearchConfig) -> BaseSampler:
+    """The sampler for `search.method` and `search.sampler`, seeded with `search.seed`."""
+    if search.method != "optuna" or search.sampler == "random":
+        # A grid runs enqueued points only; every enqueued param is fixed, so nothing is sampled.
+        return optuna.samplers.RandomSampler(seed=search.seed)
+    # A quarter of the trials sampled at random before the model steers: the default 10 of TPE
+    # and GP would leave a 16-trial sweep almost unguided.
+    startup = max(4, search.num_trials // 4)
+    if search.sampler == "tpe":
+        # constant_liar keeps concurrent trials from being proposed at the same point.
+        return optuna.samplers.TPESampler(
+            seed=search.seed, n_startup_trials=startup, constant_liar=search.concurrency > 1, multivariate=True
+        )
+    if search.sampler == "gp":
+        return optuna.samplers.GPSampler(seed=search.seed, n_startup_trials=startup)
+    return optuna.samplers.NSGAIISampler(seed=search.seed, population_size=startup)

@@ -1,0 +1,115 @@
+"""The trials table: one row per Optuna trial, derived from the study and nothing else.
+
+Because every row is read from the study, the table written to the run directory, the live
+view and `sweep status` agree with the Optuna storage by construction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from optuna.trial import FrozenTrial
+
+from sweep.record import Attr, Status, status_of
+from sweep.study import SweepPlan, SweepStudy
+
+TRIALS_PARQUET = "trials.parquet"
+TRIALS_CSV = "trials.csv"
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    number: int
+    """Optuna's trial number: the trial's id across the study, the table and optuna-dashboard."""
+    status: Status
+    reason: str | None
+    lr_fraction: float
+    peak_lr: float
+    mix: str
+    """general:domain"""
+    domain_share: float
+    domain_gain: float | None
+    """Final (last evaluation): what the optimum is chosen on."""
+    forgetting: float | None
+    domain_loss: float | None
+    general_loss: float | None
+    best_domain_gain: float | None
+    """Highest domain_gain over the trial's evaluations, and the step it was measured at."""
+    best_step: int | None
+    steps: int | None
+    """Optimizer steps taken."""
+    stopped_step: int | None
+    """Step at which a pruned or diverged trial stopped; None when it ran the whole budget."""
+    tokens_seen: int | None
+    wall_seconds: float | None
+    attempts: int
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in (Status.WAITING, Status.RUNNING)
+
+
+def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
+    point = plan.space.point(frozen.params)
+    attrs = frozen.user_attrs
+    last = attrs.get(Attr.LAST.value) or {}
+    best = attrs.get(Attr.BEST.value) or {}
+    status = status_of(frozen)
+    steps = attrs.get(Attr.STEPS.value)
+    return TrialRow(
+        number=frozen.number,
+        status=status,
+        reason=attrs.get(Attr.REASON.value),
+        lr_fraction=point.lr_fraction,
+        peak_lr=point.lr_fraction * plan.max_lr,
+        mix=str(point.mix),
+        domain_share=point.mix.domain_share,
+        domain_gain=last.get("domain_gain"),
+        forgetting=last.get("forgetting"),
+        domain_loss=last.get("domain_loss"),
+        general_loss=last.get("general_loss"),
+        best_domain_gain=best.get("domain_gain"),
+        best_step=best.get("step"),
+        steps=steps,
+        stopped_step=steps if status in (Status.PRUNED, Status.DIVERGED) else None,
+        tokens_seen=attrs.get(Attr.TOKENS_SEEN.value, last.get("tokens_seen")),
+        wall_seconds=attrs.get(Attr.WALL_SECONDS.value),
+        attempts=attrs.get(Attr.ATTEMPTS.value, 0),
+    )
+
+
+def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
+    plan = sweep.plan
+    return [trial_row(frozen, plan) for frozen in sweep.trials()]
+
+
+def row_dict(row: TrialRow) -> dict[str, Any]:
+    """A row as plain JSON-ready data."""
+    return {**dataclasses.asdict(row), "status": row.status.value}
+
+
+def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
+    columns = [field.name for field in dataclasses.fields(TrialRow)]
+    frame = pd.DataFrame([row_dict(row) for row in rows], columns=columns)
+    # Nullable integer columns keep a missing step count missing rather than a float NaN.
+    for column in ("best_step", "steps", "stopped_step", "tokens_seen"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def write_tables(rows: list[TrialRow], run_dir: Path) -> None:
+    """Writes trials.parquet and trials.csv; each appears whole or not at all (rename is atomic)."""
+    frame = trials_frame(rows)
+    for name, write in ((TRIALS_PARQUET, frame.to_parquet), (TRIALS_CSV, frame.to_csv)):
+        tmp = run_dir / f".{name}.tmp"
+        write(tmp, index=False)
+        os.replace(tmp, run_dir / name)
+
+
+def read_table(run_dir: Path) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / TRIALS_PARQUET)

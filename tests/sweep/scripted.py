@@ -1,0 +1,47 @@
+"""Scripted trials and spec variants: sweeps on real Optuna storage with no model, as Optuna tests its pruners."""
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sweep.spec import SearchConfig, SweepSpec, load_spec
+from sweep.study_trial import Report
+from train_entry.trial_config import Metrics, TrialResult, TrialStatus
+
+DEFAULT_SPEC = Path(__file__).parents[2] / "search_spaces" / "lr_mix.yaml"
+STEPS = tuple(range(25, 201, 25))
+"""Evaluations of the test spec: every 25 of the default spec's 200 steps."""
+
+
+def spec_with(**search) -> SweepSpec:
+    spec = load_spec(DEFAULT_SPEC)
+    merged = {**spec.search.model_dump(mode="json"), **search}
+    proxy = spec.proxy.model_copy(update={"eval_interval": STEPS[0]})
+    return spec.model_copy(update={"search": SearchConfig.model_validate(merged), "proxy": proxy})
+
+
+def scripted(gains, *, forgetting=0.0, diverge_after: int | None = None) -> Callable[[Report], TrialResult]:
+    """A stand-in for run_trial that reports the given domain_gain at each evaluation."""
+
+    def run(report: Report) -> TrialResult:
+        history = []
+        for step, gain in zip(STEPS, gains):
+            forget = forgetting(step) if callable(forgetting) else forgetting
+            metrics = Metrics(
+                step=step, tokens_seen=step * 1024, domain_loss=3.0 * (1 - gain), general_loss=3.0 * (1 + forget),
+                domain_gain=gain, forgetting=forget, train_loss=3.0, lr=1e-4,
+            )
+            history.append(metrics)
+            if diverge_after is not None and step >= diverge_after:
+                return _result(TrialStatus.DIVERGED, history, reason=f"loss is nan at step {step}")
+            if report(metrics):
+                return _result(TrialStatus.STOPPED, history, reason="report asked to stop")
+        return _result(TrialStatus.COMPLETED, history)
+
+    return run
+
+
+def _result(status, history, reason=None) -> TrialResult:
+    last = history[-1]
+    return TrialResult(
+        status=status, reason=reason, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.5, history=history
+    )

@@ -1,0 +1,94 @@
+"""Every pruner passes the same suite, driven by scripted trials against real RDB storage."""
+
+import pytest
+from optuna.trial import TrialState
+
+from sweep.record import Attr, Status
+from sweep.pruning import guard_reason
+from sweep.spec import ForgettingGuard
+from sweep.study_trial import run_study_trial
+from scripted import STEPS, scripted
+from train_entry.trial_config import Metrics
+
+PRUNERS = ["median", "percentile", "successive_halving", "hyperband", "wilcoxon"]
+GOOD = [[0.10 + 0.05 * k + 0.01 * i for k in range(len(STEPS))] for i in range(8)]
+"""Eight completed trials whose domain_gain rises with every evaluation."""
+
+
+def pruner(kind):
+    return {"type": kind, "n_startup_trials": 2, "n_warmup_steps": 0}
+
+
+def run_good_trials(sweep):
+    for gains in GOOD:
+        assert run_study_trial(sweep, sweep.ask().number, scripted(gains)) is Status.COMPLETED
+
+
+@pytest.mark.parametrize("kind", PRUNERS)
+def test_a_trial_far_below_the_others_is_pruned_with_its_intermediate_values(open_sweep, kind):
+    sweep = open_sweep(sampler="random", pruner=pruner(kind), forgetting_guard=None)
+    run_good_trials(sweep)
+    number = sweep.ask().number
+    status = run_study_trial(sweep, number, scripted([-0.2] * len(STEPS)))
+    frozen = sweep.frozen(number)
+    assert status is Status.PRUNED
+    assert frozen.state is TrialState.PRUNED
+    assert frozen.intermediate_values  # the sampler and optuna-dashboard see its curve
+    assert set(frozen.intermediate_values.values()) == {-0.2}
+    assert frozen.user_attrs[Attr.REASON.value].startswith(f"pruned by the {kind} pruner at step")
+    assert frozen.user_attrs[Attr.STEPS.value] < STEPS[-1]
+
+
+@pytest.mark.parametrize("kind", [*PRUNERS, "none"])
+def test_a_trial_better_than_all_others_runs_its_full_budget(open_sweep, kind):
+    sweep = open_sweep(sampler="random", pruner=pruner(kind), forgetting_guard=None)
+    run_good_trials(sweep)
+    number = sweep.ask().number
+    assert run_study_trial(sweep, number, scripted([0.5 + 0.05 * k for k in range(len(STEPS))])) is Status.COMPLETED
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.COMPLETE
+    assert frozen.value == pytest.approx(0.5 + 0.05 * (len(STEPS) - 1))  # the final domain_gain is the objective
+
+
+def test_pruner_none_never_prunes(open_sweep):
+    sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard=None)
+    run_good_trials(sweep)
+    assert run_study_trial(sweep, sweep.ask().number, scripted([-0.2] * len(STEPS))) is Status.COMPLETED
+
+
+def test_median_pruner_waits_for_warmup_steps(open_sweep):
+    sweep = open_sweep(
+        sampler="random", pruner={"type": "median", "n_startup_trials": 2, "n_warmup_steps": 150}, forgetting_guard=None
+    )
+    run_good_trials(sweep)
+    number = sweep.ask().number
+    assert run_study_trial(sweep, number, scripted([-0.2] * len(STEPS))) is Status.PRUNED
+    assert sweep.frozen(number).user_attrs[Attr.STEPS.value] == 150  # not before the warmup ends
+
+
+def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(open_sweep):
+    sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.05, "min_steps": 100})
+    # 0.2 forgetting from the start: the guard may act only from step 100 on.
+    number = sweep.ask().number
+    status = run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=0.2))
+    frozen = sweep.frozen(number)
+    assert status is Status.PRUNED and frozen.state is TrialState.PRUNED
+    assert frozen.user_attrs[Attr.STEPS.value] == 100
+    assert frozen.user_attrs[Attr.REASON.value].startswith("forgetting guard: forgetting 0.2000 exceeds budget")
+
+
+def test_forgetting_guard_lets_a_trial_within_the_margin_run():
+    guard = ForgettingGuard(margin=0.05, min_steps=1)
+    metrics = dict(step=100, tokens_seen=1, domain_loss=1.0, general_loss=1.0, domain_gain=0.1, train_loss=1.0, lr=1.0)
+    assert guard_reason(guard, Metrics(forgetting=0.069, **metrics), budget=0.02) is None
+    assert guard_reason(guard, Metrics(forgetting=0.071, **metrics), budget=0.02) is not None
+    assert guard_reason(None, Metrics(forgetting=9.0, **metrics), budget=0.02) is None
+
+
+def test_a_diverged_trial_is_diverged_in_the_table_and_pruned_for_the_sampler(open_sweep):
+    sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard=None)
+    number = sweep.ask().number
+    assert run_study_trial(sweep, number, scripted([0.1] * len(STEPS), diverge_after=100)) is Status.DIVERGED
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.PRUNED
+    assert frozen.user_attrs[Attr.REASON.value] == "loss is nan at step 100"

@@ -1,0 +1,115 @@
+"""The study as the one source of truth: outcomes, the trials table, best.json, grid and resume rules."""
+
+import json
+
+import pytest
+from optuna.trial import TrialState
+from scripted import STEPS, scripted
+
+from sweep.best import best_summary, write_best
+from sweep.record import Attr, Status, record_failure
+from sweep.select import select
+from sweep.study import StudyMismatch
+from sweep.study_trial import run_study_trial
+from sweep.table import read_table, trial_rows, write_tables
+
+GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]
+
+
+def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path):
+    sweep = open_sweep(sampler="random", pruner={"type": "none"}, forgetting_guard={"margin": 0.05, "min_steps": 50})
+    completed = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01))
+    guarded = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.3))
+    diverged = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, diverge_after=75))
+    failed = sweep.ask().number
+    with pytest.raises(RuntimeError):
+        run_study_trial(sweep, failed, lambda report: (_ for _ in ()).throw(RuntimeError("out of memory")))
+    record_failure(sweep, failed, "RuntimeError: out of memory")
+    running = sweep.ask().number
+
+    assert (completed, guarded, diverged) == (Status.COMPLETED, Status.PRUNED, Status.DIVERGED)
+    rows = trial_rows(sweep)
+    assert [row.status for row in rows] == [
+        Status.COMPLETED, Status.PRUNED, Status.DIVERGED, Status.FAILED, Status.RUNNING
+    ]
+    states = [t.state for t in sweep.trials()]
+    assert states == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING]
+    done = rows[0]
+    assert done.domain_gain == pytest.approx(GAINS[-1]) and done.forgetting == pytest.approx(0.01)
+    assert done.steps == STEPS[-1] and done.stopped_step is None and done.attempts == 1
+    assert done.peak_lr == pytest.approx(done.lr_fraction * 3e-3)
+    assert rows[1].stopped_step == 50 and rows[1].reason.startswith("forgetting guard")
+    assert rows[3].reason == "RuntimeError: out of memory" and rows[4].number == running
+
+    write_tables(rows, tmp_path)
+    table = read_table(tmp_path)
+    assert list(table["number"]) == [row.number for row in rows]
+    assert list(table["status"]) == [row.status.value for row in rows]
+    assert (tmp_path / "trials.csv").read_text().count("\n") == len(rows) + 1
+
+
+def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
+    sweep = open_sweep(sampler="tpe")
+    number = sweep.ask().number
+    run_study_trial(sweep, number, scripted(GAINS, forgetting=0.05))
+    assert sweep.frozen(number).constraints == {"forgetting": pytest.approx(0.05 - 0.02)}
+
+
+def test_a_raising_trial_keeps_its_error_and_attempts_then_fails_with_that_reason(open_sweep):
+    sweep = open_sweep(sampler="random")
+    number = sweep.ask().number
+
+    def broken(report):
+        report_first = scripted(GAINS[:1])
+        report_first(report)
+        raise ValueError("bad shard")
+
+    for _ in range(2):  # the first run and one retry
+        with pytest.raises(ValueError):
+            run_study_trial(sweep, number, broken)
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.RUNNING
+    assert frozen.user_attrs[Attr.ATTEMPTS.value] == 2
+    assert frozen.user_attrs[Attr.ERROR.value].startswith("ValueError: bad shard")
+    assert list(frozen.intermediate_values) == [STEPS[0]]  # the retry did not duplicate its report
+    record_failure(sweep, number, frozen.user_attrs[Attr.ERROR.value])
+    assert sweep.frozen(number).state is TrialState.FAIL
+
+
+def test_a_finished_trial_is_not_run_again(open_sweep):
+    sweep = open_sweep(sampler="random")
+    number = sweep.ask().number
+    run_study_trial(sweep, number, scripted(GAINS))
+    calls = []
+    assert run_study_trial(sweep, number, lambda report: calls.append(1)) is Status.COMPLETED
+    assert calls == []
+
+
+def test_grid_is_enqueued_once_and_asks_return_exactly_the_grid(open_sweep):
+    grid = {"method": "grid", "lr_fraction": [0.05, 0.1, 0.2], "mix": ["4:1", "1:4"]}
+    sweep = open_sweep(**grid)
+    open_sweep(**grid)  # a rerun enqueues nothing new
+    assert len(sweep.trials()) == 6 == sweep.plan.planned_trials
+    asked = {(t.params["lr_fraction"], t.params["mix"]) for t in (sweep.ask() for _ in range(6))}
+    assert asked == {(lr, mix) for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:4")}
+
+
+def test_a_study_made_for_another_plan_is_not_resumed(open_sweep):
+    open_sweep(num_trials=8)
+    with pytest.raises(StudyMismatch, match="--fresh"):
+        open_sweep(num_trials=9)
+
+
+def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp_path):
+    sweep = open_sweep(sampler="random", pruner={"type": "none"}, forgetting_guard={"margin": 0.0, "min_steps": 50})
+    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01))
+    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.5))  # guarded at step 50
+    rows = trial_rows(sweep)
+    selection = select(rows, forgetting_budget=0.02, space=sweep.plan.space)
+    write_best(best_summary(selection, rows, sweep.plan), tmp_path)
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["optimum"]["number"] == 0
+    assert [row["number"] for row in best["pareto_front"]] == [0]
+    full = sweep.plan.full_trial_tokens
+    assert best["cost"]["tokens_saved_by_pruning"] == full - 50 * 1024
+    assert best["cost"]["tokens_used"] == STEPS[-1] * 1024 + 50 * 1024
