@@ -1,0 +1,124 @@
+"""The tokenizer: a byte-level BPE trained on the general corpora, and its two faces.
+
+The BPE is trained on general text only, so that domain text is as new to the built-in base's
+vocabulary as it is to a real base's. It is saved as a Hugging Face tokenizer directory, which the
+proxy loads with AutoTokenizer and megatron-core's datasets load through megatron-core's own
+Hugging Face wrapper; both read the same files, so they agree on every id.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
+
+from train_entry.data.cache import cached_dir, digest
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusError, CorpusReader
+
+if TYPE_CHECKING:
+    from megatron.core.tokenizers import MegatronTokenizerBase
+
+EOD_TOKEN = "<|endoftext|>"
+"""Ends every document: the eos of the Hugging Face tokenizer and megatron-core's eod."""
+PAD_TOKEN = "<|pad|>"
+"""Never in the data; a distinct id so megatron-core does not mistake eod for padding."""
+SPECIAL_TOKENS = (EOD_TOKEN, PAD_TOKEN)
+
+BPE_RECIPE_VERSION = 1
+"""Part of the cache key: bump it when the training recipe changes, so old tokenizers are not reused."""
+
+MIN_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
+"""Every byte is a token of a byte-level BPE, so no text is ever out of vocabulary."""
+
+_WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf", ".onnx"})
+"""Model weights that may share a directory with the tokenizer (a base's own); never hashed."""
+
+
+def train_bpe(
+    corpora: Sequence[Path],
+    vocab_size: int,
+    cache_root: Path,
+    *,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+) -> Path:
+    """A Hugging Face tokenizer directory holding a byte-level BPE trained on `corpora`.
+
+    Cached under cache_root by the corpora's bytes, vocab_size and the recipe version: training is
+    deterministic, so the same inputs always give the same tokenizer.
+    """
+    if vocab_size < MIN_VOCAB_SIZE:
+        raise ValueError(
+            f"vocab_size must be at least {MIN_VOCAB_SIZE} (256 byte tokens + {len(SPECIAL_TOKENS)} special), "
+            f"got {vocab_size=}"
+        )
+    if not corpora:
+        raise ValueError("train_bpe needs at least one corpus file, got none")
+    corpora = [Path(path) for path in corpora]  # a str would be hashed as a name, not as content
+    key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, *corpora)
+    entry = cache_root / f"bpe-{vocab_size}-{key[:20]}"
+    return cached_dir(entry, lambda directory: _train(corpora, vocab_size, max_document_bytes, directory))
+
+
+def _train(corpora: Sequence[Path], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    documents = itertools.chain.from_iterable(
+        CorpusReader(path, max_document_bytes=max_document_bytes) for path in corpora
+    )
+    bpe.train_from_iterator(documents, trainer=trainer)
+    PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOD_TOKEN, pad_token=PAD_TOKEN).save_pretrained(directory)
+
+
+def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
+    """The Hugging Face tokenizer saved in `directory` (local files only, nothing downloaded)."""
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    except (OSError, ValueError) as error:
+        raise CorpusError(f"{directory}: not a loadable Hugging Face tokenizer directory ({error})") from None
+    if tokenizer.eos_token_id is None:
+        raise CorpusError(_no_eos(directory))
+    return tokenizer
+
+
+def megatron_tokenizer(directory: Path) -> MegatronTokenizerBase:
+    """The tokenizer in `directory` as megatron-core's GPTDatasetConfig takes it (vocab_size, eod, pad)."""
+    # Imported here: megatron-core takes seconds to import, and training a BPE does not need it.
+    from megatron.core.tokenizers import MegatronTokenizer
+
+    try:
+        tokenizer = MegatronTokenizer.from_pretrained(
+            str(directory), metadata_path={"library": "huggingface", "model_type": "gpt"}, use_fast=True
+        )
+    except ValueError as error:
+        raise CorpusError(f"{directory}: not a loadable Hugging Face tokenizer directory ({error})") from None
+    if tokenizer.eod is None:
+        raise CorpusError(_no_eos(directory))
+    return tokenizer
+
+
+def tokenizer_files(directory: Path) -> list[Path]:
+    """The files that define the tokenizer in `directory`, in a stable order (for cache keys)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CorpusError(f"{directory}: tokenizer directory not found")
+    return sorted(
+        path for path in directory.iterdir() if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES
+    )
+
+
+def _no_eos(directory: Path) -> str:
+    return (
+        f"{directory}: the tokenizer has no eos token, which the data pipeline appends to every "
+        f"document as its end-of-document marker; set eos_token in its tokenizer_config.json"
+    )
