@@ -25,6 +25,7 @@ from pydantic import (
 
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES
 from train_entry.mix import Mix
 from train_entry.trial_config import ProxyConfig
 
@@ -128,7 +129,7 @@ class DataConfig(StrictConfig):
     """The English general-domain replay corpus."""
     non_english: NonEnglishConfig | None = None
     """Non-English general text; its share is split out of the general side of every mix."""
-    max_document_bytes: int = Field(1_000_000, gt=0)
+    max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0)
     """Lines (documents) longer than this are skipped and counted, not fatal."""
 
 

@@ -1,4 +1,4 @@
-"""The built-in base `builtin:tiny-llama`: a small Llama the tool pretrains on the general corpus."""
+"""Config of the built-in base `builtin:tiny-llama` (kept light: the spec imports it); see pretrain.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class BuiltinBaseConfig(StrictConfig):
     as a real base does.
     """
 
-    vocab_size: int = Field(4096, ge=256, le=65536)
+    vocab_size: int = Field(4096, ge=258, le=65536)
     """Byte-level BPE vocabulary, trained on the general corpus only (so domain text is new)."""
     hidden_size: int = Field(128, ge=16)
     num_layers: int = Field(4, ge=1)

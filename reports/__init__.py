@@ -1,0 +1,1 @@
+"""Reports: tables, plots and dashboards built from what trials and sweeps record."""

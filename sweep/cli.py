@@ -1,0 +1,111 @@
+"""The `sweep` command: a handful of verbs over one spec file.
+
+Heavy imports (torch, Ray) happen inside the verbs so that `sweep --help` answers at once.
+Input errors (a bad spec, an unusable corpus) print one clear message and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from train_entry.mix import MixRatio
+
+EXIT_INPUT_ERROR = 2
+
+
+def _lr_fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1] (a fraction of the base's max_lr), got {value}")
+    return value
+
+
+def _mix(text: str) -> MixRatio:
+    try:
+        return MixRatio.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _cmd_base(args: argparse.Namespace) -> int:
+    from reports.tables import print_manifest
+    from sweep.prepare import prepare
+    from sweep.spec import load_spec
+
+    prepared = prepare(load_spec(args.spec))
+    print_manifest(prepared.base_manifest())
+    return 0
+
+
+def _cmd_trial(args: argparse.Namespace) -> int:
+    from sweep.trial import run_one
+
+    return run_one(args.spec, lr_fraction=args.lr_fraction, mix=args.mix, output_dir=args.output)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from sweep.driver import run_sweep
+
+    return run_sweep(args.spec, name=args.name, address=args.address, fresh=args.fresh)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from sweep.status import print_status
+
+    return print_status(args.run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sweep",
+        description=(
+            "Sweep peak LR (as a fraction of the base's own max_lr) and the general:domain mix on "
+            "small proxy runs, and pick the best trade-off between domain gain and forgetting."
+        ),
+    )
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    base = verbs.add_parser("base", help="build (or reuse) the spec's base and print its manifest")
+    base.add_argument("spec", type=Path, help="sweep spec YAML, e.g. search_spaces/lr_mix.yaml")
+    base.set_defaults(func=_cmd_base)
+
+    trial = verbs.add_parser("trial", help="run one proxy trial and print its metrics")
+    trial.add_argument("spec", type=Path, help="sweep spec YAML")
+    trial.add_argument("--lr-fraction", type=_lr_fraction, required=True, help="peak LR / base max_lr, in (0, 1]")
+    trial.add_argument("--mix", type=_mix, required=True, help='general:domain ratio, e.g. "1:1" or "4:1"')
+    trial.add_argument(
+        "--output", type=Path, default=None, help="trial directory (default: runs/trials/lr<F>_mix<G>-<D>)"
+    )
+    trial.set_defaults(func=_cmd_trial)
+
+    run = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
+    run.add_argument("spec", type=Path, help="sweep spec YAML")
+    run.add_argument("--name", default=None, help="run directory name under runs/ (default: the spec's stem)")
+    run.add_argument("--address", default=None, help="join an existing Ray cluster (default: start Ray locally)")
+    run.add_argument("--fresh", action="store_true", help="discard runs/<name>/ and start over")
+    run.set_defaults(func=_cmd_run)
+
+    status = verbs.add_parser("status", help="print the trials table of a running or finished sweep")
+    status.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix")
+    status.set_defaults(func=_cmd_status)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from sweep.errors import INPUT_ERRORS
+
+    try:
+        return args.func(args)
+    except INPUT_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

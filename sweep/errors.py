@@ -1,0 +1,6 @@
+"""The errors that mean "fix your input": the CLI prints them and exits with code 2."""
+
+from sweep.spec import SpecError
+from train_entry.data.corpus import CorpusError
+
+INPUT_ERRORS = (SpecError, CorpusError)

@@ -1,0 +1,209 @@
+"""Everything a sweep's trials share, built once before any trial starts.
+
+The tokenizer, the indexed corpora, the base (pretrained here if it is the built-in one) and the
+base's own losses on the fixed validation sets. Each is cached by content under the cache root,
+so a second sweep over the same data and base starts at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from sweep.spec import SweepSpec
+from train_entry.data.cache import digest
+from train_entry.data.corpus import CorpusError, CorpusStats
+from train_entry.data.indexed import build_indexed
+from train_entry.data.tokenizer import load_tokenizer, train_bpe
+from train_entry.mix import MixRatio
+from train_entry.pretrain import MANIFEST, ensure_builtin_base
+from train_entry.proxy import measure_base
+from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
+
+
+def cache_root() -> Path:
+    """$CPT_SWEEP_CACHE, default ~/.cache/cpt-sweep: shared by every sweep on this machine."""
+    return Path(os.environ.get("CPT_SWEEP_CACHE", "~/.cache/cpt-sweep")).expanduser()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What every trial of a sweep shares; plain data, cheap to ship to Ray workers."""
+
+    spec: SweepSpec
+    tokenizer_dir: Path
+    base_dir: Path
+    train: CorpusPrefixes
+    valid: CorpusPrefixes
+    base_losses: BaseLosses
+    corpus_stats: dict[str, CorpusStats]
+    """Per corpus file ("domain.train", ...): documents, tokens and what was skipped."""
+
+    def trial_config(self, *, lr_fraction: float, mix: MixRatio, output_dir: Path) -> TrialConfig:
+        return TrialConfig(
+            lr_fraction=lr_fraction,
+            mix=mix,
+            base_dir=str(self.base_dir),
+            tokenizer_dir=str(self.tokenizer_dir),
+            max_lr=self.spec.base.max_lr,
+            base_losses=self.base_losses,
+            train=self.train,
+            valid=self.valid,
+            non_english_share=self.non_english_share,
+            proxy=self.spec.proxy,
+            threads=self.spec.resources.cpus,
+            output_dir=str(output_dir.resolve()),
+        )
+
+    @property
+    def non_english_share(self) -> float:
+        non_english = self.spec.data.non_english
+        return non_english.share if non_english is not None else 0.0
+
+    def base_manifest(self) -> dict[str, Any]:
+        """The built-in base's manifest, or a short description of a Hugging Face base."""
+        manifest_path = self.base_dir / MANIFEST
+        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        return {
+            "model": self.spec.base.model,
+            "path": str(self.base_dir),
+            "max_lr": self.spec.base.max_lr,
+            **manifest,
+            "sweep validation losses": self.base_losses.model_dump(),
+        }
+
+
+def prepare(spec: SweepSpec) -> Prepared:
+    root = cache_root()
+    data = spec.data
+    base = spec.base
+    general_side = [data.general.train] + ([data.non_english.train] if data.non_english else [])
+
+    if base.tokenizer is not None:
+        tokenizer_dir = base.tokenizer
+    elif base.is_builtin:
+        tokenizer_dir = train_bpe(general_side, base.builtin.vocab_size, root / "tokenizers")
+    else:
+        tokenizer_dir = Path(base.model)
+    _check_vocab(base.model, tokenizer_dir, base.builtin.vocab_size if base.builtin else None)
+
+    corpora = {
+        f"{side}.{split}": getattr(getattr(data, side), split)
+        for side in ("domain", "general", "non_english")
+        if getattr(data, side) is not None
+        for split in ("train", "valid")
+    }
+    indexed = {
+        name: build_indexed(path, tokenizer_dir, root / "datasets", data.max_document_bytes)
+        for name, path in corpora.items()
+    }
+    prefixes = {
+        split: CorpusPrefixes(
+            general=indexed[f"general.{split}"].prefix,
+            domain=indexed[f"domain.{split}"].prefix,
+            non_english=indexed[f"non_english.{split}"].prefix if data.non_english else None,
+        )
+        for split in ("train", "valid")
+    }
+    non_english_share = data.non_english.share if data.non_english else 0.0
+
+    if base.is_builtin:
+        with _pretrain_progress(base.builtin.pretrain_steps) as on_step:
+            base_dir = ensure_builtin_base(
+                base.builtin,
+                max_lr=base.max_lr,
+                tokenizer_dir=tokenizer_dir,
+                train=prefixes["train"],
+                valid=prefixes["valid"],
+                non_english_share=non_english_share,
+                cache_root=root / "bases",
+                on_step=on_step,
+            )
+    else:
+        base_dir = Path(base.model)
+
+    return Prepared(
+        spec=spec,
+        tokenizer_dir=tokenizer_dir,
+        base_dir=base_dir,
+        train=prefixes["train"],
+        valid=prefixes["valid"],
+        base_losses=_base_losses(spec, base_dir, tokenizer_dir, prefixes["valid"], non_english_share, root),
+        corpus_stats={name: entry.stats for name, entry in indexed.items()},
+    )
+
+
+def _check_vocab(model: str, tokenizer_dir: Path, builtin_vocab: int | None) -> None:
+    """A tokenizer whose ids exceed the model's embedding would fail deep inside the first step."""
+    tokens = len(load_tokenizer(tokenizer_dir))
+    if builtin_vocab is not None:
+        embedding = builtin_vocab
+    else:
+        embedding = json.loads((Path(model) / "config.json").read_text()).get("vocab_size", tokens)
+    if tokens > embedding:
+        raise CorpusError(
+            f"{tokenizer_dir}: the tokenizer has {tokens} tokens but the base {model} embeds only "
+            f"{embedding}; use the base's own tokenizer (leave base.tokenizer unset)"
+        )
+
+
+def _base_losses(
+    spec: SweepSpec, base_dir: Path, tokenizer_dir: Path, valid: CorpusPrefixes, share: float, root: Path
+) -> BaseLosses:
+    """Measured once per (base, validation data, eval settings) and cached as a small JSON file."""
+    base_files = sorted(path for path in base_dir.iterdir() if path.is_file())
+    identity = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in base_files]
+    proxy = spec.proxy
+    key = digest(
+        "base-losses-1",
+        *identity,
+        valid.model_dump_json(),
+        share,
+        proxy.seq_len,
+        proxy.eval_sequences,
+        proxy.seed,
+    )
+    path = root / "base_losses" / f"{key[:24]}.json"
+    if path.is_file():
+        return BaseLosses.model_validate_json(path.read_text())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+        losses = measure_base(base_dir, tokenizer_dir, valid, share, proxy, cache_dir=Path(scratch))
+        staged = Path(scratch) / "losses.json"
+        staged.write_text(losses.model_dump_json())
+        staged.replace(path)
+    return losses
+
+
+class _pretrain_progress:
+    """A progress bar for pretraining the built-in base; shown only while it actually trains."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.progress: Progress | None = None
+
+    def __enter__(self):
+        def on_step(step: int, loss: float) -> None:
+            if self.progress is None:
+                self.progress = Progress(
+                    TextColumn("pretraining builtin:tiny-llama"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("loss {task.fields[loss]:.3f}"),
+                    TimeRemainingColumn(),
+                )
+                self.task = self.progress.add_task("pretrain", total=self.total, loss=loss)
+                self.progress.start()
+            self.progress.update(self.task, completed=step, loss=loss)
+
+        return on_step
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

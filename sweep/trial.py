@@ -1,0 +1,53 @@
+"""`sweep trial`: one proxy trial from the command line, with a progress bar and a metrics table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from reports.tables import print_trial
+from sweep.prepare import prepare
+from sweep.spec import load_spec
+from sweep.tracking import wandb_run
+from train_entry.mix import MixRatio
+from train_entry.proxy import run_trial
+from train_entry.trial_config import Metrics, TrialStatus
+
+
+def trial_name(lr_fraction: float, mix: MixRatio) -> str:
+    return f"lr{lr_fraction:g}_mix{mix.general:g}-{mix.domain:g}"
+
+
+def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: Path | None) -> int:
+    spec = load_spec(spec_path)
+    prepared = prepare(spec)
+    name = trial_name(lr_fraction, mix)
+    output_dir = output_dir or Path("runs") / "trials" / name
+    config = prepared.trial_config(lr_fraction=lr_fraction, mix=mix, output_dir=output_dir)
+
+    progress = Progress(
+        TextColumn(f"trial {name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("loss {task.fields[loss]:.3f}"),
+        TimeRemainingColumn(),
+    )
+    task = progress.add_task("steps", total=spec.proxy.steps, loss=float("nan"))
+    with wandb_run(
+        spec.tracking.wandb,
+        name=name,
+        group=None,
+        trial_config=config.model_dump(mode="json"),
+        directory=output_dir,
+    ) as log, progress:
+
+        def report(metrics: Metrics) -> bool:
+            log(metrics)
+            return False
+
+        result = run_trial(
+            config, report, on_step=lambda step, loss: progress.update(task, completed=step, loss=loss)
+        )
+    print_trial(result, title=f"proxy trial {name}: peak LR {config.peak_lr:.3g}, domain_share {mix.domain_share:.2f}")
+    return 0 if result.status is TrialStatus.COMPLETED else 1

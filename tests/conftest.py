@@ -1,0 +1,126 @@
+"""Fixtures shared by every test tier: a session cache and a tiny spec over cut-down bundled corpora."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "data"
+
+TINY_CORPORA = {
+    # (bundled file, documents kept): enough text for a 512-token BPE and a few hundred steps.
+    "general_en/train.jsonl": 150,
+    "general_en/valid.jsonl": 20,
+    "general_multi/train.jsonl": 30,
+    "general_multi/valid.jsonl": 5,
+    "ecommerce/train.jsonl": 500,
+    "ecommerce/valid.jsonl": 40,
+}
+
+TINY_SPEC: dict[str, Any] = {
+    "base": {
+        "model": "builtin:tiny-llama",
+        "max_lr": 3.0e-3,
+        "builtin": {
+            "vocab_size": 512,
+            "hidden_size": 64,
+            "num_layers": 2,
+            "num_heads": 2,
+            "num_kv_heads": 1,
+            "intermediate_size": 176,
+            "pretrain_steps": 300,
+            "batch_size": 8,
+            "seq_len": 64,
+            "warmup_steps": 20,
+        },
+    },
+    "data": {
+        "domain": {"train": "corpora/ecommerce/train.jsonl", "valid": "corpora/ecommerce/valid.jsonl"},
+        "general": {"train": "corpora/general_en/train.jsonl", "valid": "corpora/general_en/valid.jsonl"},
+        "non_english": {
+            "train": "corpora/general_multi/train.jsonl",
+            "valid": "corpora/general_multi/valid.jsonl",
+            "share": 0.1,
+        },
+    },
+    "proxy": {
+        "steps": 40,
+        "seq_len": 64,
+        "batch_size": 4,
+        "warmup_steps": 4,
+        "eval_interval": 20,
+        "eval_sequences": 16,
+    },
+    "search": {
+        "method": "optuna",
+        "lr_fraction": {"low": 0.05, "high": 0.2},
+        "mix": ["4:1", "1:1", "1:4"],
+        "num_trials": 4,
+        "concurrency": 2,
+    },
+    "objective": {"forgetting_budget": 0.02},
+    "resources": {"cpus": 1},
+    "tracking": {"wandb": {"mode": "disabled"}},
+}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory) -> Path:
+    """One cache (tokenizers, indexed corpora, bases) for the whole session, never ~/.cache."""
+    root = tmp_path_factory.mktemp("cpt-sweep-cache")
+    previous = os.environ.get("CPT_SWEEP_CACHE")
+    os.environ["CPT_SWEEP_CACHE"] = str(root)
+    os.environ.setdefault("WANDB_MODE", "offline")
+    yield root
+    if previous is None:
+        os.environ.pop("CPT_SWEEP_CACHE", None)
+    else:
+        os.environ["CPT_SWEEP_CACHE"] = previous
+
+
+@pytest.fixture(scope="session")
+def tiny_corpora(tmp_path_factory) -> Path:
+    """The first documents of each bundled corpus, under <dir>/corpora/."""
+    root = tmp_path_factory.mktemp("tiny-data")
+    for name, documents in TINY_CORPORA.items():
+        target = root / "corpora" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with (DATA / name).open("rb") as source:
+            target.write_bytes(b"".join(line for _, line in zip(range(documents), source)))
+    return root
+
+
+@pytest.fixture
+def write_tiny_spec(tiny_corpora) -> Callable[..., Path]:
+    """write_tiny_spec(**overrides) -> path of a tiny spec; overrides are {section: {key: value}}."""
+
+    def write(name: str = "tiny.yaml", **overrides: dict[str, Any]) -> Path:
+        spec = {section: dict(values) for section, values in TINY_SPEC.items()}
+        for section, values in overrides.items():
+            spec[section] = {**spec.get(section, {}), **values}
+        path = tiny_corpora / name
+        path.write_text(yaml.safe_dump(spec, sort_keys=False))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def tiny_spec(write_tiny_spec) -> Path:
+    return write_tiny_spec()
+
+
+def pytest_collection_modifyitems(config, items):
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs CUDA")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

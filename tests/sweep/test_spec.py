@@ -1,0 +1,129 @@
+"""The spec: every shipped YAML loads; every kind of bad input is one clear message and exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sweep.cli import main
+from sweep.spec import SpecError, SweepSpec, load_spec
+from train_entry.mix import MixRatio
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = sorted((REPO / "search_spaces").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_every_shipped_spec_validates(path):
+    spec = load_spec(path)
+    assert isinstance(spec, SweepSpec)
+    assert Path(spec.data.domain.train).is_file()
+
+
+def test_default_spec_searches_the_reference_ranges():
+    search = load_spec(REPO / "search_spaces" / "lr_mix.yaml").search
+    assert (search.lr_fraction.low, search.lr_fraction.high) == (0.05, 0.20)
+    assert search.mix[0] == MixRatio(4, 1) and search.mix[-1] == MixRatio(1, 4)
+
+
+def test_spec_round_trips_through_json_and_yaml(tiny_spec):
+    spec = load_spec(tiny_spec)
+    assert SweepSpec.model_validate_json(spec.model_dump_json()) == spec
+    dumped = yaml.safe_load(yaml.safe_dump(spec.model_dump(mode="json")))
+    assert SweepSpec.model_validate(dumped) == spec
+
+
+def test_relative_paths_resolve_against_the_spec_folder(tiny_spec, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    spec = load_spec(tiny_spec)
+    assert Path(spec.data.general.train) == tiny_spec.parent / "corpora" / "general_en" / "train.jsonl"
+
+
+# Each case: overrides of the tiny spec, then the key path and a fragment the message must carry.
+BAD_SPECS = {
+    "unknown key": ({"proxy": {"stepz": 10}}, "proxy.stepz", "valid keys here"),
+    "wrong type": ({"proxy": {"batch_size": "eight"}}, "proxy.batch_size", "'eight'"),
+    "steps not positive": ({"proxy": {"steps": 0}}, "proxy.steps", "greater than 0"),
+    "lr_fraction above 1": (
+        {"search": {"lr_fraction": {"low": 0.05, "high": 1.5}}},
+        "search.lr_fraction.high",
+        "(0, 1]",
+    ),
+    "lr_fraction zero": ({"search": {"lr_fraction": {"low": 0.0, "high": 0.2}}}, "search.lr_fraction.low", "(0, 1]"),
+    "lr range reversed": (
+        {"search": {"lr_fraction": {"low": 0.2, "high": 0.05}}},
+        "search.lr_fraction",
+        "low=0.2, high=0.05",
+    ),
+    "ratio with a zero": ({"search": {"mix": ["4:1", "0:1"]}}, "search.mix.1", "two positive numbers"),
+    "ratio not a ratio": ({"search": {"mix": ["1:2:3"]}}, "search.mix.0", "general:domain"),
+    "missing corpus": (
+        {"data": {"domain": {"train": "corpora/nope.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "nope.jsonl",
+    ),
+    "empty corpus": (
+        {"data": {"domain": {"train": "empty.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "empty",
+    ),
+    "warmup past steps": ({"proxy": {"warmup_steps": 40}}, "proxy", "warmup_steps must be below steps"),
+    "non-English share of 1": (
+        {"data": {"non_english": {"share": 1.0, "train": "corpora/general_multi/train.jsonl", "valid": "corpora/general_multi/valid.jsonl"}}},
+        "data.non_english.share",
+        "less than 1",
+    ),
+    "grid over a range": ({"search": {"method": "grid"}}, "search", "grid needs listed values"),
+    "unknown pruner": ({"search": {"pruner": {"type": "asha"}}}, "search.pruner.type", "'median'"),
+    "base dir without config.json": ({"base": {"model": "corpora", "max_lr": 1e-3}}, "base.model", "config.json"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SPECS, ids=list(BAD_SPECS))
+def test_bad_spec_names_file_key_and_value(case, write_tiny_spec, session_cache, capsys, tmp_path, monkeypatch):
+    overrides, key, fragment = BAD_SPECS[case]
+    (write_tiny_spec().parent / "empty.jsonl").write_bytes(b"")
+    if case == "base dir without config.json":
+        overrides = {"base": {**overrides["base"], "builtin": None}}
+    path = write_tiny_spec(f"bad-{case.replace(' ', '-')}.yaml", **overrides)
+    monkeypatch.chdir(tmp_path)
+    cache_before = sorted(session_cache.rglob("*"))
+
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    message = str(raised.value)
+    assert str(path) in message and key in message and fragment in message
+
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+    assert key in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists(), "a rejected spec wrote a trial directory"
+    assert sorted(session_cache.rglob("*")) == cache_before, "a rejected spec wrote to the cache"
+
+
+def test_invalid_yaml_and_missing_file_are_spec_errors(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("base: {model: [unclosed\n")
+    with pytest.raises(SpecError, match="broken.yaml: not valid YAML"):
+        load_spec(broken)
+    with pytest.raises(SpecError, match="absent.yaml: spec file not found"):
+        load_spec(tmp_path / "absent.yaml")
+
+
+def test_missing_section_is_named(write_tiny_spec):
+    path = write_tiny_spec("no-objective.yaml")
+    raw = yaml.safe_load(path.read_text())
+    del raw["objective"]
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(SpecError, match=r"objective: required key is missing"):
+        load_spec(path)
+
+
+def test_console_script_exits_2_on_a_bad_command_line(tiny_spec):
+    cli = [sys.executable, "-m", "sweep.cli", "trial", str(tiny_spec), "--lr-fraction", "1.5", "--mix", "1:1"]
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--lr-fraction" in done.stderr and "(0, 1]" in done.stderr

@@ -1,0 +1,171 @@
+"""Pretraining the built-in base `builtin:tiny-llama` on the general side, cached with a manifest."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.data.blend import build_stream, build_validation_sets
+from train_entry.data.cache import cached_dir, digest
+from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
+from train_entry.loop import Optimization, Outcome, mean_loss
+from train_entry.loop import train as train_loop
+from train_entry.model import Runtime
+from train_entry.trial_config import CorpusPrefixes
+
+
+def tiny_llama(config: BuiltinBaseConfig, *, vocab_size: int, eos_token_id: int) -> LlamaForCausalLM:
+    """A freshly initialised Llama (RMSNorm, SwiGLU, RoPE, grouped-query attention)."""
+    llama = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=config.hidden_size,
+        intermediate_size=config.intermediate_size,
+        num_hidden_layers=config.num_layers,
+        num_attention_heads=config.num_heads,
+        num_key_value_heads=config.num_kv_heads,
+        max_position_embeddings=config.seq_len,
+        rope_theta=10_000.0,
+        tie_word_embeddings=True,  # half the parameters of a model this small sit in the embedding
+        bos_token_id=eos_token_id,
+        eos_token_id=eos_token_id,
+    )
+    torch.manual_seed(config.seed)
+    return LlamaForCausalLM(llama)
+
+
+RECIPE_VERSION = 1
+"""Bump when the pretraining code changes what a cached base would be."""
+MANIFEST = "cpt_sweep_base.json"
+
+
+def ensure_builtin_base(
+    config: BuiltinBaseConfig,
+    *,
+    max_lr: float,
+    tokenizer_dir: Path,
+    train: CorpusPrefixes,
+    valid: CorpusPrefixes,
+    non_english_share: float,
+    cache_root: Path,
+    on_step: Callable[[int, float], None] | None = None,
+) -> Path:
+    """The built-in base's Hugging Face directory, pretrained first if it is not cached yet.
+
+    Cached by its config, max_lr, tokenizer and training data: the indexed corpora's prefixes
+    are content-addressed, so they stand for the data's hashes.
+    """
+    identity = {
+        "recipe_version": RECIPE_VERSION,
+        "config": config.model_dump(),
+        "max_lr": max_lr,
+        "tokenizer": digest(*tokenizer_files(tokenizer_dir)),
+        "data": {"general": Path(train.general).parent.name, "non_english": _name(train.non_english)},
+        "non_english_share": non_english_share,
+    }
+    key = digest(json.dumps(identity, sort_keys=True))
+    entry = cache_root / f"tiny-llama-{key[:20]}"
+
+    def build(directory: Path) -> None:
+        manifest = pretrain(
+            config,
+            max_lr=max_lr,
+            tokenizer_dir=tokenizer_dir,
+            train=train,
+            valid=valid,
+            non_english_share=non_english_share,
+            output_dir=directory,
+            on_step=on_step,
+        )
+        (directory / MANIFEST).write_text(json.dumps({**identity, **manifest}, indent=2))
+
+    return cached_dir(entry, build)
+
+
+def pretrain(
+    config: BuiltinBaseConfig,
+    *,
+    max_lr: float,
+    tokenizer_dir: Path,
+    train: CorpusPrefixes,
+    valid: CorpusPrefixes,
+    non_english_share: float,
+    output_dir: Path,
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict[str, Any]:
+    """Pretrains tiny-llama on the general side at max_lr and saves it with its tokenizer.
+
+    Returns the manifest's measurements: final train loss and the held-out general and domain
+    losses (the latter show how new the domain is to the base).
+    """
+    started = time.perf_counter()
+    runtime = Runtime.detect()
+    tokenizer = load_tokenizer(tokenizer_dir)
+    model = tiny_llama(config, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id).to(runtime.device)
+    megatron = megatron_tokenizer(tokenizer_dir)
+    general_side = {"general": 1.0 - non_english_share}
+    if non_english_share > 0:
+        general_side["non_english"] = non_english_share
+    stream = build_stream(
+        train,
+        general_side,
+        num_samples=config.pretrain_steps * config.batch_size,
+        seq_len=config.seq_len,
+        seed=config.seed,
+        tokenizer=megatron,
+        cache_dir=output_dir / "megatron_index",
+    )
+    optimization = Optimization(
+        steps=config.pretrain_steps,
+        batch_size=config.batch_size,
+        peak_lr=max_lr,
+        warmup_steps=config.warmup_steps,
+        min_lr_ratio=config.min_lr_ratio,
+        schedule="cosine",
+        weight_decay=0.1,
+        grad_clip=1.0,
+        eval_interval=config.pretrain_steps,
+        divergence_factor=3.0,
+    )
+    final: dict[str, float] = {}
+
+    def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
+        final.update(train_loss=train_loss, tokens_seen=tokens_seen)
+        return False
+
+    outcome = train_loop(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
+    if outcome.outcome is not Outcome.COMPLETED:
+        raise RuntimeError(f"pretraining the built-in base failed: {outcome.reason}; lower base.max_lr")
+
+    sets = build_validation_sets(
+        valid,
+        non_english_share,
+        num_sequences=64,
+        seq_len=config.seq_len,
+        seed=config.seed,
+        tokenizer=megatron,
+        cache_dir=output_dir / "megatron_index",
+    )
+    shutil.rmtree(output_dir / "megatron_index")
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    return {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "final": {
+            **final,
+            "general_loss": mean_loss(model, *sets.general, runtime, config.batch_size),
+            "domain_loss": mean_loss(model, *sets.domain, runtime, config.batch_size),
+        },
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _name(prefix: str | None) -> str | None:
+    return None if prefix is None else Path(prefix).parent.name

@@ -1,0 +1,142 @@
+"""One proxy trial: continued pretraining of the base at one (lr_fraction, mix ratio).
+
+`run_trial(config, report)` is a pure function of its config: it writes the resolved config to
+its output directory, trains from the base with peak LR = lr_fraction x max_lr, and calls
+`report(metrics)` at every evaluation with domain_loss, general_loss, domain_gain and forgetting
+measured on the sweep's fixed validation sets. A report that returns True stops the trial (that
+is how a sweep prunes); nothing here knows who decides.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from train_entry.data.blend import ValidationSets, build_train_stream, build_validation_sets
+from train_entry.data.tokenizer import megatron_tokenizer
+from train_entry.loop import Optimization, Outcome, mean_loss, train
+from train_entry.model import Runtime, load_causal_lm
+from train_entry.trial_config import (
+    BaseLosses,
+    CorpusPrefixes,
+    Metrics,
+    ProxyConfig,
+    TrialConfig,
+    TrialResult,
+    TrialStatus,
+)
+
+Report = Callable[[Metrics], bool | None]
+
+_STATUS = {Outcome.COMPLETED: TrialStatus.COMPLETED, Outcome.STOPPED: TrialStatus.STOPPED, Outcome.DIVERGED: TrialStatus.DIVERGED}
+
+
+def run_trial(
+    config: TrialConfig, report: Report, *, on_step: Callable[[int, float], None] | None = None
+) -> TrialResult:
+    """Runs one proxy trial; `on_step(step, train_loss)` is for progress bars only."""
+    started = time.perf_counter()
+    output_dir = Path(config.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "trial_config.json").write_text(config.model_dump_json(indent=2))
+
+    torch.set_num_threads(config.threads)
+    runtime = Runtime.detect()
+    proxy = config.proxy
+    tokenizer = megatron_tokenizer(config.tokenizer_dir)
+    stream = build_train_stream(
+        config.train,
+        config.mix,
+        config.non_english_share,
+        num_samples=proxy.steps * proxy.batch_size,
+        seq_len=proxy.seq_len,
+        seed=proxy.seed,
+        tokenizer=tokenizer,
+        cache_dir=output_dir / "megatron_index",
+    )
+    valid = validation_sets(config.valid, config.non_english_share, config.proxy, tokenizer, output_dir / "megatron_index")
+
+    torch.manual_seed(proxy.seed)
+    model = load_causal_lm(config.base_dir, runtime)
+    history: list[Metrics] = []
+
+    def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
+        domain_loss, general_loss = measure(model, valid, runtime, batch_size=proxy.batch_size)
+        metrics = Metrics.measure(
+            base=config.base_losses,
+            domain_loss=domain_loss,
+            general_loss=general_loss,
+            step=step,
+            tokens_seen=tokens_seen,
+            train_loss=train_loss,
+            lr=lr,
+        )
+        history.append(metrics)
+        return bool(report(metrics))
+
+    optimization = Optimization(
+        steps=proxy.steps,
+        batch_size=proxy.batch_size,
+        peak_lr=config.peak_lr,
+        warmup_steps=proxy.warmup_steps,
+        min_lr_ratio=proxy.min_lr_ratio,
+        schedule=proxy.schedule,
+        weight_decay=proxy.weight_decay,
+        grad_clip=proxy.grad_clip,
+        eval_interval=proxy.eval_interval,
+        divergence_factor=proxy.divergence_factor,
+    )
+    outcome = train(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
+    result = TrialResult(
+        status=_STATUS[outcome.outcome],
+        reason=outcome.reason,
+        steps=outcome.steps,
+        tokens_seen=outcome.tokens_seen,
+        wall_seconds=time.perf_counter() - started,
+        history=history,
+    )
+    (output_dir / "result.json").write_text(result.model_dump_json(indent=2))
+    return result
+
+
+def validation_sets(
+    prefixes: CorpusPrefixes, non_english_share: float, proxy: ProxyConfig, tokenizer, cache_dir: Path
+) -> ValidationSets:
+    """The sweep's fixed domain and general validation sets: the same for every trial of a sweep."""
+    return build_validation_sets(
+        prefixes,
+        non_english_share,
+        num_sequences=proxy.eval_sequences,
+        seq_len=proxy.seq_len,
+        seed=proxy.seed,
+        tokenizer=tokenizer,
+        cache_dir=cache_dir,
+    )
+
+
+def measure(model: torch.nn.Module, valid: ValidationSets, runtime: Runtime, *, batch_size: int) -> tuple[float, float]:
+    """(domain_loss, general_loss) of the model on the fixed validation sets."""
+    return (
+        mean_loss(model, *valid.domain, runtime, batch_size),
+        mean_loss(model, *valid.general, runtime, batch_size),
+    )
+
+
+def measure_base(
+    base_dir: Path,
+    tokenizer_dir: Path,
+    valid: CorpusPrefixes,
+    non_english_share: float,
+    proxy: ProxyConfig,
+    *,
+    cache_dir: Path,
+) -> BaseLosses:
+    """The base's own losses on the sweep's validation sets: what gain and forgetting are relative to."""
+    runtime = Runtime.detect()
+    sets = validation_sets(valid, non_english_share, proxy, megatron_tokenizer(tokenizer_dir), cache_dir)
+    model = load_causal_lm(base_dir, runtime)
+    domain_loss, general_loss = measure(model, sets, runtime, batch_size=proxy.batch_size)
+    return BaseLosses(domain_loss=domain_loss, general_loss=general_loss)
