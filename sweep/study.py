@@ -34,9 +34,9 @@ SQLITE_BUSY_TIMEOUT_S = 60
 """How long a writer waits for SQLite's lock: the driver and every running trial share the file."""
 
 
-def storage_url(spec: SweepSpec, run_dir: Path) -> str:
-    """The spec's storage URL, or a SQLite file in the run directory."""
-    return spec.search.storage or f"sqlite:///{(run_dir / STUDY_DB).resolve()}"
+def storage_url(storage: str | None, run_dir: Path) -> str:
+    """The spec's storage URL, or by default a SQLite file in the run directory."""
+    return storage or f"sqlite:///{(run_dir / STUDY_DB).resolve()}"
 
 
 def planned_trials(search: SearchConfig) -> int:

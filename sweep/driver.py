@@ -1,0 +1,197 @@
+"""`sweep run`: create or resume runs/<name>/, run the remaining trials under Ray Tune, pick the optimum.
+
+The run directory holds the spec it ran, the Optuna study (a SQLite file unless the spec names
+another storage), Ray Tune's experiment state and logs, and the outputs. Resuming never reads
+Ray's state: the study says which trials finished, which were interrupted (re-run under the
+same number) and how many are still to ask for. A lock on the run directory keeps two drivers
+from adopting each other's running trials.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import optuna
+import ray
+from ray import tune
+from rich.console import Console
+
+from sweep.best import best_summary, write_best
+from sweep.prepare import Prepared, prepare
+from sweep.live import LiveView, TableWriter
+from sweep.searcher import StudySearcher
+from sweep.select import select
+from sweep.spec import SweepSpec, load_spec
+from sweep.rundir import DRIVER_LOG, LOCK, RUNS, SPEC_COPY, TUNE_DIR, RunInfo
+from sweep.study import StudyMismatch, SweepStudy, open_study, shown_url
+from sweep.table import trial_rows, write_tables
+from sweep.trainable import proxy_trainable
+from sweep.view import make_console, print_outcome
+
+OBJECT_STORE_BYTES = 200 * 1024**2
+"""Trials exchange only small metrics through Ray; the default store would take a third of RAM."""
+
+
+class RunLocked(RuntimeError):
+    """Another `sweep run` holds this run directory."""
+
+
+def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: bool) -> int:
+    """Runs (or resumes) the sweep; exit code 0 when every planned trial has finished."""
+    spec = load_spec(spec_path)
+    name = name or spec_path.stem
+    run_dir = RUNS / name
+    console = make_console()
+    try:
+        with _locked(run_dir):
+            return _run(spec, spec_path, name=name, run_dir=run_dir, address=address, fresh=fresh, console=console)
+    except (RunLocked, StudyMismatch) as exc:
+        console.print(f"error: {exc}", style="red")
+        return 2
+
+
+def _run(
+    spec: SweepSpec, spec_path: Path, *, name: str, run_dir: Path, address: str | None, fresh: bool, console: Console
+) -> int:
+    info = RunInfo(study_name=name, storage=spec.search.storage)
+    url = info.url(run_dir)
+    if fresh:
+        _discard(run_dir, url=url, name=name)
+    shutil.copyfile(spec_path, run_dir / SPEC_COPY)
+    info.write(run_dir)
+    log = _log_handler(run_dir / DRIVER_LOG)
+    _route_logs(log)
+    sweep = open_study(spec, url=url, name=name)
+    searcher = StudySearcher(sweep)
+    write_tables(trial_rows(sweep), run_dir)  # the table agrees with the study from the start
+    console.print(
+        f"sweep {name}: {sweep.plan.planned_trials} trials planned, {searcher.to_run} to run "
+        f"(study in {shown_url(url)}, run directory {run_dir})"
+    )
+    if searcher.to_run > 0:
+        prepared = prepare(spec)
+        _tune(spec, searcher, sweep, prepared=prepared, run_dir=run_dir, url=url, name=name, address=address, log=log)
+    return _finish(sweep, run_dir, console, name=name)
+
+
+def _tune(
+    spec: SweepSpec,
+    searcher: StudySearcher,
+    sweep: SweepStudy,
+    *,
+    prepared: Prepared,
+    run_dir: Path,
+    url: str,
+    name: str,
+    address: str | None,
+    log: logging.Handler,
+) -> None:
+    resources = spec.resources
+    concurrency = spec.search.concurrency
+    if address is None:
+        ray.init(
+            num_cpus=max(concurrency * resources.cpus, 1),
+            num_gpus=int(resources.gpus * concurrency + 0.999) if resources.gpus else None,
+            object_store_memory=OBJECT_STORE_BYTES,
+            include_dashboard=False,
+            log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
+            configure_logging=False,
+        )
+    else:
+        ray.init(address=address, log_to_driver=False, configure_logging=False)
+    _route_logs(log)  # ray.init sets up its own console handler again
+    # Ray Tune's own console reporter would fight the live view; its legacy reporter at verbose 0 is quiet.
+    os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
+    trainable = tune.with_resources(
+        tune.with_parameters(
+            proxy_trainable, prepared=prepared, url=url, study_name=name, run_dir=str(run_dir.resolve())
+        ),
+        {"cpu": resources.cpus, "gpu": resources.gpus},
+    )
+    tuner = tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            num_samples=searcher.to_run,
+            max_concurrent_trials=concurrency,
+            reuse_actors=True,  # a trial process keeps torch, the tokenizer and the study connection warm
+        ),
+        run_config=tune.RunConfig(
+            name=TUNE_DIR,
+            storage_path=str(run_dir.resolve()),
+            verbose=0,
+            log_to_file=True,
+            failure_config=tune.FailureConfig(max_failures=spec.search.max_retries),
+            callbacks=[TableWriter(sweep, run_dir), LiveView(sweep, concurrency=concurrency)],
+        ),
+    )
+    try:
+        tuner.fit()
+    finally:
+        ray.shutdown()
+
+
+def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str) -> int:
+    rows = trial_rows(sweep)
+    write_tables(rows, run_dir)
+    plan = sweep.plan
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    summary = best_summary(selection, rows, plan)
+    write_best(summary, run_dir)
+    print_outcome(console, selection, rows, title=f"sweep {name}")
+    cost = summary["cost"]
+    console.print(
+        f"tokens used {cost['tokens_used']:,}; saved by pruning {cost['tokens_saved_by_pruning']:,} "
+        f"(outputs in {run_dir})"
+    )
+    finished = sum(row.finished for row in rows)
+    if finished < plan.planned_trials:
+        console.print(f"{plan.planned_trials - finished} planned trial(s) did not finish; run the same command again", style="red")
+        return 1
+    return 0
+
+
+@contextmanager
+def _locked(run_dir: Path) -> Iterator[None]:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # flock dies with its process, so a driver killed with -9 never leaves a stale lock behind.
+    with open(run_dir / LOCK, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunLocked(f"another `sweep run` is using {run_dir}; wait for it or use --name") from None
+        yield
+
+
+def _discard(run_dir: Path, *, url: str, name: str) -> None:
+    """--fresh: the study and everything in the run directory but its lock."""
+    for path in run_dir.iterdir():
+        if path.name == LOCK:
+            continue
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if not url.startswith("sqlite"):  # a server's study outlives the run directory
+        try:
+            optuna.delete_study(study_name=name, storage=url)
+        except KeyError:
+            pass  # nothing stored yet
+
+
+def _log_handler(path: Path) -> logging.Handler:
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    return handler
+
+
+def _route_logs(handler: logging.Handler) -> None:
+    """Ray's and Optuna's log records go to the run directory, not over the live view."""
+    for logger_name in ("ray", "optuna"):
+        logger = logging.getLogger(logger_name)
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+    optuna.logging.disable_default_handler()

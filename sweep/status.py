@@ -1,0 +1,30 @@
+"""`sweep status RUN`: the trials table and optimum of a running or finished sweep, from its study.
+
+Reads only the study, so it shows the same thing from any terminal while `sweep run` goes on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep.rundir import RunInfo
+from sweep.select import select
+from sweep.study import load_study
+from sweep.table import trial_rows
+from sweep.view import make_console, print_outcome, progress_line
+
+
+def print_status(run_dir: Path) -> int:
+    console = make_console()
+    try:
+        info = RunInfo.read(run_dir)
+    except FileNotFoundError as exc:
+        console.print(f"error: {exc}", style="red")
+        return 2
+    sweep = load_study(url=info.url(run_dir), name=info.study_name)
+    rows = trial_rows(sweep)
+    plan = sweep.plan
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    print_outcome(console, selection, rows, title=f"sweep {info.study_name} ({run_dir})")
+    console.print(progress_line(rows, plan, best=selection.optimum, concurrency=plan.search.concurrency))
+    return 0

@@ -1,0 +1,44 @@
+"""The Ray Tune function trainable: one proxy trial, reporting to Ray Tune, its Optuna trial and W&B.
+
+It runs in a Ray worker process: it opens the study from its storage URL, reads its point from
+its Optuna trial and hands `run_trial` a report callback. The proxy trial itself knows nothing
+of Ray or Optuna.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ray import tune
+
+from sweep.prepare import Prepared
+from sweep.searcher import NUMBER
+from sweep.study import load_study
+from sweep.study_trial import run_study_trial
+from sweep.tracking import wandb_run
+from train_entry.proxy import run_trial
+from train_entry.trial_config import Metrics
+
+TRIALS_DIR = "trials"
+"""Per-trial output (resolved config, index caches, W&B files) under the run directory."""
+
+
+def proxy_trainable(config: dict, *, prepared: Prepared, url: str, study_name: str, run_dir: str) -> None:
+    sweep = load_study(url=url, name=study_name)
+    number = config[NUMBER]
+    point = sweep.plan.space.point(sweep.frozen(number).params)
+    output_dir = Path(run_dir) / TRIALS_DIR / f"{number:04d}"
+    trial_config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=output_dir)
+    with wandb_run(
+        prepared.spec.tracking.wandb,
+        name=f"{study_name}-{number:04d}",
+        group=study_name,
+        trial_config={NUMBER: number, **trial_config.model_dump(mode="json")},
+        directory=output_dir,
+    ) as log:
+
+        def on_report(metrics: Metrics) -> None:
+            tune.report(metrics.model_dump())
+            log(metrics)
+
+        run_study_trial(sweep, number, lambda report: run_trial(trial_config, report), on_report=on_report)

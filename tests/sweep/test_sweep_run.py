@@ -1,0 +1,133 @@
+"""`sweep run` for real: Ray Tune, Optuna storage and proxy trials on the tiny spec, in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+from optuna.trial import TrialState
+
+pytestmark = pytest.mark.slow
+
+SWEEP_TIMEOUT_S = 300
+
+
+def sweep_cli(*args: str, cwd: Path, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sweep.cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
+def run(*args: str, cwd: Path) -> tuple[int, str]:
+    process = sweep_cli(*args, cwd=cwd)
+    output, _ = process.communicate(timeout=SWEEP_TIMEOUT_S)
+    return process.returncode, output
+
+
+def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'optuna.db'}").get_trials()
+
+
+def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(write_tiny_spec, tmp_path):
+    spec = write_tiny_spec("e2e.yaml")
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    run_dir = tmp_path / "runs" / "e2e"
+    trials = study_trials(run_dir, "e2e")
+    assert len(trials) == 4 and all(t.state.is_finished() for t in trials)
+    table = pd.read_parquet(run_dir / "trials.parquet")
+    assert list(table["number"]) == [t.number for t in trials]
+    assert all(table["status"].isin(["COMPLETED", "PRUNED", "DIVERGED", "FAILED"]))
+    assert len(pd.read_csv(run_dir / "trials.csv")) == 4
+    assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
+    assert "optimum: trial" in output or "no completed trial is within the forgetting budget" in output
+
+    code, status = run("status", str(run_dir), cwd=tmp_path)
+    assert code == 0, status
+    assert "4/4 done" in status
+
+
+def test_a_spec_built_to_prune_prunes_a_trial_recorded_pruned_in_optuna(write_tiny_spec, tmp_path):
+    # Only high LRs at the most domain-heavy mix, a zero budget and a zero guard margin: general
+    # loss rises at the first evaluation, and the guard stops the trial there.
+    spec = write_tiny_spec(
+        "prune.yaml",
+        search={
+            "lr_fraction": {"low": 0.15, "high": 0.2},
+            "mix": ["1:4"],
+            "num_trials": 3,
+            "pruner": {"type": "median", "n_startup_trials": 1},
+            "forgetting_guard": {"margin": 0.0, "min_steps": 1},
+        },
+        objective={"forgetting_budget": 0.0},
+    )
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    trials = study_trials(tmp_path / "runs" / "prune", "prune")
+    pruned = [t for t in trials if t.state is TrialState.PRUNED]
+    assert pruned, output
+    assert all(t.intermediate_values for t in pruned)
+    table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
+    assert (table["status"] == "PRUNED").sum() == len(pruned)
+    assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
+
+
+def test_a_trial_that_raises_is_retried_then_failed_and_the_sweep_carries_on(write_tiny_spec, tmp_path):
+    spec = write_tiny_spec("fails.yaml", search={"num_trials": 3, "max_retries": 1})
+    # A file where trial 0 wants its output directory: every attempt of that trial raises.
+    trials_dir = tmp_path / "runs" / "fails" / "trials"
+    trials_dir.mkdir(parents=True)
+    (trials_dir / "0000").write_text("in the way")
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    trials = study_trials(tmp_path / "runs" / "fails", "fails")
+    assert [t.state for t in trials] == [TrialState.FAIL, TrialState.COMPLETE, TrialState.COMPLETE] or (
+        trials[0].state is TrialState.FAIL and all(t.state.is_finished() for t in trials[1:])
+    )
+    assert trials[0].user_attrs["attempts"] == 2  # the first run and one retry
+    assert trials[0].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
+    table = pd.read_parquet(tmp_path / "runs" / "fails" / "trials.parquet")
+    assert table.loc[0, "status"] == "FAILED"
+
+
+def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplicates(write_tiny_spec, tmp_path):
+    spec = write_tiny_spec("durable.yaml", search={"num_trials": 5})
+    run_dir = tmp_path / "runs" / "durable"
+    driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    finished_before: list[optuna.trial.FrozenTrial] = []
+    while time.monotonic() < deadline and not finished_before:
+        time.sleep(0.5)
+        if (run_dir / "run.json").is_file() and (run_dir / "optuna.db").is_file():
+            try:
+                finished_before = [t for t in study_trials(run_dir, "durable") if t.state.is_finished()]
+            except KeyError:  # the study is not created yet
+                pass
+    assert driver.poll() is None, "the sweep ended before it could be killed"
+    os.killpg(driver.pid, signal.SIGKILL)  # the driver, Ray and the trial workers
+    driver.communicate(timeout=60)
+    assert any(t.state is TrialState.RUNNING for t in study_trials(run_dir, "durable")), "killed with nothing running"
+
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    trials = study_trials(run_dir, "durable")
+    assert len(trials) == 5 and all(t.state.is_finished() for t in trials)
+    assert len({t.number for t in trials}) == 5
+    after = {t.number: t for t in trials}
+    for before in finished_before:  # kept as they were, not re-run
+        assert after[before.number].datetime_complete == before.datetime_complete
+        assert after[before.number].params == before.params
+    table = pd.read_parquet(run_dir / "trials.parquet")
+    assert sorted(table["number"]) == [0, 1, 2, 3, 4]
