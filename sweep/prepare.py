@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+from sweep.progress import step_progress
 from sweep.spec import SweepSpec
 from train_entry.data.cache import digest
 from train_entry.data.corpus import CorpusError, CorpusStats
@@ -114,7 +113,7 @@ def prepare(spec: SweepSpec) -> Prepared:
     non_english_share = data.non_english.share if data.non_english else 0.0
 
     if base.is_builtin:
-        with _pretrain_progress(base.builtin.pretrain_steps) as on_step:
+        with step_progress("pretraining builtin:tiny-llama", base.builtin.pretrain_steps, lazy=True) as on_step:
             base_dir = ensure_builtin_base(
                 base.builtin,
                 max_lr=base.max_lr,
@@ -179,31 +178,3 @@ def _base_losses(
         staged.write_text(losses.model_dump_json())
         staged.replace(path)
     return losses
-
-
-class _pretrain_progress:
-    """A progress bar for pretraining the built-in base; shown only while it actually trains."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.progress: Progress | None = None
-
-    def __enter__(self):
-        def on_step(step: int, loss: float) -> None:
-            if self.progress is None:
-                self.progress = Progress(
-                    TextColumn("pretraining builtin:tiny-llama"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TextColumn("loss {task.fields[loss]:.3f}"),
-                    TimeRemainingColumn(),
-                )
-                self.task = self.progress.add_task("pretrain", total=self.total, loss=loss)
-                self.progress.start()
-            self.progress.update(self.task, completed=step, loss=loss)
-
-        return on_step
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
 from reports.tables import print_trial
 from sweep.prepare import prepare
+from sweep.progress import step_progress
 from sweep.spec import load_spec
 from sweep.tracking import wandb_run
 from train_entry.mix import MixRatio
@@ -26,28 +25,18 @@ def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: P
     output_dir = output_dir or Path("runs") / "trials" / name
     config = prepared.trial_config(lr_fraction=lr_fraction, mix=mix, output_dir=output_dir)
 
-    progress = Progress(
-        TextColumn(f"trial {name}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.3f}"),
-        TimeRemainingColumn(),
-    )
-    task = progress.add_task("steps", total=spec.proxy.steps, loss=float("nan"))
     with wandb_run(
         spec.tracking.wandb,
         name=name,
         group=None,
         trial_config=config.model_dump(mode="json"),
         directory=output_dir,
-    ) as log, progress:
+    ) as log, step_progress(f"trial {name}", spec.proxy.steps) as on_step:
 
         def report(metrics: Metrics) -> bool:
             log(metrics)
             return False
 
-        result = run_trial(
-            config, report, on_step=lambda step, loss: progress.update(task, completed=step, loss=loss)
-        )
+        result = run_trial(config, report, on_step=on_step)
     print_trial(result, title=f"proxy trial {name}: peak LR {config.peak_lr:.3g}, domain_share {mix.domain_share:.2f}")
     return 0 if result.status is TrialStatus.COMPLETED else 1

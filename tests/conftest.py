@@ -97,24 +97,30 @@ def tiny_corpora(tmp_path_factory) -> Path:
     return root
 
 
+def write_spec(root: Path, name: str, **overrides: dict[str, Any]) -> Path:
+    """The tiny spec with {section: {key: value}} overrides, written to root/name."""
+    spec = {section: dict(values) for section, values in TINY_SPEC.items()}
+    for section, values in overrides.items():
+        spec[section] = {**spec.get(section, {}), **values}
+    path = root / name
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
 @pytest.fixture
 def write_tiny_spec(tiny_corpora) -> Callable[..., Path]:
-    """write_tiny_spec(**overrides) -> path of a tiny spec; overrides are {section: {key: value}}."""
+    """write_tiny_spec(name, **overrides) -> path of a tiny spec beside the tiny corpora."""
+    return lambda name="tiny.yaml", **overrides: write_spec(tiny_corpora, name, **overrides)
 
-    def write(name: str = "tiny.yaml", **overrides: dict[str, Any]) -> Path:
-        spec = {section: dict(values) for section, values in TINY_SPEC.items()}
-        for section, values in overrides.items():
-            spec[section] = {**spec.get(section, {}), **values}
-        path = tiny_corpora / name
-        path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        return path
 
-    return write
+@pytest.fixture(scope="session")
+def tiny_spec_path(tiny_corpora) -> Path:
+    return write_spec(tiny_corpora, "tiny.yaml")
 
 
 @pytest.fixture
-def tiny_spec(write_tiny_spec) -> Path:
-    return write_tiny_spec()
+def tiny_spec(tiny_spec_path) -> Path:
+    return tiny_spec_path
 
 
 def pytest_collection_modifyitems(config, items):

@@ -127,3 +127,16 @@ def test_console_script_exits_2_on_a_bad_command_line(tiny_spec):
     done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--lr-fraction" in done.stderr and "(0, 1]" in done.stderr
+
+
+def test_unusable_corpus_exits_2_naming_the_file(write_tiny_spec, capsys, tmp_path, monkeypatch):
+    garbage = write_tiny_spec().parent / "garbage.jsonl"
+    garbage.write_bytes(b"\xff\xfe not utf-8\n{not json}\n\n")
+    path = write_tiny_spec(
+        "garbage-domain.yaml", data={"domain": {"train": "garbage.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "garbage.jsonl" in err and "no usable documents" in err
+    assert not (tmp_path / "runs").exists()

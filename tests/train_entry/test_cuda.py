@@ -1,0 +1,33 @@
+"""The CUDA path: bf16 autocast and flash-attention 2 when installed. Skipped without CUDA."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pytest
+import torch
+
+from sweep.prepare import prepare
+from sweep.spec import load_spec
+from train_entry.mix import MixRatio
+from train_entry.model import Runtime
+from train_entry.proxy import run_trial
+from train_entry.trial_config import TrialStatus
+
+pytestmark = pytest.mark.gpu
+
+
+def test_runtime_picks_bf16_and_the_best_attention_kernel():
+    runtime = Runtime.detect()
+    assert runtime.device.type == "cuda" and runtime.autocast_dtype is torch.bfloat16
+    expected = "flash_attention_2" if importlib.util.find_spec("flash_attn") else "sdpa"
+    assert runtime.attention == expected
+
+
+def test_trial_runs_on_cuda(tiny_spec_path, tmp_path):
+    prepared = prepare(load_spec(tiny_spec_path))
+    result = run_trial(prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path), lambda m: False)
+    assert result.status is TrialStatus.COMPLETED
+    assert all(math.isfinite(m.domain_loss) and math.isfinite(m.general_loss) for m in result.history)
+    assert result.final.domain_gain > 0

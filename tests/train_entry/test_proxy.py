@@ -1,0 +1,103 @@
+"""Real proxy trials on the tiny spec: reproducible, a real LR trend, divergence, HF-directory bases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from sweep.cli import main
+from sweep.prepare import Prepared, prepare
+from sweep.spec import load_spec
+from train_entry.mix import MixRatio
+from train_entry.proxy import run_trial
+from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
+
+
+@pytest.fixture(scope="module")
+def prepared(tiny_spec_path) -> Prepared:
+    return prepare(load_spec(tiny_spec_path))
+
+
+def _run(config: TrialConfig, report=lambda metrics: False):
+    return run_trial(config, report)
+
+
+def test_same_config_gives_identical_metrics(prepared, tmp_path):
+    mix = MixRatio(1, 1)
+    first = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "a"))
+    second = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "b"))
+    assert first.status is TrialStatus.COMPLETED
+    assert [m.model_dump() for m in first.history] == [m.model_dump() for m in second.history]
+    assert first.final.domain_gain > 0
+
+
+def test_forgetting_and_gain_rise_with_lr_fraction(prepared, tmp_path):
+    finals = [
+        _run(prepared.trial_config(lr_fraction=f, mix=MixRatio(1, 4), output_dir=tmp_path / str(f))).final
+        for f in (0.05, 0.1, 0.2)
+    ]
+    forgetting = [m.forgetting for m in finals]
+    gain = [m.domain_gain for m in finals]
+    assert forgetting[0] < forgetting[1] < forgetting[2], forgetting
+    assert forgetting[2] - forgetting[0] > 0.005, f"no real trend: {forgetting}"
+    assert gain[0] < gain[1] < gain[2], gain
+
+
+def test_more_domain_share_forgets_more(prepared, tmp_path):
+    finals = [
+        _run(prepared.trial_config(lr_fraction=0.2, mix=MixRatio.parse(mix), output_dir=tmp_path / mix)).final
+        for mix in ("4:1", "1:4")
+    ]
+    assert finals[0].forgetting < finals[1].forgetting
+    assert finals[0].domain_gain < finals[1].domain_gain
+
+
+def test_absurd_lr_ends_as_diverged(prepared, tmp_path):
+    config = prepared.trial_config(lr_fraction=1.0, mix=MixRatio(1, 1), output_dir=tmp_path)
+    result = _run(config.model_copy(update={"max_lr": 50.0}))
+    assert result.status is TrialStatus.DIVERGED
+    assert "loss" in result.reason and result.steps < config.proxy.steps
+
+
+def test_report_returning_true_stops_the_trial(prepared, tmp_path):
+    seen: list[Metrics] = []
+    config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path)
+    result = _run(config, report=lambda metrics: seen.append(metrics) or True)
+    assert result.status is TrialStatus.STOPPED
+    assert result.steps == config.proxy.eval_interval == seen[0].step
+    assert len(seen) == 1 and result.history == seen
+
+
+def test_trial_writes_its_resolved_config(prepared, tmp_path):
+    config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(2, 1), output_dir=tmp_path)
+    _run(config)
+    written = TrialConfig.model_validate_json((tmp_path / "trial_config.json").read_text())
+    assert written == config and written.peak_lr == pytest.approx(0.1 * config.max_lr)
+
+
+def test_hf_directory_base_runs_the_same_as_the_builtin(prepared, write_tiny_spec, tmp_path):
+    hf_dir = tmp_path / "hf-base"
+    AutoModelForCausalLM.from_pretrained(prepared.base_dir).save_pretrained(hf_dir)
+    AutoTokenizer.from_pretrained(prepared.tokenizer_dir).save_pretrained(hf_dir)
+    spec_path = write_tiny_spec("hf-base.yaml", base={"model": str(hf_dir), "max_lr": 3.0e-3, "builtin": None})
+    raw = yaml.safe_load(spec_path.read_text())
+    del raw["base"]["builtin"]
+    spec_path.write_text(yaml.safe_dump(raw))
+
+    from_dir = prepare(load_spec(spec_path))
+    assert from_dir.base_dir == hf_dir
+    assert from_dir.base_losses == prepared.base_losses
+    mix = MixRatio(1, 1)
+    builtin = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "builtin"))
+    hf = _run(from_dir.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "hf"))
+    assert [m.model_dump() for m in hf.history] == [m.model_dump() for m in builtin.history]
+
+
+def test_cli_trial_prints_gain_and_forgetting(tiny_spec, tmp_path, capsys):
+    assert main(["trial", str(tiny_spec), "--lr-fraction", "0.1", "--mix", "1:1", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "domain_gain = +" in out and "forgetting = " in out
+    assert (tmp_path / "result.json").is_file()
