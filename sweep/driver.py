@@ -5,12 +5,17 @@ another storage), Ray Tune's experiment state and logs, and the outputs. Resumin
 Ray's state: the study says which trials finished, which were interrupted (re-run under the
 same number) and how many are still to ask for. A lock on the run directory keeps two drivers
 from adopting each other's running trials.
+
+Trials open the study themselves, so with `--address` on a multi-node cluster the storage must
+be reachable from every node: a server URL in spec.search.storage (e.g. PostgreSQL), or a run
+directory on a shared file system.
 """
 
 from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import shutil
 from collections.abc import Iterator
@@ -97,7 +102,7 @@ def _tune(
     if address is None:
         ray.init(
             num_cpus=max(concurrency * resources.cpus, 1),
-            num_gpus=int(resources.gpus * concurrency + 0.999) if resources.gpus else None,
+            num_gpus=math.ceil(resources.gpus * concurrency) if resources.gpus else None,
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal

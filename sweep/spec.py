@@ -230,6 +230,13 @@ class SearchConfig(StrictConfig):
             raise ValueError("method grid needs listed values for both lr_fraction and mix")
         if self.method != "grid" and isinstance(self.lr_fraction, list):
             raise ValueError(f"method {self.method} needs an lr_fraction range {{low, high, log}}")
+        if self.method == "grid" and "num_trials" in self.model_fields_set:
+            grid = len(self.lr_fraction) * len(self.mix)
+            if self.num_trials != grid:
+                # A grid runs every point exactly once; a different count would be silently ignored.
+                raise ValueError(
+                    f"method grid runs every combination ({grid}), got num_trials={self.num_trials}; remove num_trials"
+                )
         return self
 
 

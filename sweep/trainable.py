@@ -7,6 +7,7 @@ of Ray or Optuna.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from ray import tune
@@ -14,10 +15,10 @@ from ray import tune
 from sweep.prepare import Prepared
 from sweep.searcher import NUMBER
 from sweep.study import load_study
-from sweep.study_trial import run_study_trial
+from sweep.study_trial import Report, run_study_trial
 from sweep.tracking import wandb_run
 from train_entry.proxy import run_trial
-from train_entry.trial_config import Metrics
+from train_entry.trial_config import Metrics, TrialResult
 
 TRIALS_DIR = "trials"
 """Per-trial output (resolved config, index caches, W&B files) under the run directory."""
@@ -29,16 +30,24 @@ def proxy_trainable(config: dict, *, prepared: Prepared, url: str, study_name: s
     point = sweep.plan.space.point(sweep.frozen(number).params)
     output_dir = Path(run_dir) / TRIALS_DIR / f"{number:04d}"
     trial_config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=output_dir)
-    with wandb_run(
-        prepared.spec.tracking.wandb,
-        name=f"{study_name}-{number:04d}",
-        group=study_name,
-        trial_config={NUMBER: number, **trial_config.model_dump(mode="json")},
-        directory=output_dir,
-    ) as log:
 
-        def on_report(metrics: Metrics) -> None:
-            tune.report(metrics.model_dump())
-            log(metrics)
+    def run(report: Report) -> TrialResult:
+        # Inside run_study_trial, so that a failure here too is stored with the trial and retried.
+        # Every attempt starts from an empty directory: one killed mid-write (a crash, a retry)
+        # may have left half an index cache behind.
+        shutil.rmtree(output_dir, ignore_errors=True)
+        with wandb_run(
+            prepared.spec.tracking.wandb,
+            name=f"{study_name}-{number:04d}",
+            group=study_name,
+            trial_config={NUMBER: number, **trial_config.model_dump(mode="json")},
+            directory=output_dir,
+        ) as log:
 
-        run_study_trial(sweep, number, lambda report: run_trial(trial_config, report), on_report=on_report)
+            def logged(metrics: Metrics) -> bool:
+                log(metrics)
+                return report(metrics)
+
+            return run_trial(trial_config, logged)
+
+    run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))

@@ -66,3 +66,9 @@ def test_edges_name_each_bound_a_point_sits_on(lr, mix, expected):
 def test_a_single_listed_value_has_no_edge():
     s = space(method="grid", lr_fraction=[0.1], mix=["1:1"])
     assert s.edges(Point(0.1, MixRatio.parse("1:1"))) == []
+
+
+def test_a_grid_with_another_trial_count_is_rejected():
+    with pytest.raises(ValueError, match="every combination"):
+        SearchConfig.model_validate({"method": "grid", "lr_fraction": [0.1, 0.2], "mix": ["1:1"], "num_trials": 16})
+    assert SearchConfig.model_validate({"method": "grid", "lr_fraction": [0.1, 0.2], "mix": ["1:1"], "num_trials": 2})
