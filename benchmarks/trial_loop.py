@@ -4,9 +4,9 @@ The trial loop is `train_entry.loop.train` as a proxy trial runs it: batches dra
 megatron-core blended stream, the LR schedule set every step, AdamW with decay groups, gradient
 clipping and the divergence check (which reads the loss every step). The bare loop is the
 textbook forward / backward / step on pre-made tensors. Both are timed in one process, A B A B,
-so the ratio holds when the machine's speed drifts.
+so the ratio holds when the machine's speed drifts; the order flips every round.
 
-    .venv/bin/python benchmarks/trial_loop.py [--spec search_spaces/lr_mix.yaml] [--steps 40] [--rounds 3]
+    .venv/bin/python benchmarks/trial_loop.py [--spec search_spaces/lr_mix.yaml] [--steps 40] [--rounds 6]
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", type=Path, default=Path("search_spaces/lr_mix.yaml"))
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/cpt-sweep-bench-index"))
     args = parser.parse_args()
 
@@ -90,9 +90,13 @@ def main() -> None:
         divergence_factor=spec.proxy.divergence_factor,
     )
     trial, bare = [], []
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
+        # Alternate which loop goes first, so neither always runs on a warmer machine.
+        if round_ % 2:
+            bare.append(bare_loop(prepared, optimization, runtime))
         trial.append(trial_loop(prepared, optimization, runtime, args.cache_dir))
-        bare.append(bare_loop(prepared, optimization, runtime))
+        if not round_ % 2:
+            bare.append(bare_loop(prepared, optimization, runtime))
     ratios = [t / b for t, b in zip(trial, bare)]
     print(
         f"model {prepared.base_dir.name}, batch {spec.proxy.batch_size} x {spec.proxy.seq_len}, "
