@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from train_entry.data.corpus import CorpusStats
 from train_entry.trial_config import Metrics, TrialResult
 
 
@@ -44,6 +45,18 @@ def print_trial(result: TrialResult, *, title: str, console: Console | None = No
     console.print(line)
     if result.final is not None:
         console.print(f"domain_gain = {result.final.domain_gain:+.4f}   forgetting = {result.final.forgetting:+.4f}")
+
+
+def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = None) -> None:
+    """Documents and tokens per corpus file, and what reading it skipped (never silently)."""
+    table = Table(title="corpora")
+    columns = ("corpus", "documents", "tokens", "not UTF-8", "malformed", "empty", "oversized")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "corpus" else "right")
+    for name, s in stats.items():
+        skipped = (s.skipped_non_utf8, s.skipped_malformed, s.skipped_empty, s.skipped_oversized)
+        table.add_row(name, f"{s.documents:,}", f"{s.tokens:,}", *(f"{n:,}" if n else "" for n in skipped))
+    (console or wide_console()).print(table)
 
 
 def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) -> None:

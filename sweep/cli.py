@@ -33,11 +33,12 @@ def _mix(text: str) -> MixRatio:
 
 
 def _cmd_base(args: argparse.Namespace) -> int:
-    from reports.tables import print_manifest
+    from reports.tables import print_corpora, print_manifest
     from sweep.prepare import prepare
     from sweep.spec import load_spec
 
     prepared = prepare(load_spec(args.spec))
+    print_corpora(prepared.corpus_stats)
     print_manifest(prepared.base_manifest())
     return 0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reports.tables import print_trial
+from reports.tables import print_corpora, print_trial
 from sweep.prepare import prepare
 from sweep.progress import step_progress
 from sweep.spec import load_spec
@@ -21,6 +21,7 @@ def trial_name(lr_fraction: float, mix: MixRatio) -> str:
 def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: Path | None) -> int:
     spec = load_spec(spec_path)
     prepared = prepare(spec)
+    print_corpora(prepared.corpus_stats)
     name = trial_name(lr_fraction, mix)
     output_dir = output_dir or Path("runs") / "trials" / name
     config = prepared.trial_config(lr_fraction=lr_fraction, mix=mix, output_dir=output_dir)
