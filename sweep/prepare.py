@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +112,7 @@ def prepare(spec: SweepSpec) -> Prepared:
         for split in ("train", "valid")
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
+    _warn_short_validation(spec, corpora, indexed)
 
     if base.is_builtin:
         with step_progress("pretraining builtin:tiny-llama", base.builtin.pretrain_steps, lazy=True) as on_step:
@@ -136,6 +138,19 @@ def prepare(spec: SweepSpec) -> Prepared:
         base_losses=_base_losses(spec, base_dir, tokenizer_dir, prefixes["valid"], non_english_share, root),
         corpus_stats={name: entry.stats for name, entry in indexed.items()},
     )
+
+
+def _warn_short_validation(spec: SweepSpec, corpora: dict[str, Path], indexed: dict) -> None:
+    """Validation text shorter than the fixed sets repeats itself: the losses still work, but say so."""
+    wanted = spec.proxy.eval_sequences * (spec.proxy.seq_len + 1)
+    for name, entry in indexed.items():
+        if name.endswith(".valid") and entry.stats.tokens < wanted:
+            print(
+                f"warning: data.{name} ({corpora[name]}) has {entry.stats.tokens:,} tokens, fewer than "
+                f"proxy.eval_sequences x (seq_len + 1) = {wanted:,}: its validation sequences repeat text; "
+                f"add held-out text or lower proxy.eval_sequences",
+                file=sys.stderr,
+            )
 
 
 def _check_vocab(model: str, tokenizer_dir: Path, builtin_vocab: int | None) -> None:
