@@ -8,7 +8,6 @@ ends the run as diverged instead of wasting the rest of its budget.
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import torch.nn.functional as F
 
 from train_entry.model import Runtime
 from train_entry.schedule import lr_at
+from train_entry.trial_config import TrialStatus
 
 
 class Batches(Protocol):
@@ -43,15 +43,9 @@ class Optimization:
     """Llama's AdamW betas."""
 
 
-class Outcome(enum.Enum):
-    COMPLETED = "completed"
-    STOPPED = "stopped"
-    DIVERGED = "diverged"
-
-
 @dataclass(frozen=True)
 class LoopResult:
-    outcome: Outcome
+    status: TrialStatus
     steps: int
     tokens_seen: int
     reason: str | None = None
@@ -118,19 +112,19 @@ def train(
         done = step + 1
         first_loss = first_loss if first_loss is not None else train_loss
         if not math.isfinite(train_loss):
-            return LoopResult(Outcome.DIVERGED, done, done * tokens_per_step, f"loss is {train_loss} at step {done}")
+            return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, f"loss is {train_loss} at step {done}")
         if train_loss > optimization.divergence_factor * first_loss:
             reason = (
                 f"loss {train_loss:.3f} at step {done} exceeds {optimization.divergence_factor:g} x "
                 f"the first step's {first_loss:.3f}"
             )
-            return LoopResult(Outcome.DIVERGED, done, done * tokens_per_step, reason)
+            return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, reason)
         if on_step is not None:
             on_step(done, train_loss)
         if done % optimization.eval_interval == 0 or done == optimization.steps:
             if evaluate(done, done * tokens_per_step, train_loss, lr):
-                return LoopResult(Outcome.STOPPED, done, done * tokens_per_step, f"stopped by report at step {done}")
-    return LoopResult(Outcome.COMPLETED, optimization.steps, optimization.steps * tokens_per_step)
+                return LoopResult(TrialStatus.STOPPED, done, done * tokens_per_step, f"stopped by report at step {done}")
+    return LoopResult(TrialStatus.COMPLETED, optimization.steps, optimization.steps * tokens_per_step)
 
 
 @torch.no_grad()

@@ -16,10 +16,10 @@ from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.data.blend import build_stream, build_validation_sets
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
-from train_entry.loop import Optimization, Outcome, mean_loss
+from train_entry.loop import Optimization, mean_loss
 from train_entry.loop import train as train_loop
 from train_entry.model import Runtime
-from train_entry.trial_config import CorpusPrefixes
+from train_entry.trial_config import CorpusPrefixes, TrialStatus
 
 
 def tiny_llama(config: BuiltinBaseConfig, *, vocab_size: int, eos_token_id: int) -> LlamaForCausalLM:
@@ -141,7 +141,7 @@ def pretrain(
         return False
 
     outcome = train_loop(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
-    if outcome.outcome is not Outcome.COMPLETED:
+    if outcome.status is not TrialStatus.COMPLETED:
         raise RuntimeError(f"pretraining the built-in base failed: {outcome.reason}; lower base.max_lr")
 
     sets = build_validation_sets(

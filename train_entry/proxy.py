@@ -17,7 +17,7 @@ import torch
 
 from train_entry.data.blend import ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
-from train_entry.loop import Optimization, Outcome, mean_loss, train
+from train_entry.loop import Optimization, mean_loss, train
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.trial_config import (
     BaseLosses,
@@ -26,13 +26,9 @@ from train_entry.trial_config import (
     ProxyConfig,
     TrialConfig,
     TrialResult,
-    TrialStatus,
 )
 
 Report = Callable[[Metrics], bool | None]
-
-_STATUS = {Outcome.COMPLETED: TrialStatus.COMPLETED, Outcome.STOPPED: TrialStatus.STOPPED, Outcome.DIVERGED: TrialStatus.DIVERGED}
-
 
 def run_trial(
     config: TrialConfig, report: Report, *, on_step: Callable[[int, float], None] | None = None
@@ -91,7 +87,7 @@ def run_trial(
     )
     outcome = train(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
     result = TrialResult(
-        status=_STATUS[outcome.outcome],
+        status=outcome.status,
         reason=outcome.reason,
         steps=outcome.steps,
         tokens_seen=outcome.tokens_seen,
