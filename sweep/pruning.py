@@ -60,7 +60,9 @@ def guard_reason(guard: ForgettingGuard | None, metrics: Metrics, *, budget: flo
 class PruningReporter:
     """The report callback's Optuna half: record an evaluation, then ask the pruner and the guard.
 
-    Returns True when the trial should stop; `stop_reason` then says why.
+    Returns True when the trial should stop; `stop_reason` then says why. The evaluation at the
+    final step is recorded but never judged: stopping there saves nothing, and it would throw
+    away a trial that ran its whole budget, the only kind the optimum is chosen from.
     """
 
     def __init__(
@@ -70,9 +72,11 @@ class PruningReporter:
         pruner_type: str,
         guard: ForgettingGuard | None,
         budget: float,
+        final_step: int,
         reported_steps: frozenset[int] = frozenset(),
     ) -> None:
         self._trial = trial
+        self._final_step = final_step
         self._pruner_type = pruner_type
         self._guard = guard
         self._budget = budget
@@ -84,6 +88,8 @@ class PruningReporter:
     def __call__(self, metrics: Metrics) -> bool:
         record_evaluation(self._trial, metrics, new_step=metrics.step not in self._reported)
         self._reported.add(metrics.step)
+        if metrics.step >= self._final_step:
+            return False
         self.stop_reason = guard_reason(self._guard, metrics, budget=self._budget)
         if self.stop_reason is None and self._trial.should_prune():
             self.stop_reason = (

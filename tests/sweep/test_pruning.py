@@ -66,6 +66,25 @@ def test_median_pruner_waits_for_warmup_steps(open_sweep):
     assert sweep.frozen(number).user_attrs[Attr.STEPS.value] == 150  # not before the warmup ends
 
 
+@pytest.mark.parametrize("guard", [None, {"margin": 0.0, "min_steps": 1}])
+def test_the_final_evaluation_is_never_pruned(open_sweep, guard):
+    # Warmup up to the last evaluation: only the final step could be judged, and it must not be.
+    sweep = open_sweep(
+        sampler="random",
+        pruner={"type": "median", "n_startup_trials": 2, "n_warmup_steps": STEPS[-2] + 1},
+        forgetting_guard=guard,
+    )
+    run_good_trials(sweep)
+    number = sweep.ask().number
+
+    def over_budget_at_the_end(step):
+        return 0.5 if step == STEPS[-1] else 0.0
+
+    trial = scripted([-0.2] * len(STEPS), forgetting=over_budget_at_the_end)
+    assert run_study_trial(sweep, number, trial) is Status.COMPLETED
+    assert sweep.frozen(number).state is TrialState.COMPLETE
+
+
 def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(open_sweep):
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.05, "min_steps": 100})
     # 0.2 forgetting from the start: the guard may act only from step 100 on.
