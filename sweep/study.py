@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage, RDBStorage
@@ -109,20 +110,13 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     are all they need.
     """
     storage = open_storage(url)
-    attrs = storage.get_study_user_attrs(storage.get_study_id_from_name(name))
-    return _with_plan(storage, name, SweepPlan.model_validate(attrs[PLAN_ATTR]))
-
-
-def _with_plan(storage: BaseStorage, name: str, plan: SweepPlan) -> SweepStudy:
-    study = optuna.create_study(
-        storage=storage,
-        study_name=name,
-        direction="maximize",  # domain_gain; forgetting is the constraint
-        sampler=make_sampler(plan.search),
-        pruner=make_pruner(plan.search.pruner, proxy=plan.proxy),
-        load_if_exists=True,
-    )
+    plan = SweepPlan.model_validate(storage.get_study_user_attrs(storage.get_study_id_from_name(name))[PLAN_ATTR])
+    study = optuna.load_study(study_name=name, storage=storage, **_optimizers(plan))
     return SweepStudy(study, storage, plan)
+
+
+def _optimizers(plan: SweepPlan) -> dict[str, Any]:
+    return {"sampler": make_sampler(plan.search), "pruner": make_pruner(plan.search.pruner, proxy=plan.proxy)}
 
 
 class StudyMismatch(RuntimeError):
@@ -155,8 +149,15 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
     storage = open_storage(url)
     plan = SweepPlan.from_spec(spec)
-    sweep = _with_plan(storage, name, plan)
-    stored = sweep.study.user_attrs.get(PLAN_ATTR)  # absent: a new study
+    study = optuna.create_study(
+        storage=storage,
+        study_name=name,
+        direction="maximize",  # domain_gain; forgetting is the constraint
+        load_if_exists=True,
+        **_optimizers(plan),
+    )
+    sweep = SweepStudy(study, storage, plan)
+    stored = study.user_attrs.get(PLAN_ATTR)  # absent: a new study
     if stored is not None and SweepPlan.model_validate(stored) != plan:
         raise StudyMismatch(
             f"study {name!r} in {shown_url(url)} was created by a different search, objective or proxy; "

@@ -38,8 +38,10 @@ def make_console() -> Console:
 
 def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
     table = Table(title=title, header_style="bold")
-    for column in ("#", "status", "lr_fraction", "peak LR", "mix", "domain_gain", "forgetting", "steps", "wall s", "reason"):
-        table.add_column(column, justify="left" if column in ("status", "mix", "reason") else "right")
+    for column in ("#", "status", "lr_fraction", "peak LR", "mix", "domain_gain", "forgetting", "steps", "wall s"):
+        table.add_column(column, justify="left" if column in ("status", "mix") else "right", no_wrap=True)
+    # The reason alone gives way on a narrow terminal: one row per trial keeps the table readable.
+    table.add_column("reason", no_wrap=True, overflow="ellipsis")
     for row in rows:
         mark = " *" if optimum is not None and row.number == optimum.number else ""
         table.add_row(
