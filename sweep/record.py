@@ -97,9 +97,8 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
     }
     for key, value in attrs.items():
         trial.set_user_attr(key.value, value)
-    value = result.final.domain_gain if state is TrialState.COMPLETE and result.final else None
-    if state is TrialState.COMPLETE and value is None:
-        raise ValueError(f"trial {number} completed without an evaluation; proxy.eval_interval must divide steps")
+    # A completed trial always ends on an evaluation (the proxy evaluates at its last step).
+    value = result.final.domain_gain if state is TrialState.COMPLETE else None
     sweep.study.tell(number, value, state=state)
     return status
 
