@@ -1,0 +1,54 @@
+"""The Ray Tune searcher on a real study, without Ray: asks, resumes interrupted trials, records failures."""
+
+from optuna.trial import TrialState
+from ray.tune.search import Searcher
+from scripted import STEPS, scripted
+
+from sweep.record import Attr
+from sweep.searcher import NUMBER, StudySearcher
+from sweep.study_trial import run_study_trial
+
+
+def test_a_new_sweep_asks_exactly_the_planned_trials(open_sweep):
+    sweep = open_sweep(num_trials=3)
+    searcher = StudySearcher(sweep)
+    assert searcher.to_run == 3
+    configs = [searcher.suggest(f"tune-{k}") for k in range(3)]
+    assert [config[NUMBER] for config in configs] == [0, 1, 2]
+    assert all(0.05 <= config["lr_fraction"] <= 0.2 for config in configs)
+    assert searcher.suggest("tune-3") == Searcher.FINISHED
+    assert len(sweep.trials()) == 3
+
+
+def test_a_rerun_first_reruns_interrupted_trials_under_their_number_then_asks_the_rest(open_sweep):
+    sweep = open_sweep(num_trials=4)
+    done, interrupted = sweep.ask(), sweep.ask()
+    run_study_trial(sweep, done.number, scripted([0.1] * len(STEPS)))
+    # What a driver killed with -9 leaves behind: `interrupted` is RUNNING for ever.
+    searcher = StudySearcher(open_sweep(num_trials=4))
+    assert searcher.to_run == 3
+    first = searcher.suggest("a")
+    assert first[NUMBER] == interrupted.number and first["lr_fraction"] == interrupted.params["lr_fraction"]
+    assert [searcher.suggest(k)[NUMBER] for k in ("b", "c")] == [2, 3]
+    assert searcher.suggest("d") == Searcher.FINISHED
+    assert len(sweep.trials()) == 4  # nothing duplicated
+
+
+def test_a_trial_ray_gave_up_on_is_failed_with_its_stored_error(open_sweep):
+    sweep = open_sweep(num_trials=2)
+    searcher = StudySearcher(sweep)
+    number = searcher.suggest("a")[NUMBER]
+    sweep.trial(number).set_user_attr(Attr.ERROR.value, "OSError: disk full")
+    searcher.on_trial_complete("a", error=True)
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.FAIL
+    assert frozen.user_attrs[Attr.REASON.value] == "OSError: disk full"
+
+
+def test_a_trial_that_told_its_own_outcome_is_left_as_it_is(open_sweep):
+    sweep = open_sweep(num_trials=2)
+    searcher = StudySearcher(sweep)
+    number = searcher.suggest("a")[NUMBER]
+    run_study_trial(sweep, number, scripted([0.1] * len(STEPS)))
+    searcher.on_trial_complete("a", result={"domain_gain": 0.1})
+    assert sweep.frozen(number).state is TrialState.COMPLETE
