@@ -68,11 +68,11 @@ def _run(
     url = info.url(run_dir)
     if fresh:
         _discard(run_dir, url=url, name=name)
-    shutil.copyfile(spec_path, run_dir / SPEC_COPY)
-    info.write(run_dir)
     log = _log_handler(run_dir / DRIVER_LOG)
     _route_logs(log)
-    sweep = open_study(spec, url=url, name=name)
+    sweep = open_study(spec, url=url, name=name)  # refuses a study made for another spec
+    shutil.copyfile(spec_path, run_dir / SPEC_COPY)
+    info.write(run_dir)
     searcher = StudySearcher(sweep)
     write_tables(trial_rows(sweep), run_dir)  # the table agrees with the study from the start
     console.print(
