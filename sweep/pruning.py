@@ -57,6 +57,15 @@ def guard_reason(guard: ForgettingGuard | None, metrics: Metrics, *, budget: flo
     return None
 
 
+def pruning_value(metrics: Metrics, *, budget: float, penalty: float) -> float:
+    """What the pruner compares across trials: domain_gain, less a penalty for forgetting over budget.
+
+    The optimum is the highest gain among trials within the forgetting budget, so a trial that
+    is over it should look worse to the pruner than a feasible one with less gain.
+    """
+    return metrics.domain_gain - penalty * max(0.0, metrics.forgetting - budget)
+
+
 class PruningReporter:
     """The report callback's Optuna half: record an evaluation, then ask the pruner and the guard.
 
@@ -72,6 +81,7 @@ class PruningReporter:
         pruner_type: str,
         guard: ForgettingGuard | None,
         budget: float,
+        penalty: float,
         final_step: int,
         reported_steps: frozenset[int] = frozenset(),
     ) -> None:
@@ -80,13 +90,15 @@ class PruningReporter:
         self._pruner_type = pruner_type
         self._guard = guard
         self._budget = budget
+        self._penalty = penalty
         # Steps stored by an earlier attempt of this trial (a retry, or a resume after a crash):
         # a trial is a pure function of its config, so they hold the same values.
         self._reported = set(reported_steps)
         self.stop_reason: str | None = None
 
     def __call__(self, metrics: Metrics) -> bool:
-        record_evaluation(self._trial, metrics, new_step=metrics.step not in self._reported)
+        value = pruning_value(metrics, budget=self._budget, penalty=self._penalty)
+        record_evaluation(self._trial, metrics, value=value, new_step=metrics.step not in self._reported)
         self._reported.add(metrics.step)
         if metrics.step >= self._final_step:
             return False
@@ -94,6 +106,6 @@ class PruningReporter:
         if self.stop_reason is None and self._trial.should_prune():
             self.stop_reason = (
                 f"pruned by the {self._pruner_type} pruner at step {metrics.step} "
-                f"(domain_gain {metrics.domain_gain:.4f})"
+                f"(domain_gain {metrics.domain_gain:.4f}, forgetting {metrics.forgetting:.4f})"
             )
         return self.stop_reason is not None

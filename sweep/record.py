@@ -57,14 +57,14 @@ FORGETTING_CONSTRAINT = "forgetting"
 """The Optuna constraint: final forgetting minus the budget."""
 
 
-def record_evaluation(trial: optuna.Trial, metrics: Metrics, *, new_step: bool) -> None:
-    """Stores one evaluation: domain_gain as the intermediate value, the metrics as an attr.
+def record_evaluation(trial: optuna.Trial, metrics: Metrics, *, value: float, new_step: bool) -> None:
+    """Stores one evaluation: `value` (what the pruner judges) as the intermediate value, the metrics as an attr.
 
     `new_step` is False when an earlier attempt already reported this step: Optuna keeps the
     first value of a step, and a rerun of the same config measures the same value anyway.
     """
     if new_step:
-        trial.report(metrics.domain_gain, step=metrics.step)
+        trial.report(value, step=metrics.step)
     trial.set_user_attr(Attr.LAST.value, metrics.model_dump(mode="json"))
 
 

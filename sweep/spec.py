@@ -187,6 +187,10 @@ class PrunerConfig(StrictConfig):
     """For type percentile: prune below this percentile of other trials at the same step."""
     reduction_factor: int = Field(3, ge=2)
     """For successive_halving and hyperband."""
+    infeasible_penalty: float = Field(10.0, ge=0.0)
+    """The pruner judges domain_gain - infeasible_penalty x (forgetting - budget) once forgetting
+    is over the budget. On raw domain_gain a pruner would stop the low-LR, low-forgetting trials,
+    the feasible ones, for gaining less than trials that break the budget; 0 judges raw gain."""
 
 
 class ForgettingGuard(StrictConfig):

@@ -43,6 +43,7 @@ def run_study_trial(
         pruner_type=spec_search.pruner.type,
         guard=spec_search.forgetting_guard,
         budget=plan.forgetting_budget,
+        penalty=spec_search.pruner.infeasible_penalty,
         final_step=plan.proxy.steps,
         reported_steps=frozenset(frozen.intermediate_values),
     )

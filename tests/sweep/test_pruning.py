@@ -111,3 +111,19 @@ def test_a_diverged_trial_is_diverged_in_the_table_and_pruned_for_the_sampler(op
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.PRUNED
     assert frozen.user_attrs[Attr.REASON.value] == "loss is nan at step 100"
+
+
+@pytest.mark.parametrize("penalty, expected", [(10.0, Status.COMPLETED), (0.0, Status.PRUNED)])
+def test_the_pruner_prefers_a_feasible_trial_to_higher_gain_over_budget(open_sweep, penalty, expected):
+    # Six trials gain 0.3-0.35 but forget 0.05 (over the 0.02 budget); the seventh gains only
+    # 0.2 within budget. It is the only candidate for the optimum: it must survive the pruner,
+    # unless the pruner is told to judge raw domain_gain.
+    sweep = open_sweep(
+        sampler="random",
+        pruner={**pruner("median"), "infeasible_penalty": penalty},
+        forgetting_guard=None,
+    )
+    for i in range(6):
+        gains = [0.3 + 0.01 * i] * len(STEPS)
+        assert run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=0.05)) is Status.COMPLETED
+    assert run_study_trial(sweep, sweep.ask().number, scripted([0.2] * len(STEPS), forgetting=0.01)) is expected
