@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from reports.console import make_console
+
 from train_entry.data.corpus import CorpusStats
 from train_entry.trial_config import Metrics, TrialResult
 
@@ -29,14 +31,8 @@ def metrics_table(history: Sequence[Metrics], *, title: str) -> Table:
     return table
 
 
-def wide_console() -> Console:
-    """A console that does not squeeze tables into 80 columns when output is piped to a file."""
-    console = Console()
-    return console if console.is_terminal else Console(width=max(console.width, 120))
-
-
 def print_trial(result: TrialResult, *, title: str, console: Console | None = None) -> None:
-    console = console or wide_console()
+    console = console or make_console()
     console.print(metrics_table(result.history, title=title))
     line = f"status: {result.status.value}"
     if result.reason:
@@ -56,7 +52,7 @@ def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = No
     for name, s in stats.items():
         skipped = (s.skipped_non_utf8, s.skipped_malformed, s.skipped_empty, s.skipped_oversized)
         table.add_row(name, f"{s.documents:,}", f"{s.tokens:,}", *(f"{n:,}" if n else "" for n in skipped))
-    (console or wide_console()).print(table)
+    (console or make_console()).print(table)
 
 
 def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) -> None:
@@ -65,7 +61,7 @@ def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) 
     table.add_column("value")
     for key, value in _flat(manifest):
         table.add_row(key, value)
-    (console or wide_console()).print(table)
+    (console or make_console()).print(table)
 
 
 def _flat(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:

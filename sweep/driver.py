@@ -27,6 +27,7 @@ import ray
 from ray import tune
 from rich.console import Console
 
+from reports.console import make_console
 from sweep.best import best_summary, write_best
 from sweep.prepare import Prepared, prepare
 from sweep.live import LiveView, TableWriter
@@ -37,7 +38,7 @@ from sweep.rundir import DRIVER_LOG, LOCK, RUNS, SPEC_COPY, TUNE_DIR, RunInfo
 from sweep.study import StudyMismatch, SweepStudy, open_study, shown_url
 from sweep.table import trial_rows, write_tables
 from sweep.trainable import proxy_trainable
-from sweep.view import make_console, print_outcome
+from sweep.view import print_outcome
 
 OBJECT_STORE_BYTES = 200 * 1024**2
 """Trials exchange only small metrics through Ray; the default store would take a third of RAM."""

@@ -13,10 +13,11 @@ from ray.tune import Callback
 from rich.console import Console
 from rich.live import Live
 
+from reports.console import make_console
 from sweep.select import select
 from sweep.study import SweepStudy
 from sweep.table import TrialRow, trial_rows, write_tables
-from sweep.view import make_console, progress_line, trials_table
+from sweep.view import progress_line, trials_table
 
 REFRESH_S = 1.0
 """Live-view refresh period: a study read per second is cheap next to a trial."""

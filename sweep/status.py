@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reports.console import make_console
 from sweep.rundir import RunInfo
 from sweep.select import select
 from sweep.study import load_study
 from sweep.table import trial_rows
-from sweep.view import make_console, print_outcome, progress_line
+from sweep.view import print_outcome, progress_line
 
 
 def print_status(run_dir: Path) -> int:

@@ -27,15 +27,6 @@ _STYLE = {
 }
 
 
-LOG_WIDTH = 200
-"""Columns when the output is a file or a pipe: wide enough that the table does not fold."""
-
-
-def make_console() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=LOG_WIDTH)
-
-
 def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
     table = Table(title=title, header_style="bold")
     for column in ("#", "status", "lr_fraction", "peak LR", "mix", "domain_gain", "forgetting", "steps", "wall s"):

@@ -65,6 +65,17 @@ def blend_weights(mix: MixRatio, non_english_share: float) -> dict[str, float]:
     return weights
 
 
+def general_side(non_english_share: float) -> dict[str, float]:
+    """Weights of the general side alone: English general text and its non-English share.
+
+    What the built-in base pretrains on, and what the general validation set is drawn from.
+    """
+    weights = {"general": 1.0 - non_english_share}
+    if non_english_share > 0:
+        weights["non_english"] = non_english_share
+    return weights
+
+
 def _coerce(value: Any) -> MixRatio:
     if isinstance(value, MixRatio):
         return value

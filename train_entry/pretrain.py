@@ -18,6 +18,7 @@ from train_entry.data.cache import cached_dir, digest
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
 from train_entry.loop import Optimization, mean_loss
 from train_entry.loop import train as train_loop
+from train_entry.mix import general_side
 from train_entry.model import Runtime
 from train_entry.trial_config import CorpusPrefixes, TrialStatus
 
@@ -110,12 +111,9 @@ def pretrain(
     tokenizer = load_tokenizer(tokenizer_dir)
     model = tiny_llama(config, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id).to(runtime.device)
     megatron = megatron_tokenizer(tokenizer_dir)
-    general_side = {"general": 1.0 - non_english_share}
-    if non_english_share > 0:
-        general_side["non_english"] = non_english_share
     stream = build_stream(
         train,
-        general_side,
+        general_side(non_english_share),
         num_samples=config.pretrain_steps * config.batch_size,
         seq_len=config.seq_len,
         seed=config.seed,

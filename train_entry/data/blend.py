@@ -21,7 +21,7 @@ from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegat
 from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 from megatron.core.datasets.utils import Split
 
-from train_entry.mix import MixRatio, blend_weights
+from train_entry.mix import MixRatio, blend_weights, general_side
 from train_entry.trial_config import CorpusPrefixes
 
 if TYPE_CHECKING:
@@ -145,10 +145,7 @@ def build_validation_sets(
     `prefixes` are the validation corpora. The general side blends general and non-English text
     (1 - share) : share, as the training stream's general side does.
     """
-    general = {"general": 1.0 - non_english_share}
-    if non_english_share > 0:
-        general["non_english"] = non_english_share
-    sides = {"domain": {"domain": 1.0}, "general": general}
+    sides = {"domain": {"domain": 1.0}, "general": general_side(non_english_share)}
     sets = {}
     for side, weights in sides.items():
         dataset = _build(
