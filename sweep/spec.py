@@ -95,10 +95,9 @@ class BaseConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _builtin_only_for_builtin(self) -> BaseConfig:
-        if self.is_builtin:
-            if self.builtin is None:
-                object.__setattr__(self, "builtin", BuiltinBaseConfig())
-        elif self.builtin is not None:
+        if self.is_builtin and self.builtin is None:
+            return self.model_copy(update={"builtin": BuiltinBaseConfig()})
+        if not self.is_builtin and self.builtin is not None:
             raise ValueError(f"base.builtin applies only to model {BUILTIN_BASE!r}; remove it")
         return self
 

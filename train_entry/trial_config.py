@@ -33,7 +33,7 @@ class ProxyConfig(StrictConfig):
     divergence_factor: float = Field(3.0, gt=1.0)
     """A training loss above this multiple of the first step's loss ends the trial as diverged."""
     seed: int = 0
-    """Seeds the model's dropout-free init of optimizer state, and the blend's sample order."""
+    """Seeds torch and the blend's sample order, and fixes the sweep's validation sets."""
 
     @model_validator(mode="after")
     def _steps_fit(self) -> ProxyConfig:
