@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -30,6 +30,8 @@ from train_entry.mix import Mix
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
+
+Config = TypeVar("Config", bound=BaseModel)
 
 
 class SpecError(ValueError):
@@ -295,27 +297,33 @@ class SweepSpec(StrictConfig):
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Reads and validates a spec file; raises SpecError naming the file, key and value."""
+    return load_config(path, SweepSpec)
+
+
+def load_config(path: str | Path, model: type[Config], *, kind: str = "spec") -> Config:
+    """Reads a YAML file onto `model` (a spec, or a promotion target or cluster file); raises
+    SpecError naming the file, key path and value. Relative paths resolve against the file's folder."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise SpecError(f"{path}: spec file not found") from None
+        raise SpecError(f"{path}: {kind} file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read spec: {exc}") from None
+        raise SpecError(f"{path}: cannot read {kind}: {exc}") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
-        raise SpecError(f"{path}: a spec is a mapping with keys {', '.join(SweepSpec.model_fields)}")
+        raise SpecError(f"{path}: a {kind} is a mapping with keys {', '.join(model.model_fields)}")
     try:
-        return SweepSpec.model_validate(raw, context={"root": path.resolve().parent})
+        return model.model_validate(raw, context={"root": path.resolve().parent})
     except ValidationError as exc:
-        raise SpecError(_describe(path, exc)) from None
+        raise SpecError(_describe(path, exc, model, kind)) from None
 
 
 _SHAPE_ERRORS = {"list_type", "dict_type", "model_type", "model_attributes_type"}
 
 
-def _describe(path: Path, exc: ValidationError) -> str:
+def _describe(path: Path, exc: ValidationError, model: type[BaseModel], kind: str) -> str:
     errors = exc.errors(include_url=False)
     keys = [".".join(str(part) for part in error["loc"] if not _is_union_tag(part)) for error in errors]
     # A union (range or list) reports a shape error for each member it did not match; when a
@@ -325,12 +333,12 @@ def _describe(path: Path, exc: ValidationError) -> str:
         for key, error in zip(keys, errors)
         if error["type"] not in _SHAPE_ERRORS or not any(k != key and k.startswith(key) for k in keys)
     ]
-    lines = [f"{path}: {len(keep)} problem(s) in the spec:"]
+    lines = [f"{path}: {len(keep)} problem(s) in the {kind}:"]
     for key, error in keep:
         key = key or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown key; valid keys here: {', '.join(_valid_keys(error['loc'][:-1]))}"
+            message = f"unknown key; valid keys here: {', '.join(_valid_keys(error['loc'][:-1], model))}"
         elif error["type"] == "missing":
             message = "required key is missing"
         value = error.get("input")
@@ -344,8 +352,8 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and (part[:1].isupper() or "[" in part)
 
 
-def _valid_keys(loc: tuple) -> list[str]:
-    model: Any = SweepSpec
+def _valid_keys(loc: tuple, root: type[BaseModel]) -> list[str]:
+    model: Any = root
     for part in loc:
         if _is_union_tag(part):
             continue
