@@ -1,0 +1,60 @@
+"""Full-run configs at the reference recipe's scales, for the config and core-config tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig
+
+
+def _full_run(**parallelism: Any) -> dict[str, Any]:
+    """A plan-shaped run config as JSON data: Llama 3.1 70B, 1440 x 8192-token batches, 85 000 steps."""
+    return {
+        "model": LLAMA_3_1_70B.model_dump(),
+        "parallelism": {"global_batch_size": 1440, **parallelism},
+        "optimization": {"lr": 1.5e-5, "min_lr": 1.5e-6, "warmup_iters": 2000, "train_iters": 85000},
+        "data": {
+            "blend": [
+                {"weight": 0.45, "prefix": "/data/general_text_document", "name": "general"},
+                {"weight": 0.05, "prefix": "/data/non_english_text_document", "name": "non_english"},
+                {"weight": 0.5, "prefix": "/data/domain_text_document", "name": "domain"},
+            ],
+            "tokenizer": "/models/llama-3.1-70b",
+        },
+        "checkpoint": {"save_dir": "/ckpt/run", "save_interval": 500, "base_dir": "/ckpt/llama-3.1-70b"},
+    }
+
+
+@pytest.fixture
+def full_run_data() -> Callable[..., dict[str, Any]]:
+    """full_run_data(**parallelism): a 70B run config as JSON data, parallelism fields overridden."""
+    return _full_run
+
+
+LAYOUTS = {
+    # 480 H100s as the reference recipe ran them.
+    "70b-tp8-pp4-vpp5-dp15": (
+        LLAMA_3_1_70B,
+        {
+            "tensor": 8,
+            "pipeline": 4,
+            "virtual_pipeline": 5,
+            "data": 15,
+            "sequence_parallel": True,
+            "recompute": "selective",
+        },
+    ),
+    "70b-tp8-pp8-cp2-full": (LLAMA_3_1_70B, {"tensor": 8, "pipeline": 8, "context": 2, "recompute": "full"}),
+    "8b-tp2-dp240": (LLAMA_3_1_8B, {"tensor": 2, "data": 240, "micro_batch_size": 2, "sequence_parallel": True}),
+    "8b-tp8-pp2-vpp4": (LLAMA_3_1_8B, {"tensor": 8, "pipeline": 2, "virtual_pipeline": 4}),
+}
+
+
+@pytest.fixture(params=sorted(LAYOUTS))
+def full_run(request) -> FullRunConfig:
+    """Each of LAYOUTS as a validated FullRunConfig."""
+    model, parallelism = LAYOUTS[request.param]
+    return FullRunConfig.model_validate({**_full_run(**parallelism), "model": model.model_dump()})

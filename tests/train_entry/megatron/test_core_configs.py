@@ -1,0 +1,68 @@
+"""core_configs builds megatron-core's own configs on CPU, so megatron-core's checks judge a plan."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from megatron.core.transformer.enums import AttnBackend
+
+from train_entry.megatron.config import FullRunConfig
+from train_entry.megatron.core_configs import CoreConfigError, core_configs
+
+
+def test_builds_megatron_core_configs_for_the_reference_layouts(full_run):
+    transformer, optimizer, ddp = core_configs(full_run, transformer_engine=False)
+    model, par, opt = full_run.model, full_run.parallelism, full_run.optimization
+    assert (transformer.num_layers, transformer.hidden_size, transformer.ffn_hidden_size) == (
+        model.num_layers,
+        model.hidden_size,
+        model.ffn_hidden_size,
+    )
+    assert (transformer.num_attention_heads, transformer.num_query_groups, transformer.kv_channels) == (
+        model.num_attention_heads,
+        model.num_query_groups,
+        128,
+    )
+    assert transformer.normalization == "RMSNorm" and transformer.gated_linear_unit
+    assert transformer.activation_func is F.silu and not transformer.add_bias_linear
+    assert (
+        transformer.tensor_model_parallel_size,
+        transformer.pipeline_model_parallel_size,
+        transformer.virtual_pipeline_model_parallel_size,
+        transformer.context_parallel_size,
+        transformer.sequence_parallel,
+    ) == (par.tensor, par.pipeline, par.virtual_pipeline, par.context, par.sequence_parallel)
+    assert transformer.params_dtype is torch.bfloat16 and transformer.pipeline_dtype is torch.bfloat16
+    assert transformer.recompute_granularity == (None if par.recompute == "none" else par.recompute)
+    assert transformer.attention_backend is AttnBackend.local
+    assert (optimizer.lr, optimizer.min_lr, optimizer.adam_beta2, optimizer.clip_grad) == (
+        opt.lr,
+        opt.min_lr,
+        opt.adam_beta2,
+        opt.clip_grad,
+    )
+    assert optimizer.use_distributed_optimizer and ddp.use_distributed_optimizer and ddp.grad_reduce_in_fp32
+    assert optimizer.overlap_param_gather == ddp.overlap_param_gather
+
+
+def test_megatron_core_rejects_heads_that_tensor_parallelism_does_not_divide(full_run_data):
+    # 128256 vocabulary rows split three ways, so only megatron-core's own head check can object.
+    config = FullRunConfig.model_validate(full_run_data(tensor=3, pipeline=4))
+    with pytest.raises(
+        CoreConfigError, match=r"num_attention_heads \(64\) must be a multiple of tensor_model_parallel_size \(3\)"
+    ):
+        core_configs(config, transformer_engine=False)
+
+
+def test_rejects_layers_that_the_pipeline_does_not_divide(full_run_data):
+    config = FullRunConfig.model_validate(full_run_data(tensor=8, pipeline=4, virtual_pipeline=3))
+    with pytest.raises(CoreConfigError, match="pipeline x virtual_pipeline = 12, got num_layers=80"):
+        core_configs(config, transformer_engine=False)
+
+
+def test_fp32_run_builds_fp32_configs(full_run_data):
+    data = full_run_data(tensor=8)
+    data["optimization"] |= {"bf16": False}
+    transformer, optimizer, ddp = core_configs(FullRunConfig.model_validate(data), transformer_engine=False)
+    assert transformer.params_dtype is torch.float32 and not optimizer.bf16 and not ddp.grad_reduce_in_fp32

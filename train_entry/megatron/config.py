@@ -1,0 +1,266 @@
+"""The full run's config: the contract between a promotion plan and the megatron-core training entry.
+
+`sweep promote` writes a FullRunConfig (as JSON) and the entry (`python -m train_entry.megatron
+--config run.json`, or train() inside a Ray Train worker) runs exactly it. Plain data: it
+round-trips through JSON unchanged, carries nothing about Ray or the sweep, and every field
+maps onto one megatron-core setting (see core_configs.py for the mapping).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from train_entry.config import StrictConfig
+
+
+class ModelShape(StrictConfig):
+    """A Llama-architecture decoder: RMSNorm, SwiGLU MLP, no biases, RoPE, grouped-query attention."""
+
+    num_layers: int = Field(gt=0)
+    hidden_size: int = Field(gt=0)
+    ffn_hidden_size: int = Field(gt=0)
+    """Width of the SwiGLU MLP's gate and up projections."""
+    num_attention_heads: int = Field(gt=0)
+    num_query_groups: int = Field(gt=0)
+    """Key/value heads (grouped-query attention); equal to num_attention_heads for plain multi-head."""
+    vocab_size: int = Field(gt=0)
+    """Rows of the embedding and output layer as stored in the base checkpoint (padding included):
+    the checkpoint's shapes must match the model's, and tensor parallelism must divide it."""
+    seq_length: int = Field(gt=0)
+    """Tokens per training sequence (the reference recipe: 8192)."""
+    rotary_base: int = Field(500_000, gt=0)
+    """RoPE theta; Llama 3's 500 000."""
+    rope_scaling_factor: float | None = Field(8.0, gt=1.0)
+    """Llama 3.1's long-context RoPE frequency scaling (factor 8); None for plain RoPE (Llama 2, Llama 3.0)."""
+    norm_epsilon: float = Field(1e-5, gt=0.0)
+    """RMSNorm epsilon; Llama's 1e-5."""
+    untie_embeddings_and_output_weights: bool = True
+    """Llama 3.1 8B and 70B keep separate input embedding and output weights."""
+    init_method_std: float = Field(0.02, gt=0.0)
+    """Std of the initial weights; only a run without a base checkpoint keeps them."""
+
+    @model_validator(mode="after")
+    def _heads_fit(self) -> ModelShape:
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size must be a multiple of num_attention_heads, "
+                f"got {self.hidden_size=}, {self.num_attention_heads=}"
+            )
+        if self.num_attention_heads % self.num_query_groups:
+            raise ValueError(
+                f"num_attention_heads must be a multiple of num_query_groups, "
+                f"got {self.num_attention_heads=}, {self.num_query_groups=}"
+            )
+        return self
+
+
+LLAMA_3_1_8B = ModelShape(
+    num_layers=32,
+    hidden_size=4096,
+    ffn_hidden_size=14336,
+    num_attention_heads=32,
+    num_query_groups=8,
+    vocab_size=128256,
+    seq_length=8192,
+)
+"""Meta's Llama 3.1 8B (base) at the reference recipe's 8192-token sequences."""
+
+LLAMA_3_1_70B = ModelShape(
+    num_layers=80,
+    hidden_size=8192,
+    ffn_hidden_size=28672,
+    num_attention_heads=64,
+    num_query_groups=8,
+    vocab_size=128256,
+    seq_length=8192,
+)
+"""Meta's Llama 3.1 70B (base) at the reference recipe's 8192-token sequences."""
+
+
+class Parallelism(StrictConfig):
+    """How the model and the batch are split over the GPUs: world size = tensor x pipeline x context x data."""
+
+    tensor: int = Field(1, ge=1)
+    """Tensor-parallel size; keep it within a node's NVLink domain (at most 8 on H100 nodes)."""
+    pipeline: int = Field(1, ge=1)
+    virtual_pipeline: int | None = Field(None, ge=2)
+    """Model chunks per pipeline stage (interleaved 1F1B, fewer bubbles); None for plain 1F1B."""
+    context: int = Field(1, ge=1)
+    """Context-parallel size: splits each sequence over GPUs for long sequences."""
+    data: int | None = Field(None, ge=1)
+    """Data-parallel size; None derives it from the world size, a value is checked against it."""
+    micro_batch_size: int = Field(1, ge=1)
+    """Sequences per forward/backward on one data-parallel rank."""
+    global_batch_size: int = Field(ge=1)
+    """Sequences per optimizer step over all data-parallel ranks (the reference recipe: 1440)."""
+    sequence_parallel: bool = False
+    """Shard layer-norm and dropout activations over the tensor-parallel group; needs tensor > 1."""
+    recompute: Literal["none", "selective", "full"] = "none"
+    """Activation recomputation: selective recomputes the attention core, full whole layers (uniform, one at a time)."""
+
+    @model_validator(mode="after")
+    def _sizes_fit(self) -> Parallelism:
+        if self.virtual_pipeline is not None and self.pipeline < 2:
+            raise ValueError(f"virtual_pipeline needs pipeline >= 2, got {self.pipeline=}, {self.virtual_pipeline=}")
+        if self.sequence_parallel and self.tensor < 2:
+            raise ValueError(f"sequence_parallel needs tensor >= 2, got {self.tensor=}")
+        if self.data is not None and self.global_batch_size % (self.micro_batch_size * self.data):
+            raise ValueError(
+                f"global_batch_size must be a multiple of micro_batch_size x data, "
+                f"got {self.global_batch_size=}, {self.micro_batch_size=}, {self.data=}"
+            )
+        return self
+
+    @property
+    def model_parallel_size(self) -> int:
+        """GPUs that hold one replica of the model: tensor x pipeline x context."""
+        return self.tensor * self.pipeline * self.context
+
+    def data_parallel_size(self, world_size: int) -> int:
+        """The data-parallel size on `world_size` GPUs; a ValueError when the layout does not fit them."""
+        data, rest = divmod(world_size, self.model_parallel_size)
+        if rest or data == 0:
+            raise ValueError(
+                f"world size {world_size} is not a multiple of tensor x pipeline x context = "
+                f"{self.tensor} x {self.pipeline} x {self.context}"
+            )
+        if self.data is not None and self.data != data:
+            raise ValueError(
+                f"the plan's data-parallel size {self.data} needs {self.data * self.model_parallel_size} GPUs, "
+                f"got world size {world_size}"
+            )
+        if self.global_batch_size % (self.micro_batch_size * data):
+            raise ValueError(
+                f"global_batch_size must be a multiple of micro_batch_size x data-parallel size, "
+                f"got {self.global_batch_size=}, {self.micro_batch_size=}, data-parallel size {data}"
+            )
+        return data
+
+
+class Optimization(StrictConfig):
+    """AdamW with linear warmup and decay to min_lr, in bf16 mixed precision."""
+
+    lr: float = Field(gt=0.0)
+    """Peak LR: the sweep's optimum lr_fraction x the base's max_lr."""
+    min_lr: float = Field(ge=0.0)
+    """LR floor at the end of the decay (~lr/10 per Chinchilla)."""
+    warmup_iters: int = Field(ge=0)
+    """Iterations of linear warmup from 0 to lr."""
+    train_iters: int = Field(gt=0)
+    """Optimizer steps of the whole run (the reference recipe: ~85 000); the decay ends here."""
+    decay_style: Literal["cosine", "linear", "constant"] = "cosine"
+    """LR decay after warmup; cosine as in the reference recipe."""
+    weight_decay: float = Field(0.1, ge=0.0)
+    """Decoupled weight decay on matrices (not on norms and biases); Llama's 0.1."""
+    adam_beta1: float = Field(0.9, ge=0.0, lt=1.0)
+    adam_beta2: float = Field(0.95, ge=0.0, lt=1.0)
+    """Llama's 0.95: a shorter second-moment memory than Adam's default 0.999, steadier at scale."""
+    adam_eps: float = Field(1e-8, gt=0.0)
+    clip_grad: float = Field(1.0, gt=0.0)
+    """Global gradient-norm clip; Llama's 1.0."""
+    bf16: bool = True
+    """bf16 weights and compute with fp32 main weights, gradients reduced in fp32; False trains in fp32."""
+
+    @model_validator(mode="after")
+    def _schedule_fits(self) -> Optimization:
+        if self.min_lr > self.lr:
+            raise ValueError(f"min_lr may not exceed lr, got {self.min_lr=}, {self.lr=}")
+        if self.warmup_iters >= self.train_iters:
+            raise ValueError(f"warmup_iters must be below train_iters, got {self.warmup_iters=}, {self.train_iters=}")
+        return self
+
+
+class BlendSource(StrictConfig):
+    """One corpus of the training blend: a megatron-core indexed dataset and its sampling weight."""
+
+    weight: float = Field(gt=0.0)
+    """Sampling weight; the weights are normalised over the blend, as Megatron's --data-path does."""
+    prefix: str
+    """Path prefix of the .bin/.idx pair (what Megatron's --data-path takes)."""
+    name: str | None = None
+    """What the corpus is (general, non_english, domain), for logs."""
+
+
+class Data(StrictConfig):
+    """The training blend, built by megatron-core's BlendedMegatronDatasetBuilder with GPTDataset."""
+
+    blend: list[BlendSource] = Field(min_length=1)
+    """The corpora and their weights: the sweep's optimum mix turned into blend weights."""
+    tokenizer: str
+    """A local Hugging Face tokenizer directory (the base's own); nothing is downloaded at run time."""
+    split: str = "99,1,0"
+    """Train/valid/test split of every indexed dataset, in Megatron's "a,b,c" form."""
+    seed: int = 1234
+    """Seeds the blend's sample order."""
+    cache_dir: str | None = None
+    """Where megatron-core writes the blend's index files (on a file system every node sees); None: next to the data."""
+    num_workers: int = Field(2, ge=0)
+    """DataLoader worker processes per rank."""
+
+    @model_validator(mode="after")
+    def _split_parses(self) -> Data:
+        parts = self.split.split(",")
+        try:
+            shares = [float(part) for part in parts]
+        except ValueError:
+            shares = []
+        if len(parts) != 3 or any(not math.isfinite(s) or s < 0 for s in shares) or not shares or shares[0] <= 0:
+            raise ValueError(
+                f'split must be three non-negative numbers "train,valid,test" with train > 0, got {self.split!r}'
+            )
+        return self
+
+
+class Checkpoint(StrictConfig):
+    """Where the run starts from and where it saves (megatron-core distributed checkpoints)."""
+
+    save_dir: str
+    """The run's own checkpoints, iter_NNNNNNN/ plus a tracker file naming the latest; a rerun resumes from it."""
+    save_interval: int = Field(gt=0)
+    """Iterations between saves (and one at the end): the most work a lost node costs."""
+    base_dir: str | None = None
+    """The base model in Megatron distributed-checkpoint format (e.g. converted from Hugging Face with
+    Megatron-Bridge). Loaded as weights only, with a fresh optimizer and iteration 0, when save_dir
+    holds no checkpoint yet. None starts from random weights (smoke tests only)."""
+
+
+class FullRunConfig(StrictConfig):
+    """Everything one full continued-pretraining run depends on; the entry is a function of it."""
+
+    model: ModelShape
+    parallelism: Parallelism
+    optimization: Optimization
+    data: Data
+    checkpoint: Checkpoint
+    log_interval: int = Field(10, gt=0)
+    """Iterations between log lines (loss, LR, grad norm, throughput)."""
+    eval_interval: int | None = Field(None, gt=0)
+    """Iterations between validation-loss measurements on the blend's valid split; None: none."""
+    eval_iters: int = Field(10, gt=0)
+    """Global batches per validation-loss measurement."""
+    seed: int = 1234
+    """Seeds weight initialisation and megatron-core's tensor-parallel RNG."""
+
+    @model_validator(mode="after")
+    def _layout_fits_model(self) -> FullRunConfig:
+        model, par = self.model, self.parallelism
+        if model.vocab_size % par.tensor:
+            raise ValueError(
+                f"model.vocab_size must be a multiple of parallelism.tensor, "
+                f"got model.vocab_size={model.vocab_size}, parallelism.tensor={par.tensor}"
+            )
+        if par.context > 1 and model.seq_length % (2 * par.context):
+            raise ValueError(
+                f"context parallelism splits each sequence into 2 x context chunks: model.seq_length must be "
+                f"a multiple of {2 * par.context}, "
+                f"got model.seq_length={model.seq_length}, parallelism.context={par.context}"
+            )
+        if self.eval_interval is not None and not self._has_valid_split():
+            raise ValueError(f"eval_interval needs a valid share in data.split, got {self.data.split!r}")
+        return self
+
+    def _has_valid_split(self) -> bool:
+        return float(self.data.split.split(",")[1]) > 0

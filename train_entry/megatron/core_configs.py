@@ -1,0 +1,140 @@
+"""A FullRunConfig turned into megatron-core's own config objects, whose __post_init__ checks then run.
+
+Builds on CPU without a process group or a GPU, so a plan is checked against megatron-core's
+rules before any GPU is booked, and the entry builds its model and optimizer from the same objects.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from megatron.core.distributed import DistributedDataParallelConfig
+from megatron.core.optimizer import OptimizerConfig
+from megatron.core.transformer.enums import AttnBackend
+from megatron.core.transformer.transformer_config import TransformerConfig
+
+from train_entry.megatron.config import FullRunConfig
+
+
+class CoreConfigError(ValueError):
+    """megatron-core rejects a full-run config; the message carries megatron-core's own reason."""
+
+
+class CoreConfigs(NamedTuple):
+    transformer: TransformerConfig
+    optimizer: OptimizerConfig
+    ddp: DistributedDataParallelConfig
+
+
+def has_transformer_engine() -> bool:
+    """Whether Transformer Engine is importable: it brings flash attention and the fused kernels."""
+    return importlib.util.find_spec("transformer_engine") is not None
+
+
+def core_configs(
+    config: FullRunConfig,
+    *,
+    transformer_engine: bool | None = None,
+    use_cpu_initialization: bool = False,
+) -> CoreConfigs:
+    """megatron-core's TransformerConfig, OptimizerConfig and DistributedDataParallelConfig for `config`.
+
+    transformer_engine (default: whether it is installed) picks flash attention and TE's fused
+    kernels; without it the model uses megatron-core's local attention and no fused kernels.
+    use_cpu_initialization creates the weights on the CPU (for CPU-only checks of the model).
+    Raises CoreConfigError with megatron-core's message when it rejects the layout or shape.
+    """
+    te = has_transformer_engine() if transformer_engine is None else transformer_engine
+    model, par, opt = config.model, config.parallelism, config.optimization
+    dtype = torch.bfloat16 if opt.bf16 else torch.float32
+    _check_layers_split(config)
+    try:
+        transformer = TransformerConfig(
+            num_layers=model.num_layers,
+            hidden_size=model.hidden_size,
+            ffn_hidden_size=model.ffn_hidden_size,
+            num_attention_heads=model.num_attention_heads,
+            num_query_groups=model.num_query_groups,
+            # Llama: RMSNorm, SwiGLU (gated SiLU), no biases, no dropout.
+            normalization="RMSNorm",
+            layernorm_epsilon=model.norm_epsilon,
+            gated_linear_unit=True,
+            activation_func=F.silu,
+            add_bias_linear=False,
+            add_qkv_bias=False,
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            init_method_std=model.init_method_std,
+            tensor_model_parallel_size=par.tensor,
+            pipeline_model_parallel_size=par.pipeline,
+            virtual_pipeline_model_parallel_size=par.virtual_pipeline,
+            context_parallel_size=par.context,
+            sequence_parallel=par.sequence_parallel,
+            bf16=opt.bf16,
+            params_dtype=dtype,
+            pipeline_dtype=dtype,
+            recompute_granularity=None if par.recompute == "none" else par.recompute,
+            # Full recompute: every layer, one at a time, keeping only each layer's input.
+            recompute_method="uniform" if par.recompute == "full" else None,
+            recompute_num_layers=1 if par.recompute == "full" else None,
+            # Flash attention 2 comes through Transformer Engine's attention; megatron-core's
+            # local attention is the portable fallback.
+            attention_backend=AttnBackend.flash if te else AttnBackend.local,
+            transformer_impl="transformer_engine" if te else "local",
+            masked_softmax_fusion=te,
+            apply_rope_fusion=te,
+            gradient_accumulation_fusion=te,
+            cross_entropy_loss_fusion=te,
+            bias_activation_fusion=te,
+            bias_dropout_fusion=te,
+            # Interleaved 1F1B overlaps its p2p sends with compute; that needs unbatched p2p.
+            overlap_p2p_comm=par.virtual_pipeline is not None,
+            batch_p2p_comm=par.virtual_pipeline is None,
+            # A stage's output is no longer needed once sent: freeing it saves activation memory.
+            deallocate_pipeline_outputs=True,
+            use_cpu_initialization=use_cpu_initialization,
+        )
+        optimizer = OptimizerConfig(
+            optimizer="adam",
+            lr=opt.lr,
+            min_lr=opt.min_lr,
+            weight_decay=opt.weight_decay,
+            adam_beta1=opt.adam_beta1,
+            adam_beta2=opt.adam_beta2,
+            adam_eps=opt.adam_eps,
+            clip_grad=opt.clip_grad,
+            bf16=opt.bf16,
+            params_dtype=dtype,
+            use_distributed_optimizer=True,
+            overlap_param_gather=True,
+        )
+        ddp = DistributedDataParallelConfig(
+            # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
+            grad_reduce_in_fp32=opt.bf16,
+            overlap_grad_reduce=True,
+            overlap_param_gather=True,
+            align_param_gather=par.pipeline > 1,
+            use_distributed_optimizer=True,
+            check_for_nan_in_grad=True,
+        )
+    except (ValueError, AssertionError) as error:
+        raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
+    return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _check_layers_split(config: FullRunConfig) -> None:
+    """Each pipeline stage (and each of its virtual chunks) must get a whole number of layers.
+
+    megatron-core only checks this when the model is built, on the GPUs; checking here lets a
+    plan fail before it is submitted.
+    """
+    par, num_layers = config.parallelism, config.model.num_layers
+    chunks = par.pipeline * (par.virtual_pipeline or 1)
+    if num_layers % chunks:
+        raise CoreConfigError(
+            f"model.num_layers must be a multiple of parallelism.pipeline x virtual_pipeline = {chunks}, "
+            f"got num_layers={num_layers}, pipeline={par.pipeline}, virtual_pipeline={par.virtual_pipeline}"
+        )
