@@ -59,16 +59,17 @@ def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) 
     table = Table(title="base", show_header=False)
     table.add_column("key")
     table.add_column("value")
-    for key, value in _flat(manifest):
+    for key, value in flat_items(manifest):
         table.add_row(key, value)
     (console or make_console()).print(table)
 
 
-def _flat(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+def flat_items(mapping: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
+    """("a.b", "value") pairs of a nested mapping, numbers shown to 6 significant digits."""
     rows = []
     for key, value in mapping.items():
         if isinstance(value, Mapping):
-            rows.extend(_flat(value, f"{prefix}{key}."))
+            rows.extend(flat_items(value, f"{prefix}{key}."))
         else:
             rows.append((f"{prefix}{key}", f"{value:.6g}" if isinstance(value, float) else str(value)))
     return rows

@@ -61,6 +61,17 @@ def _cmd_status(args: argparse.Namespace) -> int:
     return print_status(args.run)
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports.report import write_comparison_report, write_run_report
+
+    if len(args.runs) == 1:
+        index = write_run_report(args.runs[0], args.output)
+    else:
+        index = write_comparison_report(args.runs, args.output)
+    print(f"report: {index}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweep",
@@ -94,6 +105,18 @@ def build_parser() -> argparse.ArgumentParser:
     status = verbs.add_parser("status", help="print the trials table of a running or finished sweep")
     status.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix")
     status.set_defaults(func=_cmd_status)
+
+    report = verbs.add_parser(
+        "report",
+        help="write the HTML report of a run (or one comparing several runs); works while a sweep runs",
+        description=(
+            "One RUN: RUN/report/index.html (self-contained), a PNG per plot and report.md. Several RUNs: one "
+            "comparison page overlaying their fronts and optima, by default in runs/compare-<a>-vs-<b>/report/."
+        ),
+    )
+    report.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directory, e.g. runs/lr_mix")
+    report.add_argument("--output", type=Path, default=None, help="write the report into this folder instead")
+    report.set_defaults(func=_cmd_report)
     return parser
 
 

@@ -28,6 +28,7 @@ from ray import tune
 from rich.console import Console
 
 from reports.console import make_console
+from reports.report import write_run_report
 from sweep.best import best_summary, write_best
 from sweep.prepare import Prepared, prepare
 from sweep.live import LiveView, TableWriter
@@ -156,6 +157,7 @@ def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str) ->
         f"tokens used {cost['tokens_used']:,}; saved by pruning {cost['tokens_saved_by_pruning']:,} "
         f"(outputs in {run_dir})"
     )
+    console.print(f"report: {write_run_report(run_dir)}")
     finished = sum(row.finished for row in rows)
     if finished < plan.planned_trials:
         console.print(f"{plan.planned_trials - finished} planned trial(s) did not finish; run the same command again", style="red")

@@ -45,6 +45,8 @@ class Attr(str, enum.Enum):
     """The latest evaluation (a Metrics dict); its forgetting is what the sampler's constraint reads."""
     BEST = "best"
     """The evaluation with the highest domain_gain, written when the trial ends."""
+    HISTORY = "history"
+    """Every evaluation so far (a list of Metrics dicts, by step): the report's learning curves."""
     STEPS = "steps"
     TOKENS_SEEN = "tokens_seen"
     WALL_SECONDS = "wall_seconds"
@@ -65,7 +67,11 @@ def record_evaluation(trial: optuna.Trial, metrics: Metrics, *, value: float, ne
     """
     if new_step:
         trial.report(value, step=metrics.step)
-    trial.set_user_attr(Attr.LAST.value, metrics.model_dump(mode="json"))
+    evaluation = metrics.model_dump(mode="json")
+    # A retry re-reports from its first step: its evaluations replace the earlier attempt's.
+    earlier = [e for e in trial.user_attrs.get(Attr.HISTORY.value, []) if e["step"] < metrics.step]
+    trial.set_user_attr(Attr.HISTORY.value, [*earlier, evaluation])
+    trial.set_user_attr(Attr.LAST.value, evaluation)
 
 
 def best_of(history: list[Metrics]) -> Metrics:
@@ -82,6 +88,7 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
     status, state = _outcome(result)
     trial = sweep.trial(number)
     if result.history:
+        trial.set_user_attr(Attr.HISTORY.value, [metrics.model_dump(mode="json") for metrics in result.history])
         trial.set_user_attr(Attr.LAST.value, result.history[-1].model_dump(mode="json"))
         trial.set_user_attr(Attr.BEST.value, best_of(result.history).model_dump(mode="json"))
         if state is not TrialState.FAIL:
@@ -111,6 +118,15 @@ def record_failure(sweep: SweepStudy, number: int, reason: str) -> None:
     trial.set_user_attr(Attr.STATUS.value, Status.FAILED.value)
     trial.set_user_attr(Attr.REASON.value, reason)
     sweep.study.tell(number, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def history_of(frozen: optuna.trial.FrozenTrial) -> list[Metrics] | None:
+    """A trial's evaluations by step; None when it was recorded before evaluations were kept
+    (it has a latest evaluation but no history), so a reader can say so rather than show nothing."""
+    stored = frozen.user_attrs.get(Attr.HISTORY.value)
+    if stored is None:
+        return None if Attr.LAST.value in frozen.user_attrs else []
+    return [Metrics.model_validate(evaluation) for evaluation in stored]
 
 
 def status_of(frozen: optuna.trial.FrozenTrial) -> Status:

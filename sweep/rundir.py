@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.study import storage_url
+from sweep.study import STUDY_DB, SweepStudy, load_study, shown_url, storage_url
 
 RUNS = Path("runs")
 SPEC_COPY = "spec.yaml"
@@ -15,6 +15,10 @@ TUNE_DIR = "tune"
 """Ray Tune's experiment state and per-trial logs."""
 DRIVER_LOG = "driver.log"
 LOCK = "driver.lock"
+
+
+class NotARunDirectory(FileNotFoundError):
+    """A path given as a run directory that holds no sweep (no run.json, or no study behind it)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,26 @@ class RunInfo:
     def read(cls, run_dir: Path) -> RunInfo:
         path = run_dir / RUN_JSON
         if not path.is_file():
-            raise FileNotFoundError(f"{run_dir} is not a sweep run directory (no {RUN_JSON})")
+            raise NotARunDirectory(
+                f"{run_dir} is not a sweep run directory (no {RUN_JSON}); give a directory made by "
+                f"`sweep run`, e.g. {RUNS / 'lr_mix'}"
+            )
         record = json.loads(path.read_text())
         return cls(study_name=record["study_name"], storage=record["storage"])
+
+
+def open_run(run_dir: Path) -> tuple[RunInfo, SweepStudy]:
+    """A run's record and its study, for readers such as `sweep status` and `sweep report`.
+
+    Never creates anything: opening a missing SQLite file would make an empty one.
+    """
+    info = RunInfo.read(run_dir)
+    if info.storage is None and not (run_dir / STUDY_DB).is_file():
+        raise NotARunDirectory(f"{run_dir} has {RUN_JSON} but no study: {run_dir / STUDY_DB} is missing")
+    url = info.url(run_dir)
+    try:
+        return info, load_study(url=url, name=info.study_name)
+    except KeyError:  # no such study, or one without the plan `sweep run` stores
+        raise NotARunDirectory(
+            f"{run_dir / RUN_JSON} names study {info.study_name!r}, but {shown_url(url)} holds no sweep of that name"
+        ) from None

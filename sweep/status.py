@@ -8,21 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from reports.console import make_console
-from sweep.rundir import RunInfo
+from sweep.rundir import open_run
 from sweep.select import select
-from sweep.study import load_study
 from sweep.table import trial_rows
 from sweep.view import print_outcome, progress_line
 
 
 def print_status(run_dir: Path) -> int:
     console = make_console()
-    try:
-        info = RunInfo.read(run_dir)
-    except FileNotFoundError as exc:
-        console.print(f"error: {exc}", style="red")
-        return 2
-    sweep = load_study(url=info.url(run_dir), name=info.study_name)
+    info, sweep = open_run(run_dir)
     rows = trial_rows(sweep)
     plan = sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)

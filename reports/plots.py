@@ -1,0 +1,264 @@
+"""The report's figures, drawn with matplotlib's Agg backend (no display, no fonts fetched).
+
+Each function returns a Figure; reports/report.py saves it as a PNG and embeds the same bytes in
+the page. Colours keep one meaning everywhere: a status has one colour, the optimum is a star.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # before pyplot: a report is written on machines without a display
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from reports.snapshot import RunSnapshot, ratio_label
+from sweep.record import Status
+from sweep.spec import LRFractionRange
+from sweep.table import TrialRow
+
+STATUS_COLOURS = {
+    Status.COMPLETED: "#2b6cb0",
+    Status.PRUNED: "#d69e2e",
+    Status.DIVERGED: "#c53030",
+    Status.FAILED: "#718096",
+    Status.RUNNING: "#38a169",
+    Status.WAITING: "#a0aec0",
+}
+RUN_COLOURS = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795")
+"""One colour per run in a comparison."""
+OPTIMUM_COLOUR = "#111111"
+LR_BINS = 5
+"""Columns of a heat map when lr_fraction is sampled from a range: enough to show a trend with
+the 10-30 trials of a sweep, few enough that most cells hold a trial."""
+MIX_BINS = 5
+
+
+def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
+    """domain_gain against forgetting: every finished trial, each run's Pareto front, budget and optimum."""
+    figure, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
+    several = len(snapshots) > 1
+    for index, snapshot in enumerate(snapshots):
+        colour = RUN_COLOURS[index % len(RUN_COLOURS)]
+        label = f"{snapshot.name}: " if several else ""
+        completed = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
+        stopped = [r for r in snapshot.rows if r.status in (Status.PRUNED, Status.DIVERGED) and _plottable(r)]
+        ax.scatter(
+            [r.forgetting for r in completed],
+            [r.domain_gain for r in completed],
+            s=36,
+            color=colour if several else STATUS_COLOURS[Status.COMPLETED],
+            alpha=0.75,
+            label=f"{label}completed trials",
+        )
+        if stopped:
+            ax.scatter(
+                [r.forgetting for r in stopped],
+                [r.domain_gain for r in stopped],
+                s=36,
+                marker="x",
+                color=colour if several else STATUS_COLOURS[Status.PRUNED],
+                alpha=0.6,
+                label=f"{label}pruned / diverged (where they stopped)",
+            )
+        front = snapshot.selection.pareto
+        if front:
+            ax.plot(
+                [r.forgetting for r in front],
+                [r.domain_gain for r in front],
+                drawstyle="steps-post",
+                color=colour,
+                linewidth=1.6,
+                label=f"{label}Pareto front",
+            )
+        optimum = snapshot.selection.optimum
+        if optimum is not None:
+            ax.scatter(
+                [optimum.forgetting],
+                [optimum.domain_gain],
+                s=260,
+                marker="*",
+                color=colour if several else OPTIMUM_COLOUR,
+                edgecolor="white",
+                linewidth=0.8,
+                zorder=5,
+                label=f"{label}optimum (trial {optimum.number})",
+            )
+            ax.annotate(
+                f"{snapshot.name + ': ' if several else ''}lr_fraction {optimum.lr_fraction:.3g}, "
+                f"mix {snapshot.mix_label(optimum)}",
+                (optimum.forgetting, optimum.domain_gain),
+                xytext=(8, 8),
+                textcoords="offset points",
+                fontsize=9,
+            )
+    budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
+    for budget in budgets:
+        ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")
+    ax.set_xlabel("forgetting (general_loss / base − 1; lower is better)")
+    ax.set_ylabel("domain_gain (1 − domain_loss / base; higher is better)")
+    ax.set_title("domain_gain vs forgetting" + (" — " + " vs ".join(s.name for s in snapshots) if several else ""))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    return figure
+
+
+def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
+    """Mean final `metric` of the completed trials in each (lr_fraction, mix) cell, with the count."""
+    rows = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
+    lr_axis = _lr_axis(snapshot)
+    mix_axis = _mix_axis(snapshot)
+    sums = np.zeros((len(mix_axis.labels), len(lr_axis.labels)))
+    counts = np.zeros(sums.shape, dtype=int)
+    for row in rows:
+        cell = mix_axis.index(row.domain_share), lr_axis.index(row.lr_fraction)
+        sums[cell] += getattr(row, metric)
+        counts[cell] += 1
+    means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    figure, ax = plt.subplots(
+        figsize=(2.0 + 1.2 * len(lr_axis.labels), 1.6 + 0.75 * len(mix_axis.labels)), layout="constrained"
+    )
+    # Higher gain is good, lower forgetting is good: both scales run from bad (light) to good (dark).
+    cmap = "Blues" if metric == "domain_gain" else "Purples_r"
+    ax.set_facecolor("#e2e8f0")  # grey: no completed trial in the cell, unlike a pale value
+    image = ax.imshow(np.ma.masked_invalid(means), cmap=cmap, aspect="auto", origin="lower")
+    figure.colorbar(image, ax=ax, label=metric)
+    budget = snapshot.plan.forgetting_budget
+    for i in range(len(mix_axis.labels)):
+        for j in range(len(lr_axis.labels)):
+            if not counts[i, j]:
+                continue
+            text = f"{means[i, j]:.3f}\nn={counts[i, j]}"
+            if metric == "forgetting" and means[i, j] > budget:
+                text += "\nover budget"
+            # Dark cells get white text: the colour map's luminance decides, not the value's sign.
+            red, green, blue, _ = image.cmap(image.norm(means[i, j]))
+            dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    optimum = snapshot.selection.optimum
+    if optimum is not None:
+        cell = (lr_axis.index(optimum.lr_fraction), mix_axis.index(optimum.domain_share))
+        ax.add_patch(plt.Rectangle((cell[0] - 0.5, cell[1] - 0.5), 1, 1, fill=False, edgecolor=OPTIMUM_COLOUR, lw=2.5))
+    ax.set_xticks(range(len(lr_axis.labels)), lr_axis.labels, fontsize=8)
+    ax.set_yticks(range(len(mix_axis.labels)), mix_axis.labels, fontsize=8)
+    ax.set_xlabel("lr_fraction" + (" (binned)" if lr_axis.binned else ""))
+    ax.set_ylabel("mix general:domain" + (" (binned)" if mix_axis.binned else ""))
+    title = f"final {metric} of completed trials"
+    ax.set_title(title + (" (optimum's cell outlined)" if optimum else ""), fontsize=10)
+    return figure
+
+
+def curves_figure(snapshot: RunSnapshot) -> Figure:
+    """domain_loss and general_loss against tokens for every trial; pruned and diverged ones end in a marker."""
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+    optimum = snapshot.selection.optimum
+    marks = {Status.PRUNED: "X", Status.DIVERGED: "v", Status.RUNNING: ">"}
+    for ax, loss in zip(axes, ("domain_loss", "general_loss")):
+        for row in snapshot.rows:
+            history = snapshot.histories.get(row.number)
+            if not history:
+                continue
+            # A diverged trial's last evaluation may be NaN or inf: it ends at its last finite one.
+            points = [(m.tokens_seen, getattr(m, loss)) for m in history if math.isfinite(getattr(m, loss))]
+            if not points:
+                continue
+            tokens, values = zip(*points)
+            is_optimum = optimum is not None and row.number == optimum.number
+            colour = OPTIMUM_COLOUR if is_optimum else STATUS_COLOURS[row.status]
+            width, alpha = (2.4, 1.0) if is_optimum else (1.0, 0.7)
+            ax.plot(tokens, values, color=colour, linewidth=width, alpha=alpha)
+            if row.status in marks:
+                ax.plot(tokens[-1], values[-1], marks[row.status], color=colour, markersize=8)
+            end = (tokens[-1], values[-1])
+            ax.annotate(str(row.number), end, xytext=(3, 0), textcoords="offset points", fontsize=7)
+        base = _base_loss(snapshot, loss)
+        if base is not None:
+            ax.axhline(base, color="#4a5568", linestyle=":", linewidth=1.2)
+        ax.set_xlabel("tokens")
+        ax.set_ylabel(loss)
+        ax.set_title(f"{loss} (dotted: the base's)", fontsize=10)
+        ax.grid(alpha=0.3)
+    handles = [
+        plt.Line2D([], [], color=STATUS_COLOURS[status], marker=marks.get(status), label=status.value.lower())
+        for status in (Status.COMPLETED, Status.PRUNED, Status.DIVERGED, Status.RUNNING)
+    ]
+    if optimum is not None:
+        label = f"optimum (trial {optimum.number})"
+        handles.append(plt.Line2D([], [], color=OPTIMUM_COLOUR, linewidth=2.4, label=label))
+    axes[1].legend(handles=handles, fontsize=8, loc="best")
+    return figure
+
+
+def _plottable(row: TrialRow) -> bool:
+    """Has a finite final evaluation: a diverged trial's last one may be NaN or inf."""
+    return all(value is not None and math.isfinite(value) for value in (row.domain_gain, row.forgetting))
+
+
+class _Axis:
+    """Heat map cells along one parameter: the listed values, or bins of a sampled range."""
+
+    def __init__(self, *, labels: list[str], index: Callable[[float], int], binned: bool) -> None:
+        self.labels = labels
+        self.index = index
+        self.binned = binned
+
+
+def _lr_axis(snapshot: RunSnapshot) -> _Axis:
+    space = snapshot.space.lr_fraction
+    if isinstance(space, LRFractionRange):
+        edges = _edges(space.low, space.high, LR_BINS, log=space.log)
+        labels = [f"{low:.3g}–{high:.3g}" for low, high in itertools.pairwise(edges)]
+        return _Axis(labels=labels, index=lambda value: _bin(edges, value), binned=True)
+    listed = sorted(space)
+    return _Axis(
+        labels=[f"{v:.3g}" for v in listed],
+        index=lambda value: min(range(len(listed)), key=lambda k: abs(listed[k] - value)),
+        binned=False,
+    )
+
+
+def _mix_axis(snapshot: RunSnapshot) -> _Axis:
+    space = snapshot.space.mix
+    if isinstance(space, tuple):
+        listed = sorted(space, key=lambda m: m.domain_share)
+        shares = [m.domain_share for m in listed]
+        return _Axis(
+            labels=[str(m) for m in listed],
+            index=lambda share: min(range(len(shares)), key=lambda k: abs(shares[k] - share)),
+            binned=False,
+        )
+    low, high = sorted((space.low.domain_share, space.high.domain_share))
+    edges = _edges(low, high, MIX_BINS, log=False)
+    labels = [f"{ratio_label(a)}–{ratio_label(b)}" for a, b in itertools.pairwise(edges)]
+    return _Axis(labels=labels, index=lambda share: _bin(edges, share), binned=True)
+
+
+def _edges(low: float, high: float, bins: int, *, log: bool) -> list[float]:
+    if log:
+        return list(np.geomspace(low, high, bins + 1))
+    return list(np.linspace(low, high, bins + 1))
+
+
+def _bin(edges: list[float], value: float) -> int:
+    return min(max(int(np.searchsorted(edges, value, side="right")) - 1, 0), len(edges) - 2)
+
+
+def _base_loss(snapshot: RunSnapshot, loss: str) -> float | None:
+    """The base's own loss, read back from any evaluation: domain_gain and forgetting are relative to it."""
+    for history in snapshot.histories.values():
+        for m in history:
+            if loss == "domain_loss" and m.domain_gain < 1.0:
+                return m.domain_loss / (1.0 - m.domain_gain)
+            if loss == "general_loss" and math.isfinite(m.forgetting) and m.forgetting > -1.0:
+                return m.general_loss / (1.0 + m.forgetting)
+    return None
+
+
+def close(figure: Figure) -> None:
+    plt.close(figure)

@@ -1,0 +1,274 @@
+"""`sweep report`: a self-contained HTML page, a PNG per plot and a short report.md for one run, or
+one comparison page over several runs.
+
+The page embeds its plots as data URIs and its CSS inline and loads nothing else, so it opens from
+disk, offline, and can be mailed as one file. Everything shown comes from a RunSnapshot (one read of
+the study), so a report of a running sweep is a consistent picture of that moment.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from matplotlib.figure import Figure
+
+from reports import plots
+from reports.snapshot import RunSnapshot, load_run, spec_differences
+from sweep.table import TrialRow
+
+REPORT_DIR = "report"
+INDEX_HTML = "index.html"
+REPORT_MD = "report.md"
+PLOT_DPI = 110
+"""Sharp on a laptop screen while a page of five plots stays around 1 MB."""
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str
+    """File stem of its PNG in the report folder."""
+    title: str
+    caption: str
+    png: bytes
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.png"
+
+    @property
+    def data_uri(self) -> str:
+        return "data:image/png;base64," + base64.b64encode(self.png).decode("ascii")
+
+
+def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
+    """Writes one run's report (default RUN/report/); returns the path of its index.html."""
+    snapshot = load_run(run_dir)
+    plot_list = _run_plots(snapshot)
+    context = {"run": _run_context(snapshot), "plots": plot_list, "table": _table(snapshot)}
+    return _write(output or run_dir / REPORT_DIR, "run", context, plot_list)
+
+
+def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path:
+    """Writes one page overlaying the runs' fronts and optima; returns the path of its index.html."""
+    snapshots = [load_run(run_dir) for run_dir in run_dirs]
+    output = output or comparison_dir(run_dirs, [snapshot.name for snapshot in snapshots])
+    differences = spec_differences(snapshots)
+    plot_list = [
+        _plot(
+            "front",
+            "domain_gain vs forgetting, all runs",
+            "Each run's completed trials, Pareto front and optimum (star) in its own colour; "
+            "dashed: the forgetting budget.",
+            lambda: plots.front_figure(snapshots),
+        )
+    ]
+    runs = []
+    for snapshot in snapshots:
+        run = _run_context(snapshot)
+        run["differs"] = differences[snapshot.name]
+        own = snapshot.run_dir / REPORT_DIR / INDEX_HTML
+        run["own_report"] = os.path.relpath(own, output) if own.is_file() else None
+        runs.append(run)
+    return _write(output, "compare", {"runs": runs, "plots": plot_list}, plot_list)
+
+
+def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
+    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run."""
+    return run_dirs[0].parent / ("compare-" + "-vs-".join(names)) / REPORT_DIR
+
+
+def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    environment = Environment(
+        loader=PackageLoader("reports", "templates"),
+        autoescape=lambda name: name is not None and name.endswith(".html.j2"),
+        undefined=StrictUndefined,  # a misspelt field fails the report instead of showing a blank
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    for plot in plot_list:
+        _replace(folder / plot.file, plot.png)
+    _replace(folder / REPORT_MD, environment.get_template(f"{template}.md.j2").render(context).encode())
+    index = folder / INDEX_HTML
+    _replace(index, environment.get_template(f"{template}.html.j2").render(context).encode())
+    return index
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Whole or not at all, so a browser reloading the page mid-write never sees half a file."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _plot(name: str, title: str, caption: str, draw: Callable[[], Figure]) -> Plot:
+    figure = draw()
+    try:
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=PLOT_DPI)
+    finally:
+        plots.close(figure)
+    return Plot(name=name, title=title, caption=caption, png=buffer.getvalue())
+
+
+def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
+    budget = f"{snapshot.plan.forgetting_budget:.3g}"
+    plot_list = [
+        _plot(
+            "front",
+            "domain_gain vs forgetting",
+            f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed) and the "
+            "optimum (star). Crosses: pruned or diverged trials at their last evaluation; they never qualify.",
+            lambda: plots.front_figure([snapshot]),
+        ),
+        _plot(
+            "heatmap_domain_gain",
+            "domain_gain over lr_fraction × mix",
+            "Mean final domain_gain of the completed trials in each cell (n: how many). Darker is better.",
+            lambda: plots.heatmap_figure(snapshot, "domain_gain"),
+        ),
+        _plot(
+            "heatmap_forgetting",
+            "forgetting over lr_fraction × mix",
+            f"Mean final forgetting of the completed trials in each cell. Darker is better (less forgetting); "
+            f"the budget is {budget}.",
+            lambda: plots.heatmap_figure(snapshot, "forgetting"),
+        ),
+    ]
+    if snapshot.histories:
+        plot_list.append(
+            _plot(
+                "curves",
+                "learning curves",
+                "domain_loss and general_loss at every evaluation, against tokens read. Each line ends with its "
+                "trial number; pruned (X) and diverged (▼) trials are marked where they stopped; the optimum is "
+                "the thick black line.",
+                lambda: plots.curves_figure(snapshot),
+            )
+        )
+    return plot_list
+
+
+def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
+    selection = snapshot.selection
+    summary = snapshot.summary
+    cost = summary["cost"]
+    budget = snapshot.plan.forgetting_budget
+    optimum = selection.optimum
+    read_or_saved = cost["tokens_used"] + cost["tokens_saved_by_pruning"]
+    wall = sum(row.wall_seconds or 0.0 for row in snapshot.rows)
+    spec = snapshot.spec
+    return {
+        "name": snapshot.name,
+        "run_dir": str(snapshot.run_dir),
+        "taken_at": snapshot.taken_at.isoformat(),
+        "running": snapshot.running,
+        "finished": snapshot.finished,
+        "planned": snapshot.plan.planned_trials,
+        "verdict": selection.verdict,
+        "optimum": _trial(snapshot, optimum) if optimum else None,
+        "why": _why(snapshot),
+        "boundary": selection.boundary,
+        "budget": f"{budget:.4f}",
+        "counts": {status.lower(): n for status, n in summary["evidence"]["trials"].items() if n},
+        "cost": {
+            "tokens_used": f"{cost['tokens_used']:,}",
+            "tokens_saved": f"{cost['tokens_saved_by_pruning']:,}",
+            "saved_share": f"{cost['tokens_saved_by_pruning'] / read_or_saved:.1%}" if read_or_saved else "0%",
+            "full_trial_tokens": f"{cost['full_trial_tokens']:,}",
+            "trial_seconds": f"{wall:,.0f}",
+        },
+        "setup": {
+            "base": spec.get("base", {}).get("model", "?"),
+            "domain corpus": spec.get("data", {}).get("domain", {}).get("train", "?"),
+            "search": f"{snapshot.plan.search.method} ({snapshot.plan.search.sampler}), "
+            f"pruner {snapshot.plan.search.pruner.type}",
+            "proxy": f"{snapshot.plan.proxy.steps} steps × {snapshot.plan.proxy.batch_size} × "
+            f"{snapshot.plan.proxy.seq_len} tokens",
+            "forgetting budget": f"{budget:.4f}",
+        },
+        "without_history": snapshot.without_history,
+    }
+
+
+def _why(snapshot: RunSnapshot) -> list[str]:
+    """The evidence for the optimum, in sentences a person can check against the plots."""
+    selection = snapshot.selection
+    optimum = selection.optimum
+    evidence = snapshot.summary["evidence"]
+    if optimum is None:
+        return []
+    lines = [
+        (
+            f"Highest domain_gain ({optimum.domain_gain:.4f}) of the {evidence['feasible_completed']} completed "
+            f"trial(s) within the forgetting budget {selection.forgetting_budget:.4f}; its forgetting is "
+            f"{optimum.forgetting:.4f}."
+        )
+    ]
+    runner_up = evidence["runner_up"]
+    if runner_up is None:
+        lines.append("No runner-up: it is the only completed trial within the budget.")
+    else:
+        lines.append(
+            f"Runner-up: trial {runner_up['number']} (lr_fraction {runner_up['lr_fraction']:.4g}, mix "
+            f"{snapshot.mix_label(_row(snapshot, runner_up['number']))}) with domain_gain "
+            f"{runner_up['domain_gain']:.4f}, {optimum.domain_gain - runner_up['domain_gain']:.4f} less, "
+            f"forgetting {runner_up['forgetting']:.4f}."
+        )
+    over = [row for row in selection.pareto if row.forgetting > selection.forgetting_budget]
+    if over:
+        nearest = over[0]
+        lines.append(
+            f"Beyond the budget, trial {nearest.number} would gain {nearest.domain_gain - optimum.domain_gain:.4f} "
+            f"more but forgets {nearest.forgetting:.4f}."
+        )
+    return lines
+
+
+def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, str]:
+    return {
+        "number": str(row.number),
+        "lr_fraction": f"{row.lr_fraction:.4g}",
+        "peak_lr": f"{row.peak_lr:.3g}",
+        "mix": snapshot.mix_label(row),
+        "domain_share": f"{row.domain_share:.3g}",
+        "domain_gain": f"{row.domain_gain:.4f}",
+        "forgetting": f"{row.forgetting:.4f}",
+    }
+
+
+def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
+    optimum = snapshot.selection.optimum
+    return [
+        {
+            "number": str(row.number),
+            "status": row.status.value,
+            "optimum": "yes" if optimum is not None and row.number == optimum.number else "",
+            "lr_fraction": f"{row.lr_fraction:.4g}",
+            "peak_lr": f"{row.peak_lr:.3g}",
+            "mix": snapshot.mix_label(row),
+            "domain_gain": _number(row.domain_gain),
+            "forgetting": _number(row.forgetting),
+            "best": "" if row.best_domain_gain is None else f"{row.best_domain_gain:.4f} @ {row.best_step}",
+            "steps": "" if row.steps is None else str(row.steps),
+            "tokens": "" if row.tokens_seen is None else f"{row.tokens_seen:,}",
+            "wall": "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
+            "reason": row.reason or "",
+        }
+        for row in snapshot.rows
+    ]
+
+
+def _row(snapshot: RunSnapshot, number: int) -> TrialRow:
+    return next(row for row in snapshot.rows if row.number == number)
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None else f"{value:.4f}"

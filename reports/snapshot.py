@@ -1,0 +1,105 @@
+"""What a report shows of one run: a single read of its study, summarised with the sweep's own functions.
+
+The study is read once, so the rows, the learning curves and the optimum of a sweep that is still
+running all describe the same moment. Selection, the best.json summary and the cost come from
+sweep/select.py and sweep/best.py, so the report can never disagree with `sweep run` or best.json.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from reports.tables import flat_items
+from sweep.best import best_summary
+from sweep.record import history_of
+from sweep.rundir import SPEC_COPY, open_run
+from sweep.select import Selection, select
+from sweep.space import SearchSpace
+from sweep.study import SweepPlan
+from sweep.table import TrialRow, trial_row
+from train_entry.trial_config import Metrics
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    name: str
+    """The study's name (the run directory's name unless it was moved)."""
+    run_dir: Path
+    taken_at: dt.datetime
+    plan: SweepPlan
+    spec: dict[str, Any]
+    """The run's spec.yaml as written (empty when missing): read raw, because its relative corpus
+    paths were relative to the original spec's folder and need not resolve from the run directory."""
+    rows: list[TrialRow]
+    histories: dict[int, list[Metrics]]
+    """Every evaluation of each trial that kept them, by trial number."""
+    without_history: list[int]
+    """Trials recorded before evaluations were kept (a run made by an older cpt-sweep)."""
+    selection: Selection
+    summary: dict[str, Any]
+    """best.json's content, computed now: the same function `sweep run` writes it with."""
+
+    @property
+    def finished(self) -> int:
+        return sum(row.finished for row in self.rows)
+
+    @property
+    def running(self) -> bool:
+        return self.finished < self.plan.planned_trials
+
+    @property
+    def space(self) -> SearchSpace:
+        return self.plan.space
+
+    def mix_label(self, row: TrialRow) -> str:
+        """The mix as listed in the spec ("4:1"), or normalised to one side = 1 for a sampled range."""
+        return row.mix if isinstance(self.space.mix, tuple) else ratio_label(row.domain_share)
+
+
+def load_run(run_dir: Path) -> RunSnapshot:
+    """Reads a run directory; NotARunDirectory when it holds no sweep."""
+    info, sweep = open_run(run_dir)
+    plan = sweep.plan
+    frozen_trials = sweep.trials()
+    rows = [trial_row(frozen, plan) for frozen in frozen_trials]
+    histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    spec_path = run_dir / SPEC_COPY
+    return RunSnapshot(
+        name=info.study_name,
+        run_dir=run_dir,
+        taken_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
+        plan=plan,
+        spec=yaml.safe_load(spec_path.read_text()) if spec_path.is_file() else {},
+        rows=rows,
+        histories={number: history for number, history in histories.items() if history is not None},
+        without_history=[number for number, history in histories.items() if history is None],
+        selection=selection,
+        summary=best_summary(selection, rows, plan),
+    )
+
+
+def ratio_label(domain_share: float) -> str:
+    """general:domain with the smaller side as 1, as DESIGN writes mixes: 0.2 -> "4:1", 0.6 -> "1:1.5"."""
+    general = 1.0 - domain_share
+    if general >= domain_share:
+        return f"{general / domain_share:.3g}:1"
+    return f"1:{domain_share / general:.3g}"
+
+
+def spec_differences(snapshots: list[RunSnapshot]) -> dict[str, list[str]]:
+    """For each run, the spec settings (as "key.path=value") on which the runs do not all agree:
+    what a comparison is a comparison of (corpus, base, seed...)."""
+    flat = [dict(flat_items(snapshot.spec)) for snapshot in snapshots]
+    keys = sorted(set().union(*flat))
+    differing = [key for key in keys if len({values.get(key) for values in flat}) > 1]
+    return {
+        snapshot.name: [f"{key}={values.get(key, '(unset)')}" for key in differing]
+        for snapshot, values in zip(snapshots, flat)
+    }
+
