@@ -2,7 +2,7 @@
 
 from sweep.rundir import NotARunDirectory
 from sweep.spec import SpecError
-from sweep.tracking import TrackingError
 from train_entry.data.corpus import CorpusError
 
-INPUT_ERRORS = (SpecError, CorpusError, NotARunDirectory, TrackingError)
+
+INPUT_ERRORS = (SpecError, CorpusError, NotARunDirectory)
