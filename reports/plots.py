@@ -104,6 +104,7 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
     ax.set_xlabel("forgetting (general_loss / base − 1; lower is better)")
     ax.set_ylabel("domain_gain (1 − domain_loss / base; higher is better)")
     ax.set_title("domain_gain vs forgetting" + (" — " + " vs ".join(s.name for s in snapshots) if several else ""))
+    ax.margins(x=0.08, y=0.12)  # room for the optimum's label inside the axes
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return figure
@@ -160,15 +161,18 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
     optimum = snapshot.selection.optimum
     marks = {Status.PRUNED: "X", Status.DIVERGED: "v", Status.RUNNING: ">"}
     for ax, loss in zip(axes, ("domain_loss", "general_loss")):
+        base = _base_loss(snapshot, loss)
+        # Every trial starts from the base: its loss at 0 tokens.
+        start = [] if base is None else [(0, base)]
         for row in snapshot.rows:
             history = snapshot.histories.get(row.number)
             if not history:
                 continue
             # A diverged trial's last evaluation may be NaN or inf: it ends at its last finite one.
-            points = [(m.tokens_seen, getattr(m, loss)) for m in history if math.isfinite(getattr(m, loss))]
-            if not points:
+            finite = [(m.tokens_seen, getattr(m, loss)) for m in history if math.isfinite(getattr(m, loss))]
+            if not finite:
                 continue
-            tokens, values = zip(*points)
+            tokens, values = zip(*start, *finite)
             is_optimum = optimum is not None and row.number == optimum.number
             colour = OPTIMUM_COLOUR if is_optimum else STATUS_COLOURS[row.status]
             width, alpha = (2.4, 1.0) if is_optimum else (1.0, 0.7)
@@ -177,7 +181,6 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
                 ax.plot(tokens[-1], values[-1], marks[row.status], color=colour, markersize=8)
             end = (tokens[-1], values[-1])
             ax.annotate(str(row.number), end, xytext=(3, 0), textcoords="offset points", fontsize=7)
-        base = _base_loss(snapshot, loss)
         if base is not None:
             ax.axhline(base, color="#4a5568", linestyle=":", linewidth=1.2)
         ax.set_xlabel("tokens")

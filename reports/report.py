@@ -147,9 +147,9 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             _plot(
                 "curves",
                 "learning curves",
-                "domain_loss and general_loss at every evaluation, against tokens read. Each line ends with its "
-                "trial number; pruned (X) and diverged (▼) trials are marked where they stopped; the optimum is "
-                "the thick black line.",
+                "domain_loss and general_loss at every evaluation against tokens read, starting from the base's own "
+                "loss (dotted) at 0 tokens. Each line ends with its trial number; pruned (X) and diverged (▼) trials "
+                "are marked where they stopped; the optimum is the thick black line.",
                 lambda: plots.curves_figure(snapshot),
             )
         )

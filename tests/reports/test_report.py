@@ -1,0 +1,191 @@
+"""The HTML report on real Optuna studies of scripted trials: what it shows, where it writes, what it refuses.
+
+The browser check of a report from a real sweep is in test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from reports.report import (
+    INDEX_HTML,
+    REPORT_DIR,
+    REPORT_MD,
+    write_comparison_report,
+    write_run_report,
+)
+from reports.snapshot import load_run, ratio_label
+from sweep.cli import EXIT_INPUT_ERROR, main
+from sweep.record import Attr
+from sweep.rundir import SPEC_COPY, RunInfo, open_run
+from sweep.study import open_study
+from sweep.study_trial import run_study_trial
+from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
+
+PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "curves.png")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, **search) -> Path:
+    """runs/<name>/ as `sweep run` leaves it (run.json, spec.yaml, optuna.db), with scripted trials:
+    four completed ones, one stopped by the forgetting guard, one diverged, and optionally one running."""
+    run_dir = runs / name
+    run_dir.mkdir(parents=True)
+    spec = spec_with(
+        sampler="random",
+        seed=seed,
+        pruner={"type": "none"},
+        num_trials=7,
+        forgetting_guard={"margin": 0.05, "min_steps": 50},
+        **search,
+    )
+    info = RunInfo(study_name=name, storage=None)
+    info.write(run_dir)
+    raw = yaml.safe_load(DEFAULT_SPEC.read_text())
+    raw["search"]["seed"] = seed
+    (run_dir / SPEC_COPY).write_text(yaml.safe_dump(raw))
+    sweep = open_study(spec, url=info.url(run_dir), name=name)
+    curves = [(0.20, 0.010), (0.26, 0.015), (0.12, 0.004), (0.30, 0.040)]
+    for top, forgetting in curves:
+        gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]
+        run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting))
+    run_study_trial(sweep, sweep.ask().number, scripted([0.05] * len(STEPS), forgetting=0.3))
+    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), diverge_after=STEPS[3]))
+    if not finish_all:
+        sweep.ask()  # asked and never told: RUNNING, as in a sweep under way
+    else:
+        run_study_trial(sweep, sweep.ask().number, scripted([0.02] * len(STEPS), forgetting=0.001))
+    return run_dir
+
+
+@pytest.fixture
+def runs(tmp_path) -> Path:
+    return tmp_path / "runs"
+
+
+def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_the_optimum(runs):
+    run_dir = make_run(runs, "scripted")
+    index = write_run_report(run_dir)
+
+    assert index == run_dir / REPORT_DIR / INDEX_HTML
+    html = index.read_text()
+    for plot in PLOTS:
+        png = (index.parent / plot).read_bytes()
+        assert png.startswith(PNG_MAGIC)
+        assert base64.b64encode(png).decode() in html  # the page embeds the very PNG next to it
+    assert _external_references(html) == []
+
+    snapshot = load_run(run_dir)
+    optimum = snapshot.selection.optimum
+    assert optimum is not None and optimum.domain_gain == pytest.approx(0.26)  # 0.30 forgets over budget
+    for text in (f"{optimum.lr_fraction:.4g}", optimum.mix, snapshot.selection.verdict, "Runner-up: trial 0"):
+        assert text in html
+    assert "Beyond the budget, trial 3" in html  # the front's next trial, which gains more but forgets 0.04
+    markdown = (index.parent / REPORT_MD).read_text()
+    assert snapshot.selection.verdict in markdown and "(front.png)" in markdown
+    assert "still running" not in html
+
+
+def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
+    from sweep.best import write_best
+
+    run_dir = make_run(runs, "agree")
+    snapshot = load_run(run_dir)
+    write_best(snapshot.summary, run_dir)
+    best = json.loads((run_dir / "best.json").read_text())
+    html = write_run_report(run_dir).read_text()
+    assert best["verdict"] in html
+    assert f"{best['cost']['tokens_used']:,}" in html and f"{best['cost']['tokens_saved_by_pruning']:,}" in html
+
+
+def test_report_of_a_running_sweep_says_it_is_a_snapshot(runs):
+    run_dir = make_run(runs, "live", finish_all=False)
+    html = write_run_report(run_dir).read_text()
+    assert "still running: 6 of 7 trials have finished" in html
+    assert "RUNNING" in html
+
+
+def test_a_run_recorded_before_histories_were_kept_gets_a_report_that_says_so(runs):
+    run_dir = make_run(runs, "old")
+    _, sweep = open_run(run_dir)
+    # An older cpt-sweep stored only the latest evaluation; user attrs cannot be deleted, so
+    # build such a trial directly.
+    trial = sweep.ask()
+    trial.set_user_attr(Attr.LAST.value, {"step": 200, "tokens_seen": 9, "domain_gain": 0.1, "forgetting": 0.0})
+    sweep.study.tell(trial.number, 0.1)
+
+    html = write_run_report(run_dir).read_text()
+    assert f"Trials {trial.number} were recorded by a cpt-sweep that kept only" in html
+
+
+def test_a_mix_range_is_binned_and_shown_as_ratios(runs):
+    run_dir = make_run(runs, "ranged", mix={"low": "4:1", "high": "1:4"})
+    snapshot = load_run(run_dir)
+    html = write_run_report(run_dir).read_text()
+    mixes = {snapshot.mix_label(row) for row in snapshot.rows}
+    assert all(re.fullmatch(r"[\d.]+:[\d.]+", mix) and ("1" in mix.split(":")) for mix in mixes)
+    assert snapshot.mix_label(snapshot.selection.optimum) in html
+
+
+def test_comparison_report_overlays_the_runs_and_names_what_differs(runs):
+    first = make_run(runs, "seed0", seed=0)
+    second = make_run(runs, "seed1", seed=1)
+    write_run_report(first)
+
+    index = write_comparison_report([first, second])
+
+    assert index == runs / "compare-seed0-vs-seed1" / REPORT_DIR / INDEX_HTML
+    html = index.read_text()
+    assert "search.seed=0" in html and "search.seed=1" in html
+    for run_dir in (first, second):
+        optimum = load_run(run_dir).selection.optimum
+        assert f"{optimum.lr_fraction:.4g}" in html
+    assert 'href="../../seed0/report/index.html"' in html  # the first run's own report, relative
+    assert _external_references(html) == []
+    assert (index.parent / "front.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_cli_report_prints_where_the_page_is(runs, capsys):
+    run_dir = make_run(runs, "cli")
+    assert main(["report", str(run_dir)]) == 0
+    assert capsys.readouterr().out.strip() == f"report: {run_dir / REPORT_DIR / INDEX_HTML}"
+
+
+def test_cli_report_on_a_path_that_is_not_a_run_exits_2_and_creates_nothing(tmp_path, capsys):
+    empty = tmp_path / "not-a-run"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == EXIT_INPUT_ERROR
+    assert "is not a sweep run directory (no run.json)" in capsys.readouterr().err
+    assert list(empty.iterdir()) == []
+
+    RunInfo(study_name="gone", storage=None).write(empty)
+    assert main(["report", str(empty)]) == EXIT_INPUT_ERROR
+    assert "optuna.db is missing" in capsys.readouterr().err
+    assert [path.name for path in empty.iterdir()] == ["run.json"]  # no empty database made
+
+
+def test_cli_report_on_a_study_that_is_not_there_exits_2(runs, capsys):
+    run_dir = make_run(runs, "renamed")
+    RunInfo(study_name="other", storage=None).write(run_dir)
+    assert main(["report", str(run_dir)]) == EXIT_INPUT_ERROR
+    assert "holds no sweep of that name" in capsys.readouterr().err
+    shutil.rmtree(run_dir)
+
+
+@pytest.mark.parametrize(("share", "label"), [(0.2, "4:1"), (0.5, "1:1"), (0.8, "1:4"), (0.6, "1:1.5"), (1 / 3, "2:1")])
+def test_ratio_label_writes_mixes_as_design_does(share, label):
+    assert ratio_label(share) == label
+
+
+def _external_references(html: str) -> list[str]:
+    """Every src/href/url() target that is neither a data: URI, a fragment nor a relative file path."""
+    targets = re.findall(r"""(?:src|href)\s*=\s*["']([^"']*)["']|url\(\s*["']?([^"')]*)""", html)
+    flat = [a or b for a, b in targets]
+    return [t for t in flat if not t.startswith(("data:", "#")) and re.match(r"^[a-zA-Z][\w+.-]*:|^//", t)]
