@@ -30,14 +30,15 @@ from rich.console import Console
 from reports.console import make_console
 from reports.report import write_run_report
 from sweep.best import best_summary, write_best
-from sweep.prepare import Prepared, prepare
 from sweep.live import LiveView, TableWriter
+from sweep.prepare import Prepared, prepare
+from sweep.rundir import DRIVER_LOG, LOCK, RUNS, SPEC_COPY, TUNE_DIR, RunInfo
 from sweep.searcher import StudySearcher
 from sweep.select import select
 from sweep.spec import SweepSpec, load_spec
-from sweep.rundir import DRIVER_LOG, LOCK, RUNS, SPEC_COPY, TUNE_DIR, RunInfo
 from sweep.study import StudyMismatch, SweepStudy, open_study, shown_url
 from sweep.table import trial_rows, write_tables
+from sweep.tracking import WandbTarget, log_sweep, resolve_wandb, worker_env
 from sweep.trainable import proxy_trainable
 from sweep.view import print_outcome
 
@@ -55,16 +56,29 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
     name = name or spec_path.stem
     run_dir = RUNS / name
     console = make_console()
+    wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
+    if notice:
+        console.print(notice, style="yellow")
     try:
         with _locked(run_dir):
-            return _run(spec, spec_path, name=name, run_dir=run_dir, address=address, fresh=fresh, console=console)
+            return _run(
+                spec, spec_path, name=name, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console
+            )
     except (RunLocked, StudyMismatch) as exc:
         console.print(f"error: {exc}", style="red")
         return 2
 
 
 def _run(
-    spec: SweepSpec, spec_path: Path, *, name: str, run_dir: Path, address: str | None, fresh: bool, console: Console
+    spec: SweepSpec,
+    spec_path: Path,
+    *,
+    name: str,
+    run_dir: Path,
+    address: str | None,
+    fresh: bool,
+    wandb: WandbTarget | None,
+    console: Console,
 ) -> int:
     info = RunInfo(study_name=name, storage=spec.search.storage)
     url = info.url(run_dir)
@@ -83,8 +97,19 @@ def _run(
     )
     if searcher.to_run > 0:
         prepared = prepare(spec)
-        _tune(spec, searcher, sweep, prepared=prepared, run_dir=run_dir, url=url, name=name, address=address, log=log)
-    return _finish(sweep, run_dir, console, name=name)
+        _tune(
+            spec,
+            searcher,
+            sweep,
+            prepared=prepared,
+            wandb=wandb,
+            run_dir=run_dir,
+            url=url,
+            name=name,
+            address=address,
+            log=log,
+        )
+    return _finish(sweep, run_dir, console, name=name, wandb=wandb)
 
 
 def _tune(
@@ -93,6 +118,7 @@ def _tune(
     sweep: SweepStudy,
     *,
     prepared: Prepared,
+    wandb: WandbTarget | None,
     run_dir: Path,
     url: str,
     name: str,
@@ -101,6 +127,9 @@ def _tune(
 ) -> None:
     resources = spec.resources
     concurrency = spec.search.concurrency
+    # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
+    # runtime environment (held by Ray, never written into the run directory).
+    runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
     if address is None:
         ray.init(
             num_cpus=max(concurrency * resources.cpus, 1),
@@ -109,15 +138,21 @@ def _tune(
             include_dashboard=False,
             log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
             configure_logging=False,
+            runtime_env=runtime_env,
         )
     else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
     _route_logs(log)  # ray.init sets up its own console handler again
     # Ray Tune's own console reporter would fight the live view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     trainable = tune.with_resources(
         tune.with_parameters(
-            proxy_trainable, prepared=prepared, url=url, study_name=name, run_dir=str(run_dir.resolve())
+            proxy_trainable,
+            prepared=prepared,
+            wandb=wandb,
+            url=url,
+            study_name=name,
+            run_dir=str(run_dir.resolve()),
         ),
         {"cpu": resources.cpus, "gpu": resources.gpus},
     )
@@ -144,13 +179,14 @@ def _tune(
         ray.shutdown()
 
 
-def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str) -> int:
+def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str, wandb: WandbTarget | None) -> int:
     rows = trial_rows(sweep)
     write_tables(rows, run_dir)
     plan = sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     summary = best_summary(selection, rows, plan)
     write_best(summary, run_dir)
+    log_sweep(wandb, name=name, run_dir=run_dir, rows=rows, summary=summary, plan=plan)
     print_outcome(console, selection, rows, title=f"sweep {name}")
     cost = summary["cost"]
     console.print(

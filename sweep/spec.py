@@ -262,14 +262,20 @@ class ResourcesConfig(StrictConfig):
 
 
 class WandbConfig(StrictConfig):
-    mode: Literal["offline", "online", "disabled"] = "offline"
-    """offline writes runs locally to sync later (`wandb sync`); online needs WANDB_API_KEY."""
-    project: str = "cpt-sweep"
+    """Weights & Biases: each trial a W&B run (job_type proxy, grouped by sweep), one run per sweep."""
+
+    mode: Literal["online", "offline", "disabled"] = "online"
+    """online logs live when an API key is configured (WANDB_API_KEY or `wandb login`) and falls
+    back to offline, with a notice, when none is; offline writes runs under the run directory for
+    `wandb sync`; the WANDB_MODE environment variable overrides this."""
+    project: str = Field("cpt-sweep", min_length=1)
     entity: str | None = None
+    """W&B user or team; default: the API key's own default entity."""
 
 
 class TrackingConfig(StrictConfig):
-    wandb: WandbConfig = WandbConfig()
+    wandb: WandbConfig | None = None
+    """Absent: no W&B at all (nothing imported, nothing written)."""
 
 
 # -------------------------------------------------------------------------------------- root

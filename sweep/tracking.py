@@ -1,35 +1,236 @@
-"""W&B tracking of proxy trials: offline by default (sync later with `wandb sync`), online when asked."""
+"""W&B tracking: each trial attempt is a W&B run, and each `sweep run` ends with one sweep-level run.
+
+The driver decides the mode once (`resolve_wandb`) and hands the resulting `WandbTarget` to every
+trial, so a trial on another Ray node logs the same way whatever its own environment says. The
+API key never goes into a file: it reaches trials through the Ray job's runtime environment
+(`worker_env`), and W&B's run config holds trial parameters only.
+"""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from sweep.spec import WandbConfig
-from train_entry.trial_config import Metrics
+from train_entry.trial_config import Metrics, TrialConfig
+
+if TYPE_CHECKING:  # wandb is imported only when tracking is on
+    from wandb.sdk.wandb_run import Run
+
+    from sweep.study import SweepPlan
+    from sweep.table import TrialRow
+
+TRIAL_JOB = "proxy"
+SWEEP_JOB = "sweep"
+STEP_METRIC = "tokens_seen"
+"""The x-axis of every logged metric: trials of different mixes and batch shapes compare by tokens read."""
+HISTORY_KEYS = tuple(Metrics.model_fields)
+"""Logged at every evaluation; their last values are also the run's summary."""
+STATUS = "status"
+REASON = "reason"
+"""Summary keys every trial run ends with (COMPLETED / PRUNED / DIVERGED / FAILED, and why)."""
+CREDENTIAL_ENV = ("WANDB_API_KEY", "WANDB_BASE_URL")
+"""What an online trial on another node needs from the driver's environment."""
+
+_ENV_MODES = {"online": "online", "run": "online", "offline": "offline", "dryrun": "offline", "disabled": "disabled"}
 
 
-@contextlib.contextmanager
-def wandb_run(
-    config: WandbConfig, *, name: str, group: str | None, trial_config: dict[str, Any], directory: Path
-) -> Iterator[Callable[[Metrics], None]]:
-    """Yields log(metrics) for one trial's W&B run; a no-op when mode is "disabled"."""
+class TrackingError(ValueError):
+    """A W&B setting that cannot be used (e.g. an unknown WANDB_MODE); the message names it."""
+
+
+@dataclass(frozen=True)
+class WandbTarget:
+    """Where a sweep's W&B runs go: the spec's project, with the mode decided once by the driver."""
+
+    mode: Literal["online", "offline"]
+    project: str
+    entity: str | None
+
+
+def resolve_wandb(
+    config: WandbConfig | None, *, environ: Mapping[str, str] = os.environ
+) -> tuple[WandbTarget | None, str | None]:
+    """The target (None: no W&B) and a notice for the user when the spec's mode was not honoured.
+
+    `tracking.wandb` absent or WANDB_MODE=disabled: off. WANDB_MODE otherwise overrides the spec's
+    mode. Online without an API key (WANDB_API_KEY, or `wandb login`'s netrc entry) falls back to
+    offline rather than failing a sweep that may run for hours.
+    """
+    if config is None:
+        return None, None
+    env_mode = environ.get("WANDB_MODE", "").strip().lower()
+    if env_mode and env_mode not in _ENV_MODES:
+        raise TrackingError(
+            f"WANDB_MODE={environ['WANDB_MODE']!r} is not a W&B mode; valid: {', '.join(_ENV_MODES)} (or unset it)"
+        )
+    mode = _ENV_MODES[env_mode] if env_mode else config.mode
+    if mode == "disabled":
+        return None, None
+    notice = None
+    if mode == "online" and not api_key_configured(environ):
+        mode = "offline"
+        source = "WANDB_MODE=online" if env_mode else "tracking.wandb.mode is online"
+        notice = (
+            f"W&B: {source} but no API key is configured (WANDB_API_KEY or `wandb login`); "
+            "logging offline under the run directory instead (upload later with `wandb sync`)"
+        )
+    return WandbTarget(mode=mode, project=config.project, entity=config.entity), notice
+
+
+def api_key_configured(environ: Mapping[str, str] = os.environ) -> bool:
+    """W&B's own places for a key: the environment, then the netrc entry `wandb login` writes."""
+    if environ.get("WANDB_API_KEY"):
+        return True
+    from wandb.sdk.lib import urls, wbauth
+
+    return wbauth.read_netrc_auth(host=environ.get("WANDB_BASE_URL") or urls.DEFAULT_BASE_URL) is not None
+
+
+def worker_env(target: WandbTarget | None, *, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Environment variables for the Ray job's runtime_env: the credentials, only when logging online.
+
+    A netrc key is not forwarded: on a cluster, log in (`wandb login`) on each node or set the variable.
+    """
+    if target is None or target.mode != "online":
+        return {}
+    return {name: environ[name] for name in CREDENTIAL_ENV if environ.get(name)}
+
+
+def wandb_trial_config(
+    config: TrialConfig, *, base_model: str, sweep: str | None, number: int | None
+) -> dict[str, Any]:
+    """A trial's W&B config: its point, its proxy budget and its base; no paths, no credentials."""
+    identity = {"sweep": sweep, "number": number} if sweep is not None else {}
+    return {
+        **identity,
+        "lr_fraction": config.lr_fraction,
+        "peak_lr": config.peak_lr,
+        "mix": str(config.mix),
+        "domain_share": config.mix.domain_share,
+        "non_english_share": config.non_english_share,
+        "proxy": config.proxy.model_dump(mode="json"),
+        "base": {"model": base_model, "max_lr": config.max_lr, **config.base_losses.model_dump()},
+        "threads": config.threads,
+    }
+
+
+class TrialRun:
+    """One trial attempt's W&B run, as a context manager; does nothing when the target is None.
+
+    `start()` opens the run once the attempt's directory is fresh (an attempt starts by emptying
+    it); `end()` writes the status and reason the trial was recorded with. Leaving on an exception
+    ends the run FAILED with that exception, so a retried attempt's run says why it stopped.
+    """
+
+    def __init__(
+        self, target: WandbTarget | None, *, name: str, group: str | None, config: dict[str, Any], directory: Path
+    ) -> None:
+        self._target = target
+        self._name = name
+        self._group = group
+        self._config = config
+        self._directory = directory
+        self._run: Run | None = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc is not None and self._run is not None:
+            self._close(status="FAILED", reason=f"{type(exc).__name__}: {exc}", exit_code=1)
+        elif self._run is not None:
+            self._close(status=None, reason=None, exit_code=0)
+
+    def start(self) -> None:
+        if self._target is None:
+            return
+        if self._run is not None:  # a run left open by an earlier call on this object
+            self._close(status=None, reason=None, exit_code=0)
+        self._run = open_run(
+            self._target,
+            name=self._name,
+            group=self._group,
+            job_type=TRIAL_JOB,
+            config=self._config,
+            directory=self._directory,
+        )
+        self._run.define_metric(STEP_METRIC)
+        self._run.define_metric("*", step_metric=STEP_METRIC)
+
+    def log(self, metrics: Metrics) -> None:
+        if self._run is not None:
+            self._run.log(metrics.model_dump(), step=metrics.step)
+
+    def end(self, *, status: str, reason: str | None) -> None:
+        if self._run is not None:
+            self._close(status=status, reason=reason, exit_code=0)
+
+    def _close(self, *, status: str | None, reason: str | None, exit_code: int) -> None:
+        run, self._run = self._run, None
+        if status is not None:
+            run.summary.update({STATUS: status, REASON: reason})
+        run.finish(exit_code=exit_code)
+
+
+def log_sweep(
+    target: WandbTarget | None,
+    *,
+    name: str,
+    run_dir: Path,
+    rows: list[TrialRow],
+    summary: dict[str, Any],
+    plan: SweepPlan,
+) -> None:
+    """The sweep-level run: the trials table and the Pareto front as W&B tables, the optimum in its summary.
+
+    `summary` is best.json's content, so W&B shows the selection the sweep made, not a recomputation.
+    """
+    if target is None:
+        return
+    import wandb
+
+    from sweep.table import TrialRow, row_dict
+
+    config = {"sweep": name, **plan.model_dump(mode="json")}
+    run = open_run(target, name=f"{name}-sweep", group=name, job_type=SWEEP_JOB, config=config, directory=run_dir)
+    columns = list(TrialRow.__dataclass_fields__)
+    try:
+        run.log(
+            {
+                "trials": wandb.Table(columns=columns, data=[list(row_dict(row).values()) for row in rows]),
+                "pareto_front": wandb.Table(
+                    columns=columns, data=[[point[column] for column in columns] for point in summary["pareto_front"]]
+                ),
+            }
+        )
+        run.summary.update({key: value for key, value in summary.items() if key != "pareto_front"})
+    finally:
+        run.finish()
+
+
+def open_run(
+    target: WandbTarget, *, name: str, group: str | None, job_type: str, config: dict[str, Any], directory: Path
+) -> Run:
+    """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to)."""
     import wandb
 
     directory.mkdir(parents=True, exist_ok=True)
-    run = wandb.init(
-        project=config.project,
-        entity=config.entity,
-        mode=config.mode,
+    return wandb.init(
+        project=target.project,
+        entity=target.entity,
+        mode=target.mode,
         name=name,
         group=group,
-        config=trial_config,
+        job_type=job_type,
+        config=config,
         dir=str(directory),
+        # Terminal output stays with the trial's own log; our console shows the sweep.
         settings=wandb.Settings(silent=True, console="off"),
     )
-    try:
-        yield lambda metrics: run.log(metrics.model_dump(), step=metrics.step)
-    finally:
-        run.finish()

@@ -16,7 +16,8 @@ from sweep.prepare import Prepared
 from sweep.searcher import NUMBER
 from sweep.study import load_study
 from sweep.study_trial import Report, run_study_trial
-from sweep.tracking import wandb_run
+from sweep.table import trial_row
+from sweep.tracking import TrialRun, WandbTarget, wandb_trial_config
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialResult
 
@@ -24,30 +25,37 @@ TRIALS_DIR = "trials"
 """Per-trial output (resolved config, index caches, W&B files) under the run directory."""
 
 
-def proxy_trainable(config: dict, *, prepared: Prepared, url: str, study_name: str, run_dir: str) -> None:
+def proxy_trainable(
+    config: dict, *, prepared: Prepared, wandb: WandbTarget | None, url: str, study_name: str, run_dir: str
+) -> None:
     sweep = load_study(url=url, name=study_name)
     number = config[NUMBER]
     point = sweep.plan.space.point(sweep.frozen(number).params)
     output_dir = Path(run_dir) / TRIALS_DIR / f"{number:04d}"
     trial_config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=output_dir)
+    tracked = TrialRun(
+        wandb,
+        name=f"{study_name}-{number:04d}",
+        group=study_name,
+        config=wandb_trial_config(trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number),
+        directory=output_dir,
+    )
 
     def run(report: Report) -> TrialResult:
         # Inside run_study_trial, so that a failure here too is stored with the trial and retried.
         # Every attempt starts from an empty directory: one killed mid-write (a crash, a retry)
         # may have left half an index cache behind.
         shutil.rmtree(output_dir, ignore_errors=True)
-        with wandb_run(
-            prepared.spec.tracking.wandb,
-            name=f"{study_name}-{number:04d}",
-            group=study_name,
-            trial_config={NUMBER: number, **trial_config.model_dump(mode="json")},
-            directory=output_dir,
-        ) as log:
+        tracked.start()
 
-            def logged(metrics: Metrics) -> bool:
-                log(metrics)
-                return report(metrics)
+        def logged(metrics: Metrics) -> bool:
+            tracked.log(metrics)
+            return report(metrics)
 
-            return run_trial(trial_config, logged)
+        return run_trial(trial_config, logged)
 
-    run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))
+    with tracked:
+        run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))
+        # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
+        row = trial_row(sweep.frozen(number), sweep.plan)
+        tracked.end(status=row.status.value, reason=row.reason)

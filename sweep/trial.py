@@ -8,7 +8,7 @@ from reports.tables import print_corpora, print_trial
 from sweep.prepare import prepare
 from sweep.progress import step_progress
 from sweep.spec import load_spec
-from sweep.tracking import wandb_run
+from sweep.tracking import TrialRun, resolve_wandb, wandb_trial_config
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialStatus
@@ -26,18 +26,24 @@ def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: P
     output_dir = output_dir or Path("runs") / "trials" / name
     config = prepared.trial_config(lr_fraction=lr_fraction, mix=mix, output_dir=output_dir)
 
-    with wandb_run(
-        spec.tracking.wandb,
+    target, notice = resolve_wandb(spec.tracking.wandb)
+    if notice:
+        print(notice)
+    tracked = TrialRun(
+        target,
         name=name,
         group=None,
-        trial_config=config.model_dump(mode="json"),
+        config=wandb_trial_config(config, base_model=spec.base.model, sweep=None, number=None),
         directory=output_dir,
-    ) as log, step_progress(f"trial {name}", spec.proxy.steps) as on_step:
+    )
+    with tracked, step_progress(f"trial {name}", spec.proxy.steps) as on_step:
+        tracked.start()
 
         def report(metrics: Metrics) -> bool:
-            log(metrics)
+            tracked.log(metrics)
             return False
 
         result = run_trial(config, report, on_step=on_step)
+        tracked.end(status=result.status.name, reason=result.reason)
     print_trial(result, title=f"proxy trial {name}: peak LR {config.peak_lr:.3g}, domain_share {mix.domain_share:.2f}")
     return 0 if result.status is TrialStatus.COMPLETED else 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 import pytest
 import torch
 import yaml
+
+from tests.wandb_files import WANDB_SECRET
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
@@ -121,6 +125,43 @@ def tiny_spec_path(tiny_corpora) -> Path:
 @pytest.fixture
 def tiny_spec(tiny_spec_path) -> Path:
     return tiny_spec_path
+
+
+@pytest.fixture(scope="session")
+def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
+    """The run directory of one finished tiny sweep logged to W&B offline (its runs read back by tests).
+
+    A zero forgetting budget and guard margin: the 1:4 mixes forget at once and are pruned, the
+    4:1 mixes (mostly the base's own general text) run their full budget; the seeded sampler
+    draws both.
+    """
+    spec = write_spec(
+        tiny_corpora,
+        "wandb_sweep.yaml",
+        search={
+            "lr_fraction": {"low": 0.05, "high": 0.2},
+            "mix": ["4:1", "1:4"],
+            "num_trials": 4,
+            "sampler": "random",
+            "forgetting_guard": {"margin": 0.0, "min_steps": 1},
+        },
+        objective={"forgetting_budget": 0.0},
+        tracking={"wandb": {"mode": "offline", "project": "cpt-sweep-tests"}},
+    )
+    cwd = tmp_path_factory.mktemp("wandb-sweep")
+    env = {**os.environ, "WANDB_API_KEY": WANDB_SECRET}
+    env.pop("WANDB_MODE", None)  # the spec's offline mode alone keeps W&B off the network
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return cwd / "runs" / "wandb_sweep"
 
 
 def pytest_collection_modifyitems(config, items):

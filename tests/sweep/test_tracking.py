@@ -1,0 +1,144 @@
+"""W&B tracking: where the mode is decided, and what a real sweep's offline runs hold when read back."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from sweep.spec import WandbConfig
+from sweep.tracking import STEP_METRIC, WandbTarget, resolve_wandb, worker_env
+from tests.wandb_files import WANDB_SECRET, offline_runs
+from train_entry.trial_config import Metrics
+
+KEY = "0123456789abcdef" * 3
+
+
+@pytest.fixture
+def no_netrc(tmp_path, monkeypatch):
+    """No `wandb login` credentials on this machine: an empty netrc."""
+    netrc = tmp_path / "netrc"
+    netrc.write_text("")
+    monkeypatch.setenv("NETRC", str(netrc))
+    return netrc
+
+
+def test_absent_or_disabled_tracking_turns_wandb_off(no_netrc):
+    assert resolve_wandb(None, environ={"WANDB_MODE": "online", "WANDB_API_KEY": KEY}) == (None, None)
+    assert resolve_wandb(WandbConfig(mode="disabled"), environ={"WANDB_API_KEY": KEY}) == (None, None)
+    assert resolve_wandb(WandbConfig(mode="online"), environ={"WANDB_MODE": "disabled", "WANDB_API_KEY": KEY}) == (
+        None,
+        None,
+    )
+
+
+def test_online_with_a_key_logs_online_and_forwards_only_the_credentials(no_netrc):
+    environ = {"WANDB_API_KEY": KEY, "WANDB_BASE_URL": "https://wandb.example", "HOME": "/home/x"}
+    target, notice = resolve_wandb(WandbConfig(project="p", entity="team"), environ=environ)
+    assert target == WandbTarget(mode="online", project="p", entity="team") and notice is None
+    assert worker_env(target, environ=environ) == {"WANDB_API_KEY": KEY, "WANDB_BASE_URL": "https://wandb.example"}
+    offline = WandbTarget(mode="offline", project="p", entity=None)
+    assert worker_env(offline, environ=environ) == {} and worker_env(None, environ=environ) == {}
+
+
+def test_online_without_a_key_falls_back_to_offline_with_one_notice(no_netrc):
+    target, notice = resolve_wandb(WandbConfig(mode="online"), environ={})
+    assert target.mode == "offline"
+    assert "no API key" in notice and "tracking.wandb.mode is online" in notice and "wandb sync" in notice
+    target, notice = resolve_wandb(WandbConfig(mode="offline"), environ={"WANDB_MODE": "online"})
+    assert target.mode == "offline" and "WANDB_MODE=online" in notice
+
+
+def test_a_netrc_login_counts_as_a_key(no_netrc):
+    no_netrc.write_text(f"machine api.forge.coreweave.com\n  login user\n  password {KEY}\n")
+    os.chmod(no_netrc, 0o600)
+    target, notice = resolve_wandb(
+        WandbConfig(mode="online"), environ={"WANDB_BASE_URL": "https://api.forge.coreweave.com"}
+    )
+    assert target.mode == "online" and notice is None
+
+
+def test_wandb_mode_overrides_the_spec_mode(no_netrc):
+    target, _ = resolve_wandb(WandbConfig(mode="online"), environ={"WANDB_MODE": "offline", "WANDB_API_KEY": KEY})
+    assert target.mode == "offline"
+    target, _ = resolve_wandb(WandbConfig(mode="offline"), environ={"WANDB_MODE": "dryrun"})
+    assert target.mode == "offline"
+
+
+def test_an_unknown_wandb_mode_is_an_input_error_naming_it(tmp_path, tiny_spec, monkeypatch, capsys):
+    from sweep.cli import main
+
+    monkeypatch.setenv("WANDB_MODE", "sometimes")
+    monkeypatch.chdir(tmp_path)
+    spec = tiny_spec.read_text().replace("mode: disabled", "mode: offline")
+    (tmp_path / "spec.yaml").write_text(spec)
+    (tmp_path / "corpora").symlink_to(tiny_spec.parent / "corpora")
+    assert main(["run", str(tmp_path / "spec.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "WANDB_MODE='sometimes'" in err and "offline" in err
+    assert not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+# ------------------------------------------------------------------ a real sweep, read back
+
+CONFIG_KEYS = {"sweep", "number", "lr_fraction", "peak_lr", "mix", "domain_share", "proxy", "base"}
+
+
+@pytest.mark.slow
+def test_each_trial_is_a_proxy_run_grouped_by_sweep_with_its_parameters(wandb_sweep):
+    trials = offline_runs(wandb_sweep / "trials")
+    assert len(trials) == 4
+    for run in trials:
+        assert run.job_type == "proxy" and run.group == "wandb_sweep"
+        assert CONFIG_KEYS <= set(run.config)
+        assert run.name == f"wandb_sweep-{run.config['number']:04d}"
+        assert run.config["mix"] in ("4:1", "1:4")
+        assert run.config["peak_lr"] == pytest.approx(run.config["lr_fraction"] * 3.0e-3)
+        assert run.config["proxy"]["steps"] == 40 and run.config["base"]["model"] == "builtin:tiny-llama"
+        assert run.config["base"]["max_lr"] == 3.0e-3
+
+
+@pytest.mark.slow
+def test_trial_metrics_are_logged_at_every_evaluation_against_tokens(wandb_sweep):
+    for run in offline_runs(wandb_sweep / "trials"):
+        assert run.step_metrics == {"*": STEP_METRIC}
+        assert run.history_keys == set(Metrics.model_fields)
+        tokens = [row["tokens_seen"] for row in run.history]
+        assert tokens == sorted(tokens) and len(tokens) == len(set(tokens))
+
+
+@pytest.mark.slow
+def test_every_trial_run_ends_with_its_final_metrics_and_the_status_the_study_recorded(wandb_sweep):
+    import pandas as pd
+
+    table = pd.read_parquet(wandb_sweep / "trials.parquet").set_index("number")
+    statuses = set()
+    for run in offline_runs(wandb_sweep / "trials"):
+        row = table.loc[run.config["number"]]
+        reason = None if pd.isna(row["reason"]) else row["reason"]  # a completed trial has none
+        assert run.summary["status"] == row["status"] and run.summary["reason"] == reason
+        assert run.summary["domain_gain"] == pytest.approx(row["domain_gain"])
+        assert run.summary["forgetting"] == pytest.approx(row["forgetting"])
+        assert run.exit_code == 0
+        statuses.add(row["status"])
+    assert statuses == {"COMPLETED", "PRUNED"}  # both endings are covered
+
+
+@pytest.mark.slow
+def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_sweep):
+    import json
+
+    (run,) = offline_runs(wandb_sweep / "wandb")
+    best = json.loads((wandb_sweep / "best.json").read_text())
+    assert run.job_type == "sweep" and run.group == "wandb_sweep"
+    assert run.summary["optimum"] == best["optimum"] and run.summary["verdict"] == best["verdict"]
+    assert run.summary["trials"]["_type"] == "table-file" and run.summary["trials"]["nrows"] == 4
+    assert run.summary["pareto_front"]["nrows"] == len(best["pareto_front"])
+    table = json.loads((run.path / "files" / run.summary["trials"]["path"]).read_text())
+    assert "domain_gain" in table["columns"] and len(table["data"]) == 4
+
+
+@pytest.mark.slow
+def test_the_api_key_is_in_no_file_the_sweep_wrote(wandb_sweep):
+    leaked = [path for path in wandb_sweep.rglob("*") if path.is_file() and WANDB_SECRET.encode() in path.read_bytes()]
+    assert leaked == []
