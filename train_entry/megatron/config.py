@@ -16,6 +16,10 @@ from pydantic import Field, model_validator
 from train_entry.config import StrictConfig
 
 
+class RunConfigError(ValueError):
+    """A valid run config that does not fit the job it runs in (its world size, its tokenizer)."""
+
+
 class ModelShape(StrictConfig):
     """A Llama-architecture decoder: RMSNorm, SwiGLU MLP, no biases, RoPE, grouped-query attention."""
 
@@ -120,24 +124,38 @@ class Parallelism(StrictConfig):
         return self.tensor * self.pipeline * self.context
 
     def data_parallel_size(self, world_size: int) -> int:
-        """The data-parallel size on `world_size` GPUs; a ValueError when the layout does not fit them."""
+        """The data-parallel size on `world_size` GPUs; a RunConfigError when the layout does not fit them."""
         data, rest = divmod(world_size, self.model_parallel_size)
         if rest or data == 0:
-            raise ValueError(
+            raise RunConfigError(
                 f"world size {world_size} is not a multiple of tensor x pipeline x context = "
                 f"{self.tensor} x {self.pipeline} x {self.context}"
             )
         if self.data is not None and self.data != data:
-            raise ValueError(
+            raise RunConfigError(
                 f"the plan's data-parallel size {self.data} needs {self.data * self.model_parallel_size} GPUs, "
                 f"got world size {world_size}"
             )
         if self.global_batch_size % (self.micro_batch_size * data):
-            raise ValueError(
+            raise RunConfigError(
                 f"global_batch_size must be a multiple of micro_batch_size x data-parallel size, "
                 f"got {self.global_batch_size=}, {self.micro_batch_size=}, data-parallel size {data}"
             )
         return data
+
+    def num_microbatches(self, world_size: int) -> int:
+        """Micro-batches per data-parallel rank and iteration on `world_size` GPUs.
+
+        Interleaved 1F1B runs them in groups of `pipeline`, so with virtual_pipeline it must be a
+        multiple of pipeline; a RunConfigError otherwise.
+        """
+        count = self.global_batch_size // (self.micro_batch_size * self.data_parallel_size(world_size))
+        if self.virtual_pipeline is not None and count % self.pipeline:
+            raise RunConfigError(
+                f"with virtual_pipeline the {count} micro-batches per iteration (global_batch_size / "
+                f"(micro_batch_size x data-parallel size)) must be a multiple of pipeline={self.pipeline}"
+            )
+        return count
 
 
 class Optimization(StrictConfig):

@@ -58,3 +58,21 @@ def full_run(request) -> FullRunConfig:
     """Each of LAYOUTS as a validated FullRunConfig."""
     model, parallelism = LAYOUTS[request.param]
     return FullRunConfig.model_validate({**_full_run(**parallelism), "model": model.model_dump()})
+
+
+@pytest.fixture
+def single_rank_group():
+    """A one-process gloo group on an in-memory store with megatron-core's parallel state over it.
+
+    What megatron-core's model building and dataset building need from a job, without a GPU or a port.
+    """
+    import torch.distributed as dist
+    from megatron.core import parallel_state
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        parallel_state.initialize_model_parallel()
+        yield
+    finally:
+        parallel_state.destroy_model_parallel()
+        dist.destroy_process_group()

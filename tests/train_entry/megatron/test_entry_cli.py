@@ -1,0 +1,54 @@
+"""`python -m train_entry.megatron --config run.json`: a config that cannot run exits 2 with one message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from train_entry.megatron.__main__ import main
+
+
+def _write(tmp_path, data) -> str:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _runnable(full_run_data, tmp_path, **parallelism):
+    data = full_run_data(**parallelism)
+    data["checkpoint"] = {"save_dir": str(tmp_path / "run"), "save_interval": 10}
+    return data
+
+
+def test_an_unreadable_config_exits_2(tmp_path, capsys):
+    assert main(["--config", str(tmp_path / "missing.json")]) == 2
+    assert "missing.json': cannot read it (No such file or directory)" in capsys.readouterr().err
+
+
+def test_a_bad_value_exits_2_naming_the_file_and_the_key(full_run_data, tmp_path, capsys):
+    data = _runnable(full_run_data, tmp_path)
+    data["optimization"]["lr"] = -1
+    path = _write(tmp_path, data)
+    assert main(["--config", path]) == 2
+    err = capsys.readouterr().err
+    assert path in err and "optimization.lr" in err
+
+
+def test_a_layout_megatron_core_rejects_exits_2_with_its_reason(full_run_data, tmp_path, capsys):
+    assert main(["--config", _write(tmp_path, _runnable(full_run_data, tmp_path, tensor=3))]) == 2
+    assert "num_attention_heads (64) must be a multiple of tensor_model_parallel_size (3)" in capsys.readouterr().err
+
+
+def test_a_base_that_is_no_megatron_checkpoint_exits_2(full_run_data, tmp_path, capsys):
+    data = _runnable(full_run_data, tmp_path, tensor=8)
+    data["checkpoint"]["base_dir"] = str(tmp_path)
+    assert main(["--config", _write(tmp_path, data)]) == 2
+    assert "is not a Megatron distributed checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message a CPU-only machine gets")
+def test_a_valid_config_needs_a_gpu(full_run_data, tmp_path):
+    with pytest.raises(RuntimeError, match="trains on CUDA GPUs; this process sees none"):
+        main(["--config", _write(tmp_path, _runnable(full_run_data, tmp_path, tensor=8))])

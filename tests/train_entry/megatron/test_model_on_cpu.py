@@ -1,0 +1,62 @@
+"""The Llama GPT model megatron-core builds for a run, built on CPU (its forward pass needs CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+
+from train_entry.megatron.config import FullRunConfig, ModelShape
+from train_entry.megatron.core_configs import core_configs
+from train_entry.megatron.model import build_chunks
+
+TINY = ModelShape(
+    num_layers=2,
+    hidden_size=64,
+    ffn_hidden_size=128,
+    num_attention_heads=4,
+    num_query_groups=2,
+    vocab_size=128,
+    seq_length=32,
+)
+
+
+def _llama_parameters(shape: ModelShape) -> int:
+    """Parameters of a Llama decoder, counted from its definition (no biases)."""
+    h, f, v = shape.hidden_size, shape.ffn_hidden_size, shape.vocab_size
+    kv = shape.num_query_groups * h // shape.num_attention_heads
+    attention = h * (h + 2 * kv) + h * h
+    mlp = 2 * h * f + f * h  # SwiGLU: gate and up projections, then down
+    layer = attention + mlp + 2 * h  # two RMSNorm weights
+    embeddings = v * h * (2 if shape.untie_embeddings_and_output_weights else 1)
+    return shape.num_layers * layer + embeddings + h  # + the final RMSNorm
+
+
+def _chunks(full_run_data, shape: ModelShape):
+    data = full_run_data()
+    data["model"] = shape.model_dump()
+    data["optimization"] |= {"bf16": False}
+    config = FullRunConfig.model_validate(data)
+    transformer, _, _ = core_configs(config, transformer_engine=False, use_cpu_initialization=True)
+    return build_chunks(config.model, transformer, transformer_engine=False)
+
+
+@pytest.mark.parametrize("untied", [True, False])
+def test_one_chunk_holds_the_whole_llama_model(single_rank_group, full_run_data, untied):
+    shape = TINY.model_copy(update={"untie_embeddings_and_output_weights": untied})
+    (chunk,) = _chunks(full_run_data, shape)
+    assert chunk.pre_process and chunk.post_process
+    assert sum(param.numel() for param in chunk.parameters()) == _llama_parameters(shape)
+
+
+def test_checkpoint_keys_are_transformer_engines_so_converted_bases_load(single_rank_group, full_run_data):
+    (chunk,) = _chunks(full_run_data, TINY)
+    keys = {value.key for value in chunk.sharded_state_dict().values() if hasattr(value, "key")}
+    assert {
+        "embedding.word_embeddings.weight",
+        "decoder.layers.self_attention.linear_qkv.layer_norm_weight",
+        "decoder.layers.self_attention.linear_qkv.weight",
+        "decoder.layers.mlp.linear_fc1.layer_norm_weight",
+        "decoder.layers.mlp.linear_fc2.weight",
+        "decoder.final_layernorm.weight",
+        "output_layer.weight",
+    } <= keys
+    assert not any("input_layernorm" in key or "pre_mlp_layernorm" in key for key in keys)

@@ -1,0 +1,58 @@
+"""`python -m train_entry.megatron --config run.json`: one rank of a full run, as torchrun starts it.
+
+    torchrun --nnodes 60 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+        -m train_entry.megatron --config plan/run.json
+
+A config that cannot run (bad JSON, a value out of range, a layout megatron-core rejects, a
+missing base checkpoint or tokenizer) exits with code 2 and one message, before any GPU work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from train_entry.data.corpus import CorpusError
+from train_entry.megatron.checkpoints import CheckpointError, start_point
+from train_entry.megatron.config import FullRunConfig, RunConfigError
+from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.megatron.train import train
+
+INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError)
+"""Errors that mean "fix the run config": reported without a traceback, exit code 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m train_entry.megatron", description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, required=True, help="a FullRunConfig as JSON (a plan's run config)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        text = args.config.read_text()
+    except OSError as error:
+        print(f"error: --config {str(args.config)!r}: cannot read it ({error.strerror})", file=sys.stderr)
+        return 2
+    try:
+        config = FullRunConfig.model_validate_json(text)
+        # megatron-core's own checks and the start checkpoint, before the process group and the GPUs are touched.
+        core_configs(config)
+        start_point(config.checkpoint)
+        result = train(config)
+    except ValidationError as error:
+        print(f"error: {args.config}: {error}", file=sys.stderr)
+        return 2
+    except INPUT_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if os.environ.get("RANK", "0") == "0":
+        print(result.model_dump_json(indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

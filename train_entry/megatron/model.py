@@ -1,0 +1,82 @@
+"""The Llama GPT model as megatron-core builds it: one chunk per virtual pipeline stage, bf16, DDP-wrapped.
+
+Transformer Engine's layer spec (flash attention, fused kernels) when TE is installed, megatron-core's
+own local spec otherwise; both save their layer norms under TE's checkpoint keys, so a base
+checkpoint loads into either.
+"""
+
+from __future__ import annotations
+
+import torch
+from megatron.core import parallel_state
+from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+from megatron.core.models.gpt import GPTModel
+from megatron.core.models.gpt.gpt_layer_specs import (
+    get_gpt_layer_local_spec,
+    get_gpt_layer_with_transformer_engine_spec,
+)
+from megatron.core.tensor_parallel import set_defaults_if_not_set_tensor_model_parallel_attributes
+from megatron.core.transformer.module import Float16Module
+from megatron.core.transformer.spec_utils import ModuleSpec
+from megatron.core.transformer.transformer_config import TransformerConfig
+
+from train_entry.megatron.config import ModelShape
+
+
+def layer_spec(*, transformer_engine: bool) -> ModuleSpec:
+    """Llama's decoder layer (RMSNorm from the config, no QK norm) from TE's modules or megatron-core's."""
+    if transformer_engine:
+        return get_gpt_layer_with_transformer_engine_spec(qk_layernorm=False)
+    return get_gpt_layer_local_spec(qk_layernorm=False, normalization="RMSNorm")
+
+
+def build_chunks(shape: ModelShape, transformer: TransformerConfig, *, transformer_engine: bool) -> list[GPTModel]:
+    """This rank's model chunks: one per virtual pipeline stage (one without interleaving).
+
+    The embedding lives on the first chunk of the first pipeline stage and the output layer and
+    loss on the last chunk of the last stage. Weights are created where transformer says
+    (on the GPU, or on the CPU with use_cpu_initialization) and not moved.
+    """
+    virtual = transformer.virtual_pipeline_model_parallel_size
+    spec = layer_spec(transformer_engine=transformer_engine)
+    chunks = []
+    for stage in range(virtual or 1):
+        vp_stage = stage if virtual else None
+        chunk = GPTModel(
+            config=transformer,
+            transformer_layer_spec=spec,
+            vocab_size=shape.vocab_size,
+            max_sequence_length=shape.seq_length,
+            pre_process=parallel_state.is_pipeline_first_stage(ignore_virtual=False, vp_stage=vp_stage),
+            post_process=parallel_state.is_pipeline_last_stage(ignore_virtual=False, vp_stage=vp_stage),
+            share_embeddings_and_output_weights=not shape.untie_embeddings_and_output_weights,
+            position_embedding_type="rope",
+            rotary_base=shape.rotary_base,
+            rope_scaling=shape.rope_scaling_factor is not None,
+            rope_scaling_factor=shape.rope_scaling_factor or 1.0,
+            vp_stage=vp_stage,
+        )
+        # The optimizer and the gradient clipping read every parameter's tensor-parallel attributes.
+        for param in chunk.parameters():
+            set_defaults_if_not_set_tensor_model_parallel_attributes(param)
+        chunks.append(chunk)
+    return chunks
+
+
+def wrap_for_training(
+    chunks: list[GPTModel], transformer: TransformerConfig, ddp: DistributedDataParallelConfig
+) -> list[DistributedDataParallel]:
+    """Chunks on this rank's GPU, cast to bf16 (fp32 main weights live in the optimizer), in megatron-core's DDP.
+
+    Only the first chunk splits its gradients into buckets: the other chunks' reductions already
+    overlap with the first chunk's backward pass.
+    """
+    wrapped = []
+    for index, chunk in enumerate(chunks):
+        module = chunk.cuda(torch.cuda.current_device())
+        if transformer.bf16 or transformer.fp16:
+            module = Float16Module(transformer, module)
+        wrapped.append(
+            DistributedDataParallel(config=transformer, ddp_config=ddp, module=module, disable_bucketing=index > 0)
+        )
+    return wrapped

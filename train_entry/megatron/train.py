@@ -1,0 +1,365 @@
+"""The full run: a FullRunConfig trained with megatron-core, one process per GPU.
+
+train(config) runs in a process of a torch.distributed job (torchrun, or a Ray Train worker whose
+NCCL group is already initialised): it lays the ranks out in tensor x context x data x pipeline
+groups, builds this rank's model chunks, the distributed optimizer and the LR schedule, starts from
+the run's latest checkpoint (or the base's weights), and trains with megatron-core's pipeline
+schedules, saving every save_interval iterations and at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from megatron.core import parallel_state
+from megatron.core.distributed import DistributedDataParallel, finalize_model_grads
+from megatron.core.optimizer import get_megatron_optimizer
+from megatron.core.pipeline_parallel import get_forward_backward_func
+from megatron.core.tensor_parallel import model_parallel_cuda_manual_seed
+from megatron.core.utils import get_attr_wrapped_model, get_batch_on_this_cp_rank
+from pydantic import Field
+
+from train_entry.config import StrictConfig
+from train_entry.megatron import checkpoint_io
+from train_entry.megatron.checkpoints import StartKind, StartPoint, start_point
+from train_entry.megatron.config import FullRunConfig
+from train_entry.megatron.core_configs import core_configs, has_transformer_engine
+from train_entry.megatron.data import build_datasets, micro_batches, to_device
+from train_entry.megatron.lr_schedule import build_scheduler
+from train_entry.megatron.model import build_chunks, wrap_for_training
+
+logger = logging.getLogger(__name__)
+
+DISTRIBUTED_TIMEOUT = timedelta(minutes=30)
+"""How long a collective may wait: long enough for rank 0 to build the blend's index on a cold cache."""
+
+
+class StepMetrics(StrictConfig):
+    """What the run reports every log_interval iterations (the same on every rank)."""
+
+    iteration: int
+    """Iterations done (the optimizer steps taken since the base)."""
+    train_loss: float
+    """Mean token loss of the training batches since the previous report."""
+    lr: float
+    grad_norm: float
+    """Global gradient norm of the last iteration, before clipping."""
+    seconds_per_iteration: float
+    """Wall time of a training iteration (forward, backward, optimizer step), evaluation and saving excluded."""
+    tokens_per_second: float
+    """Training tokens per second over all GPUs."""
+    valid_loss: float | None = None
+    """Mean token loss on the fixed validation batches, when this iteration evaluated."""
+
+
+class FullRunResult(StrictConfig):
+    start: StartKind
+    start_iteration: int
+    iteration: int
+    """The iteration the run stopped at (train_iters once complete)."""
+    train_loss: float | None
+    """The last reported training loss; None when no iteration ran."""
+    valid_loss: float | None
+    checkpoints: list[str] = Field(default_factory=list)
+    """The checkpoints this call saved, in order."""
+    wall_seconds: float
+
+
+def train(
+    config: FullRunConfig,
+    *,
+    on_log: Callable[[StepMetrics], None] | None = None,
+    on_checkpoint: Callable[[int, Path], None] | None = None,
+) -> FullRunResult:
+    """Train `config` to optimization.train_iters on this process's GPU; collective over the whole job.
+
+    Uses the job's process group when there is one (Ray Train), else creates an NCCL group from
+    torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). on_log gets
+    every report and on_checkpoint every saved checkpoint, on every rank.
+    """
+    created_group = _init_process_group()
+    try:
+        return _Run(config).run(on_log=on_log, on_checkpoint=on_checkpoint)
+    finally:
+        parallel_state.destroy_model_parallel()
+        if created_group:
+            dist.destroy_process_group()
+
+
+def _init_process_group() -> bool:
+    """Pick this process's GPU and join (or create) the job's process group; True when created here."""
+    if not torch.cuda.is_available():
+        raise RuntimeError("the full-run entry trains on CUDA GPUs; this process sees none")
+    # Ray Train may show a worker only its own GPU; torchrun shows every GPU of the node.
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank if torch.cuda.device_count() > 1 else 0)
+    if dist.is_initialized():
+        return False
+    dist.init_process_group("nccl", timeout=DISTRIBUTED_TIMEOUT)
+    return True
+
+
+class _Run:
+    """One call of train(): the built state and the loop over it."""
+
+    def __init__(self, config: FullRunConfig) -> None:
+        self.config = config
+        par = config.parallelism
+        world_size = dist.get_world_size()
+        self.data_parallel_size = par.data_parallel_size(world_size)
+        self.num_microbatches = par.num_microbatches(world_size)
+        transformer_engine = has_transformer_engine()
+        self.transformer, optimizer_config, ddp_config = core_configs(config, transformer_engine=transformer_engine)
+        parallel_state.initialize_model_parallel(
+            tensor_model_parallel_size=par.tensor,
+            pipeline_model_parallel_size=par.pipeline,
+            virtual_pipeline_model_parallel_size=par.virtual_pipeline,
+            context_parallel_size=par.context,
+            distributed_timeout_minutes=int(DISTRIBUTED_TIMEOUT.total_seconds() // 60),
+        )
+        _seed(config.seed)
+        chunks = build_chunks(config.model, self.transformer, transformer_engine=transformer_engine)
+        self.model = wrap_for_training(chunks, self.transformer, ddp_config)
+        self.optimizer = get_megatron_optimizer(optimizer_config, self.model)
+        self.scheduler = build_scheduler(self.optimizer, config.optimization)
+        self._wire_schedule_hooks()
+        self.reads_data = [_attr(chunk, "pre_process") or _attr(chunk, "post_process") for chunk in self.model]
+        self.datasets = build_datasets(config, built_on_this_rank=any(self.reads_data))
+        self.forward_backward = get_forward_backward_func()
+        self.device = torch.device("cuda", torch.cuda.current_device())
+
+    def _wire_schedule_hooks(self) -> None:
+        """Let megatron-core's pipeline schedules drive DDP's overlapped gradient and parameter communication."""
+        model, config = self.model, self.transformer
+        single = len(model) == 1
+        no_sync = [chunk.no_sync for chunk in model]
+        grad_sync = [chunk.start_grad_sync for chunk in model]
+        param_sync = [chunk.start_param_sync for chunk in model]
+        config.no_sync_func = no_sync[0] if single else no_sync
+        config.grad_sync_func = grad_sync[0] if single else grad_sync
+        if self.config.parallelism.pipeline > 1:
+            # align_param_gather: every pipeline stage starts its parameter all-gathers together.
+            config.param_sync_func = param_sync[0] if single else param_sync
+        config.finalize_model_grads_func = finalize_model_grads
+        config.grad_scale_func = self.optimizer.scale_loss
+
+    def run(
+        self,
+        *,
+        on_log: Callable[[StepMetrics], None] | None,
+        on_checkpoint: Callable[[int, Path], None] | None,
+    ) -> FullRunResult:
+        config = self.config
+        started = time.perf_counter()
+        start = self._start()
+        iteration, train_iters = start.iteration, config.optimization.train_iters
+        batch = config.parallelism.global_batch_size
+        iterators = self._iterators(self.datasets.train, consumed=iteration * batch)
+        checkpoints: list[str] = []
+        window_loss, window_seconds, window_iterations = 0.0, 0.0, 0
+        train_loss = valid_loss = None
+        while iteration < train_iters:
+            step_started = time.perf_counter()
+            loss, grad_norm = self._train_step(iterators)
+            iteration += 1
+            window_loss, window_iterations = window_loss + loss, window_iterations + 1
+            window_seconds += time.perf_counter() - step_started
+            evaluated = config.eval_interval is not None and (
+                iteration % config.eval_interval == 0 or iteration == train_iters
+            )
+            if evaluated:
+                valid_loss = self._evaluate()
+            if evaluated or iteration % config.log_interval == 0 or iteration == train_iters:
+                seconds = window_seconds / window_iterations
+                train_loss = _shared_by_pipeline(window_loss / window_iterations)
+                metrics = StepMetrics(
+                    iteration=iteration,
+                    train_loss=train_loss,
+                    lr=self.optimizer.param_groups[0]["lr"],
+                    grad_norm=grad_norm,
+                    seconds_per_iteration=seconds,
+                    tokens_per_second=batch * config.model.seq_length / seconds,
+                    valid_loss=valid_loss if evaluated else None,
+                )
+                _log(metrics, train_iters)
+                if on_log is not None:
+                    on_log(metrics)
+                window_loss, window_seconds, window_iterations = 0.0, 0.0, 0
+            if iteration % config.checkpoint.save_interval == 0 or iteration == train_iters:
+                directory = self._save(iteration)
+                checkpoints.append(str(directory))
+                if on_checkpoint is not None:
+                    on_checkpoint(iteration, directory)
+        return FullRunResult(
+            start=start.kind,
+            start_iteration=start.iteration,
+            iteration=iteration,
+            train_loss=train_loss,
+            valid_loss=valid_loss,
+            checkpoints=checkpoints,
+            wall_seconds=time.perf_counter() - started,
+        )
+
+    def _start(self) -> StartPoint:
+        """Load what the run starts from; rank 0 reads the tracker so every rank loads the same checkpoint."""
+        chosen: list[StartPoint | None] = [start_point(self.config.checkpoint) if dist.get_rank() == 0 else None]
+        dist.broadcast_object_list(chosen, src=0)
+        start = chosen[0]
+        if start.kind is StartKind.RESUME:
+            checkpoint_io.load_resume(
+                start.directory,
+                model=self.model,
+                optimizer=self.optimizer,
+                scheduler=self.scheduler,
+                shape=self.config.model,
+            )
+        elif start.kind is StartKind.BASE:
+            checkpoint_io.load_base(start.directory, model=self.model, optimizer=self.optimizer)
+        _log_rank0(f"starting at iteration {start.iteration} from {start.kind.value} {start.directory or ''}")
+        return start
+
+    def _iterators(self, dataset: Any, *, consumed: int) -> list[Iterator[Any] | None]:
+        """One micro-batch iterator per model chunk that reads data (the first and the last), None for the rest."""
+        par = self.config.parallelism
+        return [
+            micro_batches(
+                dataset,
+                consumed=consumed,
+                micro_batch_size=par.micro_batch_size,
+                rank=parallel_state.get_data_parallel_rank(),
+                size=self.data_parallel_size,
+                num_workers=self.config.data.num_workers,
+            )
+            if reads
+            else None
+            for reads in self.reads_data
+        ]
+
+    def _forward_backward(self, iterators: list[Iterator[Any] | None], *, forward_only: bool) -> torch.Tensor:
+        """One global batch through the pipeline; the summed [token loss, tokens] of this rank's micro-batches."""
+        seq_length = self.config.model.seq_length
+        reported = self.forward_backward(
+            forward_step_func=self._forward_step,
+            data_iterator=iterators if len(iterators) > 1 else iterators[0],
+            model=self.model,
+            num_microbatches=self.num_microbatches,
+            seq_length=seq_length,
+            micro_batch_size=self.config.parallelism.micro_batch_size,
+            decoder_seq_length=seq_length,
+            forward_only=forward_only,
+        )
+        total = torch.zeros(2, device=self.device)
+        for micro_batch in reported:  # only the last pipeline stage computes losses
+            total += micro_batch["lm loss"]
+        return total
+
+    def _forward_step(self, data_iterator: Iterator[Any] | None, model: DistributedDataParallel):
+        first, last = _attr(model, "pre_process"), _attr(model, "post_process")
+        if not (first or last):
+            return model(None, None, None), _unused_loss
+        batch = get_batch_on_this_cp_rank(to_device(next(data_iterator), self.device))
+        output = model(
+            batch["tokens"] if first else None,
+            batch["position_ids"] if first else None,
+            None,
+            labels=batch["labels"] if last else None,
+        )
+        return output, partial(_token_loss, batch["loss_mask"])
+
+    def _train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
+        for chunk in self.model:
+            chunk.zero_grad_buffer()
+        self.optimizer.zero_grad()
+        total = self._forward_backward(iterators, forward_only=False)
+        updated, grad_norm, _ = self.optimizer.step()
+        if updated:
+            self.scheduler.step(increment=1)
+        return _mean_over_data_parallel(total), float(grad_norm or 0.0)
+
+    def _evaluate(self) -> float:
+        """Mean token loss over the same eval_iters validation batches at every evaluation."""
+        iterators = self._iterators(self.datasets.valid, consumed=0)
+        total = torch.zeros(2, device=self.device)
+        for _ in range(self.config.eval_iters):
+            total += self._forward_backward(iterators, forward_only=True)
+        return _shared_by_pipeline(_mean_over_data_parallel(total))
+
+    def _save(self, iteration: int) -> Path:
+        return checkpoint_io.save(
+            Path(self.config.checkpoint.save_dir),
+            iteration,
+            model=self.model,
+            optimizer=self.optimizer,
+            scheduler=self.scheduler,
+            config=self.config,
+        )
+
+
+def _token_loss(
+    loss_mask: torch.Tensor, output: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Summed token loss and token count; megatron-core's schedule divides by the count for the gradient."""
+    mask = loss_mask.view(-1).float()
+    loss = torch.sum(output.view(-1).float() * mask)
+    tokens = mask.sum().to(torch.int)
+    return loss, tokens, {"lm loss": torch.stack([loss.detach(), tokens.float()])}
+
+
+def _unused_loss(output: torch.Tensor):
+    raise AssertionError("megatron-core computes the loss on the last pipeline stage only")
+
+
+def _mean_over_data_parallel(total: torch.Tensor) -> float:
+    """Token-weighted mean loss over the data- and context-parallel ranks (0 off the last pipeline stage)."""
+    dist.all_reduce(total, group=parallel_state.get_data_parallel_group(with_context_parallel=True))
+    return float(total[0] / total[1]) if total[1] > 0 else 0.0
+
+
+def _shared_by_pipeline(value: float) -> float:
+    """A loss only the last pipeline stage knows, made known to every stage (the others hold 0)."""
+    if not parallel_state.is_pipeline_last_stage(ignore_virtual=True):
+        value = 0.0
+    shared = torch.tensor([value], device=torch.cuda.current_device(), dtype=torch.float64)
+    dist.all_reduce(shared, group=parallel_state.get_pipeline_model_parallel_group())
+    return float(shared[0])
+
+
+def _attr(model: torch.nn.Module, name: str) -> Any:
+    return get_attr_wrapped_model(model, name)
+
+
+def _seed(seed: int) -> None:
+    """Python, numpy and torch seeds, differing per pipeline stage; megatron-core's tensor-parallel RNG tracker.
+
+    Each pipeline stage holds different layers, so it initialises them from its own stream.
+    """
+    stage_seed = seed + 100 * parallel_state.get_pipeline_model_parallel_rank()
+    random.seed(stage_seed)
+    np.random.seed(stage_seed)
+    torch.manual_seed(stage_seed)
+    model_parallel_cuda_manual_seed(stage_seed)
+
+
+def _log(metrics: StepMetrics, train_iters: int) -> None:
+    valid = f" | valid loss {metrics.valid_loss:.4f}" if metrics.valid_loss is not None else ""
+    _log_rank0(
+        f"iteration {metrics.iteration}/{train_iters} | loss {metrics.train_loss:.4f}{valid} | lr {metrics.lr:.3e} "
+        f"| grad norm {metrics.grad_norm:.3f} | {metrics.seconds_per_iteration:.2f} s/it "
+        f"| {metrics.tokens_per_second:,.0f} tokens/s"
+    )
+
+
+def _log_rank0(message: str) -> None:
+    if dist.get_rank() == 0:
+        logger.info(message)
