@@ -72,6 +72,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_promote(args: argparse.Namespace) -> int:
+    from sweep.promote.dry_run import promote
+
+    return promote(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweep",
@@ -117,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directory, e.g. runs/lr_mix")
     report.add_argument("--output", type=Path, default=None, help="write the report into this folder instead")
     report.set_defaults(func=_cmd_report)
+
+    from sweep.promote.dry_run import add_arguments
+
+    promote = verbs.add_parser(
+        "promote",
+        help="turn the sweep's optimum into the full run's plan (layout, LR, blend, steps, estimate)",
+        description=(
+            "Plans the full run of RUN's optimum on a target model and cluster: peak LR, schedule, Megatron blend "
+            "weights, iterations, the fastest 3D layout that fits in GPU memory, and the run's cost; checks it "
+            "with megatron-core's own configs. --dry-run writes RUN/promotion/<id>/plan.json, summary.md and "
+            "the equivalent Megatron-LM pretrain_gpt.py arguments."
+        ),
+    )
+    add_arguments(promote)
+    promote.set_defaults(func=_cmd_promote)
     return parser
 
 

@@ -1,0 +1,83 @@
+"""What a promotion request may set: target, cluster, tokens, batch, corpus prefixes, checkpoints,
+layout constraints and model assumptions. A `--config` YAML maps onto PromotionConfig one to one;
+command-line flags override it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from sweep.promote.assumptions import Assumptions
+from sweep.promote.clusters import DEFAULT_CLUSTER
+from sweep.promote.layout import LayoutRequest
+from train_entry.config import StrictConfig
+
+REFERENCE_SEQUENCES = 1440
+REFERENCE_SEQ_LENGTH = 8192
+
+
+class DataPrefix(StrictConfig):
+    """One Megatron indexed dataset (the path of its .bin/.idx pair without the suffix)."""
+
+    prefix: str = Field(min_length=1)
+    tokens: float | None = Field(None, gt=0)
+    """Its token count; when every prefix of a side has one, the side's weight is split by them,
+    otherwise equally."""
+
+
+class PromotionData(StrictConfig):
+    """The full run's corpora, per side of the mix; a side left empty gets a marked placeholder."""
+
+    general: list[DataPrefix] = Field(default_factory=list)
+    """English general-domain (replay) text."""
+    non_english: list[DataPrefix] = Field(default_factory=list)
+    """Non-English general text (the spec's data.non_english.share of the general side)."""
+    domain: list[DataPrefix] = Field(default_factory=list)
+    tokenizer: str | None = None
+    """The base's Hugging Face tokenizer directory, on the cluster's file system."""
+    split: str = "99,1,0"
+    """Train/valid/test split of each indexed dataset, in Megatron's "a,b,c" form."""
+
+
+class PromotionCheckpoint(StrictConfig):
+    base_dir: str | None = None
+    """The base model as a Megatron distributed checkpoint; loaded as weights only (fresh optimizer,
+    iteration 0) while save_dir holds no checkpoint."""
+    save_dir: str | None = None
+    """The run's own checkpoints; a relaunch resumes from the latest one there (optimizer, iteration)."""
+    interval_hours: float = Field(2.0, gt=0)
+    """Predicted wall-clock hours between saves: bounds the work a failure costs to about this."""
+
+
+class PromotionConfig(StrictConfig):
+    target: str | None = None
+    """A preset name (llama3.1-8b, llama3.1-70b, llama3.1-405b) or a target YAML file; required."""
+    cluster: str = DEFAULT_CLUSTER
+    """A preset name (h100-480) or a cluster YAML file."""
+    tokens: int = Field(10**12, gt=0)
+    """Training tokens of the full run (the reference recipe: 1 T)."""
+    global_batch_tokens: int = Field(REFERENCE_SEQUENCES * REFERENCE_SEQ_LENGTH, gt=0)
+    """Tokens per optimizer step (the reference recipe: 1440 sequences x 8192 = 11.8 M); a multiple
+    of the target's sequence length."""
+    warmup_fraction: float = Field(0.01, ge=0.0, lt=1.0)
+    """Share of the iterations spent warming the LR up from 0: re-warming a converged base needs a
+    few hundred steps at this batch (~850 of ~85 000 here) before the peak is safe."""
+    data: PromotionData = PromotionData()
+    checkpoint: PromotionCheckpoint = PromotionCheckpoint()
+    layout: LayoutRequest = LayoutRequest()
+    assumptions: Assumptions = Assumptions()
+
+    @field_validator("target", "cluster")
+    @classmethod
+    def _file_beside_config(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # A YAML file named in a --config file is relative to that file, like paths in a spec.
+        root = (info.context or {}).get("root")
+        if (
+            value is None
+            or root is None
+            or not value.endswith((".yaml", ".yml"))
+            or Path(value).is_absolute()
+        ):
+            return value
+        return str(Path(root) / value)

@@ -1,0 +1,175 @@
+"""The plan as Megatron-LM `pretrain_gpt.py` arguments, for teams that run Megatron-LM directly.
+
+Flag names are those of Megatron-LM's megatron/training/arguments.py (core_v0.16.1). Continued
+pretraining needs one argument list for the first launch and every relaunch: `--load` and `--save`
+name the run's own checkpoint directory and `--pretrained-checkpoint` the base. While the run's
+directory holds no checkpoint, Megatron-LM loads the base with finetune semantics (weights only:
+fresh optimizer, iteration 0, no RNG state); once it holds one, a relaunch resumes from it with
+optimizer, scheduler and iteration count (megatron/training/checkpointing.py, load_checkpoint).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from sweep.promote.plan import Plan
+
+PRETRAIN_SCRIPT = "pretrain_gpt.py"
+
+
+def megatron_args(plan: Plan) -> list[list[str]]:
+    """One group per flag: the flag and its values."""
+    run = plan.run
+    model, par, opt, data, ckpt = (
+        run.model,
+        run.parallelism,
+        run.optimization,
+        run.data,
+        run.checkpoint,
+    )
+    args: list[list[str]] = [
+        # Model: a Llama-architecture decoder through megatron-core's GPT model.
+        ["--num-layers", str(model.num_layers)],
+        ["--hidden-size", str(model.hidden_size)],
+        ["--ffn-hidden-size", str(model.ffn_hidden_size)],
+        ["--num-attention-heads", str(model.num_attention_heads)],
+        ["--group-query-attention"],
+        ["--num-query-groups", str(model.num_query_groups)],
+        ["--seq-length", str(model.seq_length)],
+        ["--max-position-embeddings", str(model.seq_length)],
+        ["--position-embedding-type", "rope"],
+        ["--rotary-base", str(model.rotary_base)],
+    ]
+    if model.rope_scaling_factor is not None:
+        args += [
+            ["--use-rope-scaling"],
+            ["--rope-scaling-factor", _number(model.rope_scaling_factor)],
+        ]
+    args += [
+        ["--normalization", "RMSNorm"],
+        ["--norm-epsilon", _number(model.norm_epsilon)],
+        ["--swiglu"],
+        ["--disable-bias-linear"],
+        ["--attention-dropout", "0.0"],
+        ["--hidden-dropout", "0.0"],
+        ["--init-method-std", _number(model.init_method_std)],
+        # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
+        [
+            "--make-vocab-size-divisible-by",
+            str(_vocab_divisor(model.vocab_size, par.tensor)),
+        ],
+    ]
+    if model.untie_embeddings_and_output_weights:
+        args.append(["--untie-embeddings-and-output-weights"])
+    args += [
+        ["--transformer-impl", "transformer_engine"],
+        ["--attention-backend", "flash"],
+        ["--bf16"] if opt.bf16 else [],
+        # Layout.
+        ["--tensor-model-parallel-size", str(par.tensor)],
+        ["--pipeline-model-parallel-size", str(par.pipeline)],
+    ]
+    if par.virtual_pipeline is not None:
+        per_chunk = model.num_layers // (par.pipeline * par.virtual_pipeline)
+        # Megatron-LM overlaps the interleaved schedule's p2p by default (--overlap-p2p-comm is on).
+        args.append(["--num-layers-per-virtual-pipeline-stage", str(per_chunk)])
+    args.append(["--context-parallel-size", str(par.context)])
+    if par.sequence_parallel:
+        args.append(["--sequence-parallel"])
+    if par.recompute == "selective":
+        args.append(["--recompute-granularity", "selective"])
+    elif par.recompute == "full":
+        args += [
+            ["--recompute-granularity", "full"],
+            ["--recompute-method", "uniform"],
+            ["--recompute-num-layers", "1"],
+        ]
+    args += [
+        ["--use-distributed-optimizer"],
+        ["--overlap-grad-reduce"],
+        ["--overlap-param-gather"],
+        ["--accumulate-allreduce-grads-in-fp32"] if opt.bf16 else [],
+        ["--micro-batch-size", str(par.micro_batch_size)],
+        ["--global-batch-size", str(par.global_batch_size)],
+        # Optimization.
+        ["--train-iters", str(opt.train_iters)],
+        ["--lr", _number(opt.lr)],
+        ["--min-lr", _number(opt.min_lr)],
+        ["--lr-decay-style", opt.decay_style],
+        ["--lr-warmup-iters", str(opt.warmup_iters)],
+        ["--lr-decay-iters", str(opt.train_iters)],
+        ["--weight-decay", _number(opt.weight_decay)],
+        ["--adam-beta1", _number(opt.adam_beta1)],
+        ["--adam-beta2", _number(opt.adam_beta2)],
+        ["--adam-eps", _number(opt.adam_eps)],
+        ["--clip-grad", _number(opt.clip_grad)],
+        ["--seed", str(run.seed)],
+        # Data: weight/prefix pairs, weights normalised by Megatron as by megatron-core's builder.
+        [
+            "--data-path",
+            *[
+                item
+                for source in data.blend
+                for item in (_number(source.weight), source.prefix)
+            ],
+        ],
+        ["--split", data.split],
+        ["--tokenizer-type", "HuggingFaceTokenizer"],
+        ["--tokenizer-model", data.tokenizer],
+        # Checkpoints: start from the base, then resume from the run's own (see the module docstring).
+        ["--save", ckpt.save_dir],
+        ["--load", ckpt.save_dir],
+        ["--save-interval", str(ckpt.save_interval)],
+        ["--ckpt-format", "torch_dist"],
+    ]
+    if ckpt.base_dir is not None:
+        args.append(["--pretrained-checkpoint", ckpt.base_dir])
+    args += [
+        ["--log-interval", str(run.log_interval)],
+        ["--eval-iters", str(run.eval_iters)],
+    ]
+    if run.eval_interval is not None:
+        args.append(["--eval-interval", str(run.eval_interval)])
+    return [group for group in args if group]
+
+
+def args_text(plan: Plan) -> str:
+    """pretrain_gpt_args.txt: one flag and its values per line."""
+    return "".join(
+        " ".join(shlex.quote(item) for item in group) + "\n"
+        for group in megatron_args(plan)
+    )
+
+
+def launch_script(plan: Plan) -> str:
+    """pretrain_gpt.sh: the same arguments under torchrun, one node's launch (run it on every node)."""
+    cluster = plan.cluster
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Plan {plan.id}: {plan.target.name} on {cluster.name} ({cluster.nodes} x {cluster.gpus_per_node} GPUs).",
+        "# Run on every node with NODE_RANK, MASTER_ADDR and MASTER_PORT set, from a Megatron-LM checkout.",
+        "set -euo pipefail",
+        "# Megatron-LM requires it on Hopper with tensor or context parallelism (it orders TP communication and compute).",
+        "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+        f"torchrun --nnodes {cluster.nodes} --nproc-per-node {cluster.gpus_per_node} \\",
+        '  --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR" --master-port "${MASTER_PORT:-6000}" \\',
+        f"  {PRETRAIN_SCRIPT} \\",
+    ]
+    groups = [
+        " ".join(shlex.quote(item) for item in group) for group in megatron_args(plan)
+    ]
+    lines += [f"  {group} \\" for group in groups[:-1]] + [f"  {groups[-1]}"]
+    return "\n".join(lines) + "\n"
+
+
+def _vocab_divisor(vocab_size: int, tensor: int) -> int:
+    """The largest power of two up to 128 (Megatron-LM's default) with divisor x TP dividing the vocabulary."""
+    divisor = 128
+    while divisor > 1 and vocab_size % (divisor * tensor):
+        divisor //= 2
+    return divisor
+
+
+def _number(value: float) -> str:
+    """Exact (repr round-trips), so the arguments agree with plan.json to the last bit."""
+    return repr(float(value))

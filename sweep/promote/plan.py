@@ -1,0 +1,326 @@
+"""The plan: the sweep's optimum turned into the full run's FullRunConfig, its layout and its estimate.
+
+make_plan() builds it from a finished sweep's run directory and a PromotionConfig; Plan.read()
+loads a written plan.json. The plan id is derived only from what decides the run (sweep name,
+optimum, target, cluster, tokens, global batch), so the same request always lands in the same
+runs/<name>/promotion/<id>/ directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from sweep.best import BEST_JSON
+from sweep.promote.assumptions import Assumptions
+from sweep.promote.clusters import Cluster, load_cluster
+from sweep.promote.config import DataPrefix, PromotionConfig
+from sweep.promote.counts import model_flops_per_token
+from sweep.promote.errors import PromotionError
+from sweep.promote.layout import RankedLayout, search_layouts
+from sweep.promote.targets import Target, load_target
+from sweep.trainable import TRIALS_DIR
+from train_entry.config import StrictConfig
+from train_entry.megatron.config import (
+    BlendSource,
+    Checkpoint,
+    Data,
+    FullRunConfig,
+    Optimization,
+)
+from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.mix import Mix, MixRatio, blend_weights
+from train_entry.trial_config import TrialConfig
+
+PROMOTION_DIR = "promotion"
+PLAN_JSON = "plan.json"
+TRIAL_CONFIG_JSON = "trial_config.json"
+"""What train_entry.proxy.run_trial writes into each trial directory."""
+LAYOUTS_KEPT = 5
+"""Ranked layouts stored in the plan: the chosen one and the next best, for review."""
+PLACEHOLDER_ROOT = "/PLACEHOLDER"
+"""Paths under it stand for inputs the request did not give; a dry run accepts them, a submission must not."""
+
+
+class Optimum(StrictConfig):
+    """The sweep's chosen trial, as best.json records it."""
+
+    trial: int
+    lr_fraction: float
+    mix: Mix
+    domain_gain: float
+    forgetting: float
+
+
+class SweepOrigin(StrictConfig):
+    """Where the plan's LR and blend come from."""
+
+    run_dir: str
+    name: str
+    optimum: Optimum
+    non_english_share: float
+    """Of the general side, as the optimum's proxy trial ran it (0 without non-English data)."""
+
+
+class Estimate(StrictConfig):
+    """The whole run under the chosen layout."""
+
+    step_s: float
+    train_iters: int
+    days: float
+    gpu_hours: float
+    tokens_per_s_per_gpu: float
+    effective_mfu: float
+    """Model FLOPs over the predicted step time and the GPUs' peak: the MFU assumption less bubble and communication."""
+
+
+class Plan(StrictConfig):
+    id: str
+    sweep: SweepOrigin
+    target: Target
+    cluster: Cluster
+    tokens: int
+    global_batch_tokens: int
+    assumptions: Assumptions
+    run: FullRunConfig
+    """What the megatron-core entry runs (train_entry/megatron)."""
+    layouts: list[RankedLayout]
+    """The chosen layout first (it is run.parallelism), then the next best."""
+    layouts_considered: int
+    """Layouts that satisfied Megatron's constraints; the ranked ones are those that also fit in memory."""
+    estimate: Estimate
+    placeholders: list[str]
+    """Inputs the request left out, stood in for by paths under /PLACEHOLDER; a submission refuses them."""
+
+    @property
+    def chosen(self) -> RankedLayout:
+        return self.layouts[0]
+
+    @classmethod
+    def read(cls, path: str | Path) -> Plan:
+        """A plan from its plan.json, or from the directory holding it."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / PLAN_JSON
+        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+
+    def write(self, directory: Path) -> Path:
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / PLAN_JSON
+        tmp = directory / f".{PLAN_JSON}.tmp"
+        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        return path
+
+    def require_real_inputs(self) -> None:
+        """Raises PromotionError when any input is still a placeholder: what a submission checks first."""
+        if self.placeholders:
+            raise PromotionError(
+                f"plan {self.id} still has placeholders for: {', '.join(self.placeholders)}; give them "
+                "(--data-prefix, --tokenizer, --base-checkpoint, --save-dir or the --config file) and plan again"
+            )
+
+
+def plan_dir(run_dir: Path, plan_id: str) -> Path:
+    return run_dir / PROMOTION_DIR / plan_id
+
+
+def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:
+    """The optimum from best.json and the resolved config its proxy trial ran (blend and schedule);
+    PromotionError when there is none."""
+    best_path = run_dir / BEST_JSON
+    if not best_path.is_file():
+        raise PromotionError(
+            f"{run_dir} is not a finished sweep: no {BEST_JSON} (run `sweep run SPEC` to the end first)"
+        )
+    best = json.loads(best_path.read_text(encoding="utf-8"))
+    row = best.get("optimum")
+    if row is None:
+        raise PromotionError(
+            f"{best_path} has no optimum to promote: {best.get('verdict', 'no feasible trial')}"
+        )
+    optimum = Optimum(
+        trial=row["number"],
+        lr_fraction=row["lr_fraction"],
+        mix=row["mix"],
+        domain_gain=row["domain_gain"],
+        forgetting=row["forgetting"],
+    )
+    trial_path = run_dir / TRIALS_DIR / f"{optimum.trial:04d}" / TRIAL_CONFIG_JSON
+    if not trial_path.is_file():
+        raise PromotionError(
+            f"the optimum's resolved trial config {trial_path} is missing; the run directory is incomplete"
+        )
+    return optimum, TrialConfig.model_validate_json(
+        trial_path.read_text(encoding="utf-8")
+    )
+
+
+def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
+    """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs."""
+    run_dir = Path(run_dir)
+    optimum, trial = read_optimum(run_dir)
+    if config.target is None:
+        raise PromotionError(
+            "no target: name a preset or a target YAML file (--target, or target: in --config)"
+        )
+    target = load_target(config.target)
+    cluster = load_cluster(config.cluster)
+    model = target.model
+    if config.global_batch_tokens % model.seq_length:
+        raise PromotionError(
+            f"global batch of {config.global_batch_tokens} tokens is not a whole number of "
+            f"{model.seq_length}-token sequences (the target's sequence length)"
+        )
+    global_batch_size = config.global_batch_tokens // model.seq_length
+    search = search_layouts(
+        model,
+        cluster,
+        global_batch_size=global_batch_size,
+        request=config.layout,
+        assumptions=config.assumptions,
+    )
+    chosen = search.ranked[0]
+    train_iters = math.ceil(config.tokens / config.global_batch_tokens)
+    peak_lr = _significant(optimum.lr_fraction * target.max_lr)
+    non_english_share = trial.non_english_share
+    blend, placeholders = _blend(optimum.mix, non_english_share, config)
+    checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
+    tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
+    placeholders += (
+        [] if config.data.tokenizer else ["tokenizer"]
+    ) + checkpoint_placeholders
+    try:
+        run = FullRunConfig(
+            model=model,
+            parallelism=chosen.parallelism,
+            optimization=Optimization(
+                lr=peak_lr,
+                # The proxy's schedule, scaled: the same decay shape and floor the sweep measured.
+                min_lr=_significant(peak_lr * trial.proxy.min_lr_ratio),
+                warmup_iters=round(train_iters * config.warmup_fraction),
+                train_iters=train_iters,
+                decay_style=trial.proxy.schedule,
+            ),
+            data=Data(blend=blend, tokenizer=tokenizer, split=config.data.split),
+            checkpoint=checkpoint,
+            # A validation loss with every checkpoint: the curve to judge a resume or a rollback by.
+            eval_interval=checkpoint.save_interval,
+        )
+        core_configs(run)
+        run.parallelism.data_parallel_size(cluster.gpus)
+    except (CoreConfigError, ValueError) as error:
+        raise PromotionError(f"megatron-core rejects the plan: {error}") from error
+    origin = SweepOrigin(
+        run_dir=str(run_dir),
+        name=run_dir.resolve().name,
+        optimum=optimum,
+        non_english_share=non_english_share,
+    )
+    return Plan(
+        id=plan_id(origin, target, cluster, config),
+        sweep=origin,
+        target=target,
+        cluster=cluster,
+        tokens=config.tokens,
+        global_batch_tokens=config.global_batch_tokens,
+        assumptions=config.assumptions,
+        run=run,
+        layouts=search.ranked[:LAYOUTS_KEPT],
+        layouts_considered=search.considered,
+        estimate=_estimate(
+            model, cluster, chosen, train_iters, config.global_batch_tokens
+        ),
+        placeholders=placeholders,
+    )
+
+
+def plan_id(
+    origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig
+) -> str:
+    """<target>-<cluster>-<hash8>: the hash covers the sweep, its optimum, both shapes, tokens and batch."""
+    decided_by: dict[str, Any] = {
+        "sweep": origin.name,
+        "lr_fraction": origin.optimum.lr_fraction,
+        "mix": str(origin.optimum.mix),
+        "target": target.model_dump(mode="json"),
+        "cluster": cluster.model_dump(mode="json"),
+        "tokens": config.tokens,
+        "global_batch_tokens": config.global_batch_tokens,
+    }
+    digest = hashlib.sha256(json.dumps(decided_by, sort_keys=True).encode()).hexdigest()
+    return f"{target.name}-{cluster.name}-{digest[:8]}"
+
+
+def _blend(
+    mix: MixRatio, non_english_share: float, config: PromotionConfig
+) -> tuple[list[BlendSource], list[str]]:
+    """Megatron blend weights: the proxy's side weights (train_entry.mix.blend_weights), each side's
+    weight split over its prefixes by token count when all are known, equally otherwise."""
+    sources: list[BlendSource] = []
+    placeholders: list[str] = []
+    for side, weight in blend_weights(mix, non_english_share).items():
+        prefixes: list[DataPrefix] = getattr(config.data, side)
+        if not prefixes:
+            prefixes = [
+                DataPrefix(prefix=f"{PLACEHOLDER_ROOT}/data/{side}_text_document")
+            ]
+            placeholders.append(f"data prefix {side}")
+        counts = [prefix.tokens for prefix in prefixes]
+        shares = (
+            [count / sum(counts) for count in counts]
+            if all(count is not None for count in counts)
+            else [1 / len(prefixes)] * len(prefixes)
+        )
+        sources.extend(
+            BlendSource(
+                weight=_significant(weight * share), prefix=prefix.prefix, name=side
+            )
+            for prefix, share in zip(prefixes, shares)
+        )
+    return sources, placeholders
+
+
+def _checkpoint(config: PromotionConfig, step_s: float) -> tuple[Checkpoint, list[str]]:
+    given = config.checkpoint
+    placeholders = [
+        label
+        for label, value in (
+            ("base checkpoint", given.base_dir),
+            ("save dir", given.save_dir),
+        )
+        if not value
+    ]
+    checkpoint = Checkpoint(
+        save_dir=given.save_dir or f"{PLACEHOLDER_ROOT}/checkpoints",
+        save_interval=max(1, int(given.interval_hours * 3600 / step_s)),
+        base_dir=given.base_dir or f"{PLACEHOLDER_ROOT}/base-checkpoint",
+    )
+    return checkpoint, placeholders
+
+
+def _estimate(
+    model, cluster: Cluster, chosen: RankedLayout, train_iters: int, batch_tokens: int
+) -> Estimate:
+    step = chosen.step.total_s
+    seconds = step * train_iters
+    return Estimate(
+        step_s=step,
+        train_iters=train_iters,
+        days=seconds / 86400,
+        gpu_hours=seconds * cluster.gpus / 3600,
+        tokens_per_s_per_gpu=batch_tokens / step / cluster.gpus,
+        effective_mfu=model_flops_per_token(model)
+        * batch_tokens
+        / step
+        / (cluster.gpus * cluster.peak_bf16_tflops * 1e12),
+    )
+
+
+def _significant(value: float) -> float:
+    """Six significant digits: 1.5e-05, not 1.4999999999999999e-05, in plan.json and Megatron's flags."""
+    return float(f"{value:.6g}")

@@ -1,0 +1,189 @@
+"""The plan for people: rich tables of the run, the chosen layout and the next best, and the estimate
+with its assumptions; printed by `sweep promote` and written as summary.md beside plan.json."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group
+from rich.table import Table
+
+from sweep.promote.layout import RankedLayout, describe
+from sweep.promote.plan import Plan
+
+SUMMARY_MD = "summary.md"
+SUMMARY_WIDTH = 120
+"""Columns of summary.md's tables: fixed, so the file is the same on every terminal."""
+
+
+def summary_tables(plan: Plan) -> Group:
+    return Group(
+        _run_table(plan), _blend_table(plan), _layout_table(plan), _estimate_table(plan)
+    )
+
+
+def summary_markdown(plan: Plan) -> str:
+    buffer = io.StringIO()
+    Console(
+        file=buffer, width=SUMMARY_WIDTH, color_system=None, force_terminal=False
+    ).print(summary_tables(plan))
+    text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
+    notes = "".join(f"- placeholder: {name}\n" for name in plan.placeholders)
+    return f"# Promotion plan {plan.id}\n\n```\n{text}\n```\n" + (
+        f"\n{notes}" if notes else ""
+    )
+
+
+def _run_table(plan: Plan) -> Table:
+    run, optimum = plan.run, plan.sweep.optimum
+    opt = run.optimization
+    table = Table(title=f"Plan {plan.id}", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    rows = [
+        (
+            "sweep",
+            (
+                f"{plan.sweep.name} (trial {optimum.trial}: domain_gain {optimum.domain_gain:.4f}, "
+                f"forgetting {optimum.forgetting:.4f})"
+            ),
+        ),
+        (
+            "target",
+            (
+                f"{plan.target.name}: {run.model.num_layers} layers, hidden {run.model.hidden_size}, "
+                f"FFN {run.model.ffn_hidden_size}, {run.model.num_attention_heads} heads / {run.model.num_query_groups} KV, "
+                f"vocab {run.model.vocab_size}, seq {run.model.seq_length}"
+            ),
+        ),
+        (
+            "cluster",
+            (
+                f"{plan.cluster.name}: {plan.cluster.nodes} x {plan.cluster.gpus_per_node} GPUs, "
+                f"{plan.cluster.gpu_memory_gb:g} GB, {plan.cluster.peak_bf16_tflops:g} TFLOP/s bf16"
+            ),
+        ),
+        (
+            "peak LR",
+            f"{opt.lr:.4g} = lr_fraction {optimum.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}",
+        ),
+        (
+            "schedule",
+            f"{opt.warmup_iters} warmup iters, {opt.decay_style} to min LR {opt.min_lr:.4g}",
+        ),
+        (
+            "tokens",
+            (
+                f"{plan.tokens:,} in {opt.train_iters:,} iterations of {plan.global_batch_tokens:,} tokens "
+                f"({run.parallelism.global_batch_size} x {run.model.seq_length})"
+            ),
+        ),
+        (
+            "mix",
+            f"general:domain {optimum.mix}, non-English share {plan.sweep.non_english_share:g} of general",
+        ),
+        (
+            "checkpoints",
+            (
+                f"every {run.checkpoint.save_interval} iters to {run.checkpoint.save_dir}; "
+                f"first launch starts from {run.checkpoint.base_dir}"
+            ),
+        ),
+        ("tokenizer", run.data.tokenizer),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def _blend_table(plan: Plan) -> Table:
+    table = Table(title="Blend (Megatron --data-path)")
+    for column in ("corpus", "weight", "prefix"):
+        table.add_column(column, justify="right" if column == "weight" else "left")
+    for source in plan.run.data.blend:
+        table.add_row(source.name or "", f"{source.weight:.4f}", source.prefix)
+    return table
+
+
+def _layout_table(plan: Plan) -> Table:
+    table = Table(
+        title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)"
+    )
+    for column in (
+        "",
+        "layout",
+        "memory/GPU GB",
+        "step s",
+        "compute",
+        "bubble",
+        "TP",
+        "CP",
+        "DP",
+        "PP",
+    ):
+        table.add_column(
+            column, justify="left" if column in ("", "layout") else "right"
+        )
+    for index, layout in enumerate(plan.layouts):
+        table.add_row(
+            "chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout)
+        )
+    return table
+
+
+def _layout_cells(layout: RankedLayout) -> list[str]:
+    step = layout.step
+    return [
+        describe(layout),
+        f"{layout.memory.total_gb:.1f}",
+        f"{step.total_s:.2f}",
+        *(
+            f"{value:.2f}"
+            for value in (
+                step.compute_s,
+                step.bubble_s,
+                step.tp_comm_s,
+                step.cp_comm_s,
+                step.dp_comm_s,
+                step.pp_comm_s,
+            )
+        ),
+    ]
+
+
+def _estimate_table(plan: Plan) -> Table:
+    estimate, memory = plan.estimate, plan.chosen.memory
+    table = Table(title="Estimate (chosen layout)", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    rows = [
+        ("step time", f"{estimate.step_s:.2f} s"),
+        (
+            "wall clock",
+            f"{estimate.days:.1f} days for {estimate.train_iters:,} iterations",
+        ),
+        ("GPU-hours", f"{estimate.gpu_hours:,.0f}"),
+        (
+            "throughput",
+            f"{estimate.tokens_per_s_per_gpu:,.0f} tokens/s/GPU, effective MFU {estimate.effective_mfu:.1%}",
+        ),
+        (
+            "memory/GPU",
+            (
+                f"{memory.total_gb:.1f} GB on the {memory.stage} stage: weights {memory.weights_gb:.1f}, "
+                f"grads {memory.gradients_gb:.1f}, optimizer {memory.optimizer_gb:.1f}, activations {memory.activations_gb:.1f}, "
+                f"reserve {memory.reserve_gb:.1f}"
+            ),
+        ),
+        (
+            "MFU assumed",
+            f"{plan.assumptions.mfu:.0%} of peak for compute: {plan.assumptions.mfu_source}",
+        ),
+        (
+            "not modelled",
+            "data loading, checkpoint saves, failures and restarts, kernel efficiency varying with shard size",
+        ),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
