@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from train_entry.data.indexed import build_indexed
+from train_entry.data.tokenizer import train_bpe
 from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig
 
 
@@ -76,3 +79,33 @@ def single_rank_group():
     finally:
         parallel_state.destroy_model_parallel()
         dist.destroy_process_group()
+
+
+@pytest.fixture(scope="session")
+def indexed_corpora(tiny_corpora, tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """A 512-token BPE and the tiny general and e-commerce training corpora indexed with it (prefixes by name)."""
+    cache = tmp_path_factory.mktemp("full-run-data")
+    corpora = tiny_corpora / "corpora"
+    tokenizer = train_bpe([corpora / "general_en/train.jsonl"], 512, cache)
+    prefixes = {
+        "general": build_indexed(corpora / "general_en/train.jsonl", tokenizer, cache).prefix,
+        "domain": build_indexed(corpora / "ecommerce/train.jsonl", tokenizer, cache).prefix,
+    }
+    return tokenizer, prefixes
+
+
+@pytest.fixture
+def blend_data(indexed_corpora) -> Callable[..., dict[str, Any]]:
+    """blend_data(weights, cache_dir=...): a run config's data section over the indexed tiny corpora."""
+    tokenizer, prefixes = indexed_corpora
+
+    def make(weights: dict[str, float], *, cache_dir: Path) -> dict[str, Any]:
+        return {
+            "blend": [{"weight": weight, "prefix": prefixes[name], "name": name} for name, weight in weights.items()],
+            "tokenizer": str(tokenizer),
+            "split": "90,10,0",
+            "cache_dir": str(cache_dir),
+            "num_workers": 0,
+        }
+
+    return make

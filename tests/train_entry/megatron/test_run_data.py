@@ -6,45 +6,23 @@ import numpy as np
 import pytest
 import torch
 
-from train_entry.data.indexed import build_indexed
-from train_entry.data.tokenizer import train_bpe
 from train_entry.megatron.config import FullRunConfig, RunConfigError
 from train_entry.megatron.data import DataParallelMicroBatches, build_datasets, micro_batches
 
 WEIGHTS = {"general": 0.7, "domain": 0.3}
 
 
-@pytest.fixture(scope="module")
-def indexed(tiny_corpora, tmp_path_factory):
-    """A 512-token BPE and the tiny general and e-commerce corpora indexed with it."""
-    cache = tmp_path_factory.mktemp("run-data-cache")
-    corpora = tiny_corpora / "corpora"
-    tokenizer = train_bpe([corpora / "general_en/train.jsonl"], 512, cache)
-    prefixes = {
-        "general": build_indexed(corpora / "general_en/train.jsonl", tokenizer, cache).prefix,
-        "domain": build_indexed(corpora / "ecommerce/train.jsonl", tokenizer, cache).prefix,
-    }
-    return tokenizer, prefixes
-
-
-def _config(full_run_data, indexed, tmp_path, **top) -> FullRunConfig:
-    tokenizer, prefixes = indexed
+def _config(full_run_data, blend_data, tmp_path, **top) -> FullRunConfig:
     data = full_run_data()
     data["model"] |= {"seq_length": 32}
     data["parallelism"] = {"global_batch_size": 8, "micro_batch_size": 2}
     data["optimization"] |= {"train_iters": 12, "warmup_iters": 2}
-    data["data"] = {
-        "blend": [{"weight": w, "prefix": prefixes[name], "name": name} for name, w in WEIGHTS.items()],
-        "tokenizer": str(tokenizer),
-        "split": "90,10,0",
-        "cache_dir": str(tmp_path / "index-cache"),
-        "num_workers": 0,
-    }
+    data["data"] = blend_data(WEIGHTS, cache_dir=tmp_path / "index-cache")
     return FullRunConfig.model_validate({**data, **top})
 
 
-def test_train_split_is_blended_by_the_plans_weights(single_rank_group, full_run_data, indexed, tmp_path):
-    datasets = build_datasets(_config(full_run_data, indexed, tmp_path), built_on_this_rank=True)
+def test_train_split_is_blended_by_the_plans_weights(single_rank_group, full_run_data, blend_data, tmp_path):
+    datasets = build_datasets(_config(full_run_data, blend_data, tmp_path), built_on_this_rank=True)
     assert len(datasets.train) >= 12 * 8 and datasets.valid is None  # megatron-core rounds each share up
     shares = np.bincount(datasets.train.dataset_index, minlength=2) / len(datasets.train)
     assert shares == pytest.approx(list(WEIGHTS.values()), abs=0.02)
@@ -53,21 +31,21 @@ def test_train_split_is_blended_by_the_plans_weights(single_rank_group, full_run
     assert torch.equal(sample["tokens"][1:], sample["labels"][:-1])
 
 
-def test_evaluation_gets_fixed_held_out_batches(single_rank_group, full_run_data, indexed, tmp_path):
-    config = _config(full_run_data, indexed, tmp_path, eval_interval=4, eval_iters=2)
+def test_evaluation_gets_fixed_held_out_batches(single_rank_group, full_run_data, blend_data, tmp_path):
+    config = _config(full_run_data, blend_data, tmp_path, eval_interval=4, eval_iters=2)
     datasets = build_datasets(config, built_on_this_rank=True)
     assert len(datasets.valid) >= 2 * 8
     again = build_datasets(config, built_on_this_rank=True)
     assert torch.equal(datasets.valid[5]["tokens"], again.valid[5]["tokens"])
 
 
-def test_ranks_that_read_no_data_get_none(single_rank_group, full_run_data, indexed, tmp_path):
-    datasets = build_datasets(_config(full_run_data, indexed, tmp_path), built_on_this_rank=False)
+def test_ranks_that_read_no_data_get_none(single_rank_group, full_run_data, blend_data, tmp_path):
+    datasets = build_datasets(_config(full_run_data, blend_data, tmp_path), built_on_this_rank=False)
     assert datasets.train is None and datasets.valid is None
 
 
-def test_a_tokenizer_larger_than_the_embedding_is_rejected(single_rank_group, full_run_data, indexed, tmp_path):
-    config = _config(full_run_data, indexed, tmp_path)
+def test_a_tokenizer_larger_than_the_embedding_is_rejected(single_rank_group, full_run_data, blend_data, tmp_path):
+    config = _config(full_run_data, blend_data, tmp_path)
     config = config.model_copy(update={"model": config.model.model_copy(update={"vocab_size": 256})})
     with pytest.raises(RunConfigError, match="has 512 tokens, more than the model's model.vocab_size=256"):
         build_datasets(config, built_on_this_rank=True)
@@ -92,8 +70,8 @@ def test_a_resume_continues_with_the_sample_after_the_last_one_trained():
         DataParallelMicroBatches(total=64, consumed=3, micro_batch_size=2, rank=0, size=2)
 
 
-def test_micro_batches_read_the_samples_the_sampler_names(single_rank_group, full_run_data, indexed, tmp_path):
-    train = build_datasets(_config(full_run_data, indexed, tmp_path), built_on_this_rank=True).train
+def test_micro_batches_read_the_samples_the_sampler_names(single_rank_group, full_run_data, blend_data, tmp_path):
+    train = build_datasets(_config(full_run_data, blend_data, tmp_path), built_on_this_rank=True).train
     batches = micro_batches(train, consumed=16, micro_batch_size=2, rank=1, size=2, num_workers=0)
     first = next(batches)
     assert first["tokens"].shape == (2, 32)

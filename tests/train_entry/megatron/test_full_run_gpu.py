@@ -1,0 +1,102 @@
+"""The full run on one GPU: a tiny Llama trained 20 iterations, killed after its checkpoint at 10, resumed.
+
+Skipped without CUDA (this is the only path megatron-core's model runs on). One process, an NCCL
+group of one, the same train() torchrun and Ray Train workers call.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from train_entry.megatron.checkpoints import StartKind, iteration_dir, latest_iteration
+from train_entry.megatron.config import FullRunConfig
+from train_entry.megatron.train import StepMetrics, train
+
+pytestmark = pytest.mark.gpu
+
+
+class _Killed(Exception):
+    """Stands for the process dying right after a checkpoint."""
+
+
+@pytest.fixture
+def single_gpu_job(monkeypatch):
+    """new_job(): torchrun's environment for a job of one process, on a port no earlier job held."""
+
+    def new_job() -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        environment = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": "0", "WORLD_SIZE": "1"}
+        for name, value in {**environment, "LOCAL_RANK": "0"}.items():
+            monkeypatch.setenv(name, value)
+
+    return new_job
+
+
+def _tiny(blend_data, tmp_path, **checkpoint) -> FullRunConfig:
+    return FullRunConfig.model_validate(
+        {
+            "model": {
+                "num_layers": 2,
+                "hidden_size": 128,
+                "ffn_hidden_size": 352,
+                "num_attention_heads": 4,
+                "num_query_groups": 2,
+                "vocab_size": 512,
+                "seq_length": 64,
+            },
+            "parallelism": {"global_batch_size": 16, "micro_batch_size": 4},
+            "optimization": {"lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 2, "train_iters": 20},
+            "data": blend_data({"general": 0.5, "domain": 0.5}, cache_dir=tmp_path / "index-cache"),
+            "checkpoint": {"save_dir": str(tmp_path / "run"), "save_interval": 10, **checkpoint},
+            "log_interval": 5,
+            "eval_interval": 10,
+            "eval_iters": 2,
+        }
+    )
+
+
+def test_trains_checkpoints_and_resumes_after_a_kill(single_gpu_job, blend_data, tmp_path):
+    config = _tiny(blend_data, tmp_path)
+    logged: list[StepMetrics] = []
+
+    def die_after_first_checkpoint(iteration, directory):
+        raise _Killed(iteration)
+
+    single_gpu_job()
+    with pytest.raises(_Killed):
+        train(config, on_log=logged.append, on_checkpoint=die_after_first_checkpoint)
+    assert latest_iteration(tmp_path / "run") == 10
+    assert [m.iteration for m in logged] == [5, 10]
+
+    single_gpu_job()
+    result = train(config, on_log=logged.append)
+    assert (result.start, result.start_iteration, result.iteration) == (StartKind.RESUME, 10, 20)
+    assert result.checkpoints == [str(iteration_dir(tmp_path / "run", 20))]
+    assert [m.iteration for m in logged] == [5, 10, 15, 20]
+    # The resumed run continued the schedule (it ends at min_lr) and the loss kept falling.
+    assert logged[-1].lr == pytest.approx(3e-4)
+    assert logged[-1].train_loss < logged[0].train_loss
+    assert logged[-1].valid_loss < logged[1].valid_loss
+
+
+def test_starts_from_a_base_with_its_weights_and_a_fresh_schedule(single_gpu_job, blend_data, tmp_path):
+    single_gpu_job()
+    trained = train(_tiny(blend_data, tmp_path / "base-run"))
+    scratch: list[StepMetrics] = []
+    continued: list[StepMetrics] = []
+    first_iteration = {"optimization": {"lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 2, "train_iters": 3}}
+    for base, logged in ((None, scratch), (trained.checkpoints[-1], continued)):
+        data = _tiny(blend_data, tmp_path / f"from-{base is not None}", base_dir=base).model_dump()
+        config = FullRunConfig.model_validate({**data, **first_iteration, "log_interval": 1, "eval_interval": None})
+        single_gpu_job()
+        result = train(config, on_log=logged.append)
+        assert result.start_iteration == 0 and result.iteration == 3
+    assert result.start is StartKind.BASE
+    # Iteration 1 runs at LR 0 (warmup starts there): its loss is the starting weights' loss. Both runs
+    # initialise the same random weights from the same seed, so only a loaded base can lower it.
+    assert continued[0].train_loss < scratch[0].train_loss - 0.2
+    assert continued[0].lr == scratch[0].lr
