@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from train_entry.megatron.config import FullRunConfig
+from train_entry.megatron.config import FullRunConfig, RunConfigError
 
 
 def test_round_trips_through_json(full_run):
@@ -87,3 +87,12 @@ def test_data_parallel_size_is_derived_from_the_world_or_checked_against_it(full
         pinned.data_parallel_size(256)
     with pytest.raises(ValueError, match="data-parallel size 7"):
         free.data_parallel_size(224)
+
+
+def test_interleaved_pipelines_need_micro_batches_in_groups_of_the_pipeline(full_run_data):
+    interleaved = FullRunConfig.model_validate(full_run_data(tensor=8, pipeline=4, virtual_pipeline=5)).parallelism
+    assert interleaved.num_microbatches(480) == 96  # 1440 sequences over 15 data-parallel ranks
+    with pytest.raises(RunConfigError, match="the 90 micro-batches per iteration .* must be a multiple of pipeline=4"):
+        interleaved.num_microbatches(512)
+    plain = FullRunConfig.model_validate(full_run_data(tensor=8, pipeline=4)).parallelism
+    assert plain.num_microbatches(512) == 90
