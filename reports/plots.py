@@ -79,6 +79,7 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
             )
         optimum = snapshot.selection.optimum
         if optimum is not None:
+            where = f"lr_fraction {optimum.lr_fraction:.3g}, mix {snapshot.mix_label(optimum)}"
             ax.scatter(
                 [optimum.forgetting],
                 [optimum.domain_gain],
@@ -88,16 +89,13 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
                 edgecolor="white",
                 linewidth=0.8,
                 zorder=5,
-                label=f"{label}optimum (trial {optimum.number})",
+                # With several runs the optima may sit close together: their labels go in the legend.
+                label=f"{label}optimum (trial {optimum.number})" + (f": {where}" if several else ""),
             )
-            ax.annotate(
-                f"{snapshot.name + ': ' if several else ''}lr_fraction {optimum.lr_fraction:.3g}, "
-                f"mix {snapshot.mix_label(optimum)}",
-                (optimum.forgetting, optimum.domain_gain),
-                xytext=(8, 8),
-                textcoords="offset points",
-                fontsize=9,
-            )
+            if not several:
+                ax.annotate(
+                    where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points"
+                )
     budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
     for budget in budgets:
         ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")

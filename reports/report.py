@@ -30,7 +30,7 @@ PLOT_DPI = 110
 """Sharp on a laptop screen while a page of five plots stays around 1 MB."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plot:
     name: str
     """File stem of its PNG in the report folder."""
@@ -92,6 +92,7 @@ def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list
         undefined=StrictUndefined,  # a misspelt field fails the report instead of showing a blank
         trim_blocks=True,
         lstrip_blocks=True,
+        keep_trailing_newline=True,
     )
     for plot in plot_list:
         _replace(folder / plot.file, plot.png)

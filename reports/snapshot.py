@@ -25,7 +25,7 @@ from sweep.table import TrialRow, trial_row
 from train_entry.trial_config import Metrics
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunSnapshot:
     name: str
     """The study's name (the run directory's name unless it was moved)."""

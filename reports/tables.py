@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from reports.console import make_console
-
 from train_entry.data.corpus import CorpusStats
 from train_entry.trial_config import Metrics, TrialResult
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -31,6 +32,7 @@ from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
 
 PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "curves.png")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+EXPECTED_MD = Path(__file__).parent / "expected" / "run_report.md"
 
 
 def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, **search) -> Path:
@@ -91,6 +93,17 @@ def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_t
     markdown = (index.parent / REPORT_MD).read_text()
     assert snapshot.selection.verdict in markdown and "(front.png)" in markdown
     assert "still running" not in html
+
+
+def test_run_report_markdown_matches_the_stored_expected_file(runs):
+    """A change to what the report says shows up in review. After a deliberate change, rewrite the
+    file with CPT_SWEEP_UPDATE_EXPECTED=1 and read its diff."""
+    run_dir = make_run(runs, "expected")
+    markdown = (write_run_report(run_dir).parent / REPORT_MD).read_text()
+    markdown = re.sub(r"Read from the study at \S+?([,.])", r"Read from the study at <time>\1", markdown)
+    if os.environ.get("CPT_SWEEP_UPDATE_EXPECTED"):
+        EXPECTED_MD.write_text(markdown)
+    assert markdown == EXPECTED_MD.read_text()
 
 
 def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
