@@ -111,11 +111,14 @@ class Parallelism(StrictConfig):
             raise ValueError(f"virtual_pipeline needs pipeline >= 2, got {self.pipeline=}, {self.virtual_pipeline=}")
         if self.sequence_parallel and self.tensor < 2:
             raise ValueError(f"sequence_parallel needs tensor >= 2, got {self.tensor=}")
-        if self.data is not None and self.global_batch_size % (self.micro_batch_size * self.data):
-            raise ValueError(
-                f"global_batch_size must be a multiple of micro_batch_size x data, "
-                f"got {self.global_batch_size=}, {self.micro_batch_size=}, {self.data=}"
-            )
+        if self.data is not None:
+            if self.global_batch_size % (self.micro_batch_size * self.data):
+                raise ValueError(
+                    f"global_batch_size must be a multiple of micro_batch_size x data, "
+                    f"got {self.global_batch_size=}, {self.micro_batch_size=}, {self.data=}"
+                )
+            # With the data-parallel size pinned, the micro-batch grouping can be checked before any job.
+            self.num_microbatches(self.data * self.model_parallel_size)
         return self
 
     @property

@@ -51,6 +51,7 @@ _SELF_EXPLANATORY = {
         ({"tensor": 8, "pipeline": 4, "data": 7}, "self.global_batch_size=1440, self.micro_batch_size=1, self.data=7"),
         ({"tensor": 7}, "model.vocab_size=128256, parallelism.tensor=7"),
         ({"context": 3}, "multiple of 6"),
+        ({"tensor": 8, "pipeline": 4, "virtual_pipeline": 5, "data": 16}, "90 micro-batches .* multiple of pipeline=4"),
     ],
 )
 def test_rejects_layouts_that_cannot_run(full_run_data, parallelism, message):
