@@ -277,9 +277,7 @@ def _blend(
             else [1 / len(prefixes)] * len(prefixes)
         )
         sources.extend(
-            BlendSource(
-                weight=_significant(weight * share), prefix=prefix.prefix, name=side
-            )
+            BlendSource(weight=weight * share, prefix=prefix.prefix, name=side)
             for prefix, share in zip(prefixes, shares)
         )
     return sources, placeholders
@@ -322,5 +320,5 @@ def _estimate(
 
 
 def _significant(value: float) -> float:
-    """Six significant digits: 1.5e-05, not 1.4999999999999999e-05, in plan.json and Megatron's flags."""
+    """Six significant digits for an LR: 1.5e-05, not 1.4999999999999999e-05, in plan.json and the flags."""
     return float(f"{value:.6g}")

@@ -11,8 +11,8 @@ rank order is TP, CP, DP, PP from the innermost):
       activations per layer forward and 4 backward (+4 with full recomputation); not overlapped
       (Megatron's --tp-comm-overlap needs Transformer Engine userbuffers, which the plan leaves off).
   CP: ring attention passes K and V around the CP group (cp-1) times forward, K, V and their
-      gradients backward; megatron-core overlaps it with the attention compute, so only what the
-      attention compute cannot hide counts.
+      gradients backward; megatron-core overlaps it with the attention compute (causal: half the
+      non-causal count), so only what that compute cannot hide counts.
   DP: the distributed optimizer's fp32 gradient reduce-scatter and bf16 parameter all-gather over
       DP x CP; overlapped (--overlap-grad-reduce, --overlap-param-gather) with the last microbatch's
       backward and the first microbatch's forward, so only what they cannot hide counts.
@@ -101,7 +101,9 @@ def step_time(
     kv_chunk = micro_tokens * 2 * kv_width(model) / tp * BYTES_ACTIVATION
     cp_volume = (cp - 1) * kv_chunk * 3  # forward: K, V; backward: K, V and dK, dV
     cp_bw = bandwidth(tp * cp)
-    attention_compute = attention * tokens_per_step / gpus / rate
+    # Flash attention skips the causal mask's upper half: the time there is to hide behind is half
+    # of what the (non-causal) model-FLOPs convention counts.
+    attention_compute = attention / 2 * tokens_per_step / gpus / rate
     cp_comm = (
         max(0.0, layers * microbatches * cp_volume / cp_bw - attention_compute)
         if cp > 1

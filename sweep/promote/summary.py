@@ -14,6 +14,8 @@ from sweep.promote.plan import Plan
 SUMMARY_MD = "summary.md"
 SUMMARY_WIDTH = 120
 """Columns of summary.md's tables: fixed, so the file is the same on every terminal."""
+NEAR_TIE = 0.02
+"""Step times this close are not told apart by a model built on one MFU figure and nominal bandwidths."""
 
 
 def summary_tables(plan: Plan) -> Group:
@@ -153,6 +155,10 @@ def _layout_cells(layout: RankedLayout) -> list[str]:
 
 def _estimate_table(plan: Plan) -> Table:
     estimate, memory = plan.estimate, plan.chosen.memory
+    close = sum(
+        layout.step.total_s <= estimate.step_s * (1 + NEAR_TIE)
+        for layout in plan.layouts[1:]
+    )
     table = Table(title="Estimate (chosen layout)", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
@@ -182,6 +188,13 @@ def _estimate_table(plan: Plan) -> Table:
         (
             "not modelled",
             "data loading, checkpoint saves, failures and restarts, kernel efficiency varying with shard size",
+        ),
+        (
+            "ranking",
+            (
+                f"{close} of the layouts shown are within {NEAR_TIE:.0%} of the chosen step time: equal within this "
+                "model's precision; pin a familiar one with --tensor-parallel, --pipeline-parallel, --context-parallel"
+            ),
         ),
     ]
     for key, value in rows:

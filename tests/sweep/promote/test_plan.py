@@ -1,0 +1,268 @@
+"""Plans of the 8B and 70B targets on 480 H100s: LR and blend follow the optimum, megatron-core's
+configs accept them, the Megatron-LM arguments agree with plan.json, and the generated files match
+the stored expected ones.
+
+Regenerate the expected files after a deliberate change with
+    CPT_SWEEP_REGENERATE=1 .venv/bin/pytest tests/sweep/promote/test_plan.py
+and review their diff.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+from conftest import write_run
+
+from sweep.promote.config import (
+    DataPrefix,
+    PromotionCheckpoint,
+    PromotionConfig,
+    PromotionData,
+)
+from sweep.promote.dry_run import ARGS_TXT, write_plan
+from sweep.promote.errors import PromotionError
+from sweep.promote.plan import Plan, make_plan
+from sweep.promote.summary import SUMMARY_MD
+from train_entry.megatron.core_configs import core_configs
+from train_entry.mix import MixRatio, blend_weights
+
+EXPECTED = Path(__file__).parent / "expected"
+TARGETS = ["llama3.1-8b", "llama3.1-70b"]
+MAX_LR = {"llama3.1-8b": 3e-4, "llama3.1-70b": 1.5e-4}
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("plans") / "runs" / "lr_mix")
+
+
+@pytest.fixture(scope="module")
+def plans(run_dir) -> dict[str, Plan]:
+    return {
+        target: make_plan(run_dir, PromotionConfig(target=target)) for target in TARGETS
+    }
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_megatron_core_configs_instantiate_with_the_plans_layout(plans, target):
+    plan = plans[target]
+    transformer, optimizer, ddp = core_configs(plan.run)
+    par = plan.chosen.parallelism
+    assert plan.run.parallelism == par
+    assert (
+        transformer.tensor_model_parallel_size,
+        transformer.pipeline_model_parallel_size,
+    ) == (par.tensor, par.pipeline)
+    assert transformer.virtual_pipeline_model_parallel_size == par.virtual_pipeline
+    assert transformer.context_parallel_size == par.context
+    assert transformer.num_layers == plan.target.model.num_layers
+    assert transformer.num_query_groups == 8
+    assert (optimizer.lr, optimizer.min_lr) == (
+        plan.run.optimization.lr,
+        plan.run.optimization.min_lr,
+    )
+    assert ddp.use_distributed_optimizer and optimizer.use_distributed_optimizer
+    assert par.data_parallel_size(plan.cluster.gpus) == plan.chosen.data_parallel
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
+    plan = plans[target]
+    assert plan.cluster.gpus == 480
+    assert all(layout.memory.total_gb < 80 for layout in plan.layouts)
+    assert len(plan.layouts) >= 2  # the chosen layout and the next best
+    opt = plan.run.optimization
+    assert opt.train_iters == math.ceil(10**12 / (1440 * 8192)) == 84772
+    assert opt.warmup_iters == round(84772 * 0.01)
+    assert plan.run.parallelism.global_batch_size == 1440
+    assert plan.estimate.days == pytest.approx(plan.estimate.step_s * 84772 / 86400)
+    assert plan.estimate.gpu_hours == pytest.approx(
+        plan.estimate.step_s * 84772 * 480 / 3600
+    )
+    assert 0 < plan.estimate.effective_mfu < plan.assumptions.mfu
+
+
+@pytest.mark.parametrize(
+    ("lr_fraction", "mix", "share"),
+    [(0.1, "1:1", 0.1), (0.1734, "1:4", 0.0), (0.0612, "2:1", 0.25)],
+)
+def test_lr_and_blend_weights_follow_the_optimum(tmp_path, lr_fraction, mix, share):
+    run_dir = write_run(
+        tmp_path / "lr_mix", lr_fraction=lr_fraction, mix=mix, non_english_share=share
+    )
+    plan = make_plan(run_dir, PromotionConfig(target="llama3.1-70b"))
+    opt = plan.run.optimization
+    assert opt.lr == pytest.approx(lr_fraction * 1.5e-4, rel=1e-6)
+    assert opt.min_lr == pytest.approx(
+        opt.lr * 0.1, rel=1e-6
+    )  # the proxy's min_lr_ratio
+    weights = {source.name: source.weight for source in plan.run.data.blend}
+    expected = blend_weights(MixRatio.parse(mix), share)
+    assert weights.keys() == expected.keys()
+    for name, weight in expected.items():
+        assert weights[name] == pytest.approx(weight, rel=1e-6)
+    assert (plan.sweep.optimum.lr_fraction, str(plan.sweep.optimum.mix)) == (
+        lr_fraction,
+        mix,
+    )
+
+
+def test_a_sides_weight_is_split_over_its_prefixes_by_tokens_else_equally(run_dir):
+    data = PromotionData(
+        general=[
+            DataPrefix(prefix="/d/en_a", tokens=3e11),
+            DataPrefix(prefix="/d/en_b", tokens=1e11),
+        ],
+        non_english=[DataPrefix(prefix="/d/multi")],
+        domain=[
+            DataPrefix(prefix="/d/listings"),
+            DataPrefix(prefix="/d/reviews", tokens=5e10),
+        ],
+        tokenizer="/models/llama",
+    )
+    config = PromotionConfig(
+        target="llama3.1-8b",
+        data=data,
+        checkpoint=PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run"),
+    )
+    plan = make_plan(run_dir, config)
+    weights = {source.prefix: source.weight for source in plan.run.data.blend}
+    assert weights == pytest.approx(
+        {
+            "/d/en_a": 0.45 * 0.75,
+            "/d/en_b": 0.45 * 0.25,
+            "/d/multi": 0.05,
+            "/d/listings": 0.25,
+            "/d/reviews": 0.25,
+        }
+    )  # one domain prefix has no token count, so the domain side is split equally
+    assert plan.placeholders == []
+    plan.require_real_inputs()
+
+
+def test_missing_inputs_are_marked_placeholders_that_a_submission_refuses(plans):
+    plan = plans["llama3.1-70b"]
+    assert plan.placeholders == [
+        "data prefix general", "data prefix domain", "data prefix non_english", "tokenizer", "base checkpoint", "save dir"
+    ]  # fmt: skip
+    assert all(
+        source.prefix.startswith("/PLACEHOLDER/") for source in plan.run.data.blend
+    )
+    with pytest.raises(
+        PromotionError, match="still has placeholders for: data prefix general"
+    ):
+        plan.require_real_inputs()
+
+
+def test_the_plan_id_depends_only_on_what_decides_the_run(run_dir, plans, tmp_path):
+    plan = plans["llama3.1-70b"]
+    assert (
+        plan.id.startswith("llama3.1-70b-h100-480-")
+        and len(plan.id.rsplit("-", 1)[1]) == 8
+    )
+    with_prefix = PromotionConfig(
+        target="llama3.1-70b", data=PromotionData(domain=[DataPrefix(prefix="/d/x")])
+    )
+    assert make_plan(run_dir, with_prefix).id == plan.id
+    assert (
+        make_plan(run_dir, PromotionConfig(target="llama3.1-70b", tokens=2 * 10**12)).id
+        != plan.id
+    )
+    other = write_run(tmp_path / "lr_mix", lr_fraction=0.12)
+    assert make_plan(other, PromotionConfig(target="llama3.1-70b")).id != plan.id
+
+
+def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
+    plan = plans["llama3.1-8b"]
+    directory = write_plan(plan, tmp_path)
+    assert Plan.read(directory / "plan.json") == plan == Plan.read(directory)
+
+
+def test_a_sweep_without_an_optimum_is_refused(tmp_path):
+    run_dir = write_run(tmp_path / "lr_mix", feasible=False)
+    with pytest.raises(
+        PromotionError,
+        match="has no optimum to promote: no completed trial is within the forgetting",
+    ):
+        make_plan(run_dir, PromotionConfig(target="llama3.1-8b"))
+    with pytest.raises(PromotionError, match="is not a finished sweep: no best.json"):
+        make_plan(tmp_path / "empty", PromotionConfig(target="llama3.1-8b"))
+
+
+def parse_args_txt(text: str) -> dict[str, list[str]]:
+    flags: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        flag, *values = shlex.split(line)
+        assert flag not in flags, f"{flag} given twice"
+        flags[flag] = values
+    return flags
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
+    directory = write_plan(plans[target], tmp_path)
+    plan = Plan.read(directory)  # what was written, not the object in memory
+    args = parse_args_txt((directory / ARGS_TXT).read_text())
+    run, par, opt = plan.run, plan.run.parallelism, plan.run.optimization
+    model = run.model
+
+    def value(flag: str) -> str:
+        assert len(args[flag]) == 1, flag
+        return args[flag][0]
+
+    assert int(value("--num-layers")) == model.num_layers
+    assert int(value("--hidden-size")) == model.hidden_size
+    assert int(value("--ffn-hidden-size")) == model.ffn_hidden_size
+    assert int(value("--num-attention-heads")) == model.num_attention_heads
+    assert int(value("--num-query-groups")) == model.num_query_groups
+    assert int(value("--seq-length")) == model.seq_length
+    assert int(value("--rotary-base")) == model.rotary_base
+    assert int(value("--tensor-model-parallel-size")) == par.tensor
+    assert int(value("--pipeline-model-parallel-size")) == par.pipeline
+    if par.virtual_pipeline is None:
+        assert "--num-layers-per-virtual-pipeline-stage" not in args
+    else:
+        layers_per_chunk = int(value("--num-layers-per-virtual-pipeline-stage"))
+        assert (
+            layers_per_chunk * par.pipeline * par.virtual_pipeline == model.num_layers
+        )
+    assert int(value("--context-parallel-size")) == par.context
+    assert ("--sequence-parallel" in args) == par.sequence_parallel
+    assert int(value("--micro-batch-size")) == par.micro_batch_size
+    assert int(value("--global-batch-size")) == par.global_batch_size
+    assert (
+        int(value("--train-iters")) == int(value("--lr-decay-iters")) == opt.train_iters
+    )
+    assert int(value("--lr-warmup-iters")) == opt.warmup_iters
+    assert float(value("--lr")) == opt.lr and float(value("--min-lr")) == opt.min_lr
+    assert value("--lr-decay-style") == opt.decay_style
+    pairs = args["--data-path"]
+    assert [(float(w), p) for w, p in zip(pairs[::2], pairs[1::2])] == [
+        (s.weight, s.prefix) for s in run.data.blend
+    ]
+    assert value("--tokenizer-model") == run.data.tokenizer
+    assert value("--save") == value("--load") == run.checkpoint.save_dir
+    assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
+    assert int(value("--save-interval")) == run.checkpoint.save_interval
+    assert int(value("--make-vocab-size-divisible-by")) * par.tensor % 1 == 0
+    assert (
+        model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor)
+        == 0
+    )  # no padding
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", [ARGS_TXT, SUMMARY_MD])
+def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp_path):
+    produced = (write_plan(plans[target], tmp_path) / name).read_text()
+    expected = EXPECTED / target / name
+    if os.environ.get("CPT_SWEEP_REGENERATE"):
+        expected.parent.mkdir(parents=True, exist_ok=True)
+        expected.write_text(produced)
+    assert produced == expected.read_text(), (
+        f"{expected} differs; see this module's docstring to regenerate"
+    )
