@@ -120,6 +120,11 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
         sums[cell] += getattr(row, metric)
         counts[cell] += 1
     means = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    # Cells tried only by trials that stopped early: explored, unlike the truly empty ones.
+    stopped = np.zeros(sums.shape, dtype=int)
+    for row in snapshot.rows:
+        if row.status in (Status.PRUNED, Status.DIVERGED):
+            stopped[mix_axis.index(row.domain_share), lr_axis.index(row.lr_fraction)] += 1
     figure, ax = plt.subplots(
         figsize=(2.0 + 1.2 * len(lr_axis.labels), 1.6 + 0.75 * len(mix_axis.labels)), layout="constrained"
     )
@@ -132,6 +137,9 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
     for i in range(len(mix_axis.labels)):
         for j in range(len(lr_axis.labels)):
             if not counts[i, j]:
+                if stopped[i, j]:
+                    label = f"{stopped[i, j]} stopped\nearly"
+                    ax.text(j, i, label, ha="center", va="center", fontsize=8, color="#4a5568")
                 continue
             text = f"{means[i, j]:.3f}\nn={counts[i, j]}"
             if metric == "forgetting" and means[i, j] > budget:

@@ -20,6 +20,7 @@ from PIL import Image, ImageStat
 from playwright.sync_api import sync_playwright
 
 from reports.report import INDEX_HTML, REPORT_DIR
+from reports.snapshot import load_run, spec_differences
 from tests.conftest import write_spec
 
 pytestmark = pytest.mark.slow
@@ -39,31 +40,28 @@ SWEEP_TIMEOUT_S = 300
 BROWSER_TIMEOUT_MS = 60_000
 
 
-@dataclass(frozen=True)
-class Sweeps:
-    first: Path
-    second: Path
-    first_output: str
+@dataclass(frozen=True, kw_only=True)
+class FinishedSweep:
+    run_dir: Path
+    output: str
+    """What `sweep run` printed."""
 
 
 @pytest.fixture(scope="session")
-def tiny_sweeps(tiny_corpora, tmp_path_factory) -> Sweeps:
-    """Two finished tiny sweeps that differ in the proxy's seed, run by `sweep run` (which writes each report)."""
-    root = tmp_path_factory.mktemp("report-sweeps")
-    outputs = []
-    for name, overrides in (("first", {}), ("second", {"proxy": {"seed": 1}, "search": {"num_trials": 3}})):
-        spec = write_spec(tiny_corpora, f"{name}.yaml", **overrides)
-        done = subprocess.run(
-            [sys.executable, "-m", "sweep.cli", "run", str(spec)],
-            cwd=root,
-            check=False,  # the assertion below shows the output
-            capture_output=True,
-            text=True,
-            timeout=SWEEP_TIMEOUT_S,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        outputs.append(done.stdout)
-    return Sweeps(first=root / "runs" / "first", second=root / "runs" / "second", first_output=outputs[0])
+def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
+    """The tiny spec swept by `sweep run`, which writes the report when it ends."""
+    root = tmp_path_factory.mktemp("report-sweep")
+    spec = write_spec(tiny_corpora, "tiny_sweep.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+        cwd=root,
+        check=False,  # the assertion below shows the output
+        capture_output=True,
+        text=True,
+        timeout=SWEEP_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=done.stdout)
 
 
 @dataclass(frozen=True)
@@ -124,10 +122,10 @@ def assert_offline_and_not_blank(rendered: Rendered) -> None:
     assert max(ImageStat.Stat(image).stddev) > 20
 
 
-def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tiny_sweeps, tmp_path):
-    index = tiny_sweeps.first / REPORT_DIR / INDEX_HTML
-    assert f"report: {Path('runs') / 'first' / REPORT_DIR / INDEX_HTML}" in tiny_sweeps.first_output
-    best = json.loads((tiny_sweeps.first / "best.json").read_text())
+def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tiny_sweep, tmp_path):
+    index = tiny_sweep.run_dir / REPORT_DIR / INDEX_HTML
+    assert f"report: {Path('runs') / 'tiny_sweep' / REPORT_DIR / INDEX_HTML}" in tiny_sweep.output
+    best = json.loads((tiny_sweep.run_dir / "best.json").read_text())
 
     rendered = render(index, tmp_path / "report.png")
 
@@ -142,22 +140,26 @@ def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tin
     assert "learning curves" in rendered.text and "kept only" not in rendered.text
 
 
-def test_comparison_of_two_real_sweeps_overlays_both_and_renders_offline(tiny_sweeps, tmp_path):
+def test_comparison_of_two_real_sweeps_overlays_both_and_renders_offline(tiny_sweep, wandb_sweep, tmp_path):
+    """The second sweep is the W&B tests' (another budget, mixes and sampler, with pruned trials)."""
+    runs = [tiny_sweep.run_dir, wandb_sweep]
+    assert (wandb_sweep / REPORT_DIR / INDEX_HTML).is_file()  # `sweep run` wrote it, pruned trials and all
     done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "report", str(tiny_sweeps.first), str(tiny_sweeps.second)],
+        [sys.executable, "-m", "sweep.cli", "report", *map(str, runs)],
         check=False,
         capture_output=True,
         text=True,
         timeout=SWEEP_TIMEOUT_S,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    index = tiny_sweeps.first.parent / "compare-first-vs-second" / REPORT_DIR / INDEX_HTML
+    index = tiny_sweep.run_dir.parent / f"compare-tiny_sweep-vs-{wandb_sweep.name}" / REPORT_DIR / INDEX_HTML
     assert done.stdout.strip() == f"report: {index}"
 
     rendered = render(index, tmp_path / "compare.png")
 
     assert_offline_and_not_blank(rendered)
-    assert "proxy.seed=1" in rendered.text and "search.num_trials=3" in rendered.text
-    for run_dir in (tiny_sweeps.first, tiny_sweeps.second):
-        best = json.loads((run_dir / "best.json").read_text())
-        assert best["verdict"] in rendered.text
+    differences = spec_differences([load_run(run_dir) for run_dir in runs])
+    assert all(differences.values())
+    for run_dir in runs:
+        assert ", ".join(differences[run_dir.name]) in rendered.text
+        assert json.loads((run_dir / "best.json").read_text())["verdict"] in rendered.text
