@@ -56,32 +56,25 @@ def test_h100_preset_is_the_reference_cluster():
     )  # 900 GB/s NVLink, 400 Gb/s IB
 
 
-@pytest.mark.parametrize(
-    "path",
-    sorted((REPO / "search_spaces" / "targets").glob("*.yaml")),
-    ids=lambda p: p.name,
-)
-def test_every_shipped_target_yaml_loads(path):
-    target = load_target(str(path))
-    assert (
-        isinstance(target, Target)
-        and target.name == path.stem
-        and target.name not in TARGETS
+SHIPPED = [
+    (load, presets, path)
+    for folder, load, presets in (
+        ("targets", load_target, TARGETS),
+        ("clusters", load_cluster, CLUSTERS),
     )
+    for path in sorted((REPO / "search_spaces" / folder).glob("*.yaml"))
+]
 
 
 @pytest.mark.parametrize(
-    "path",
-    sorted((REPO / "search_spaces" / "clusters").glob("*.yaml")),
-    ids=lambda p: p.name,
+    ("load", "presets", "path"),
+    SHIPPED,
+    ids=[f"{p.parent.name}/{p.name}" for *_, p in SHIPPED],
 )
-def test_every_shipped_cluster_yaml_loads(path):
-    cluster = load_cluster(str(path))
-    assert (
-        isinstance(cluster, Cluster)
-        and cluster.name == path.stem
-        and cluster.name not in CLUSTERS
-    )
+def test_every_shipped_target_and_cluster_yaml_loads(load, presets, path):
+    config = load(str(path))
+    assert isinstance(config, (Target, Cluster))
+    assert config.name == path.stem and config.name not in presets
 
 
 def test_unknown_names_list_the_presets():
