@@ -125,17 +125,36 @@ def test_report_of_a_running_sweep_says_it_is_a_snapshot(runs):
     assert "RUNNING" in html
 
 
-def test_a_run_recorded_before_histories_were_kept_gets_a_report_that_says_so(runs):
-    run_dir = make_run(runs, "old")
+def add_trial_without_history(run_dir: Path) -> int:
+    """A completed trial as an older cpt-sweep stored it: its latest evaluation only. User attrs
+    cannot be deleted, so such a trial is built directly."""
     _, sweep = open_run(run_dir)
-    # An older cpt-sweep stored only the latest evaluation; user attrs cannot be deleted, so
-    # build such a trial directly.
     trial = sweep.ask()
     trial.set_user_attr(Attr.LAST.value, {"step": 200, "tokens_seen": 9, "domain_gain": 0.1, "forgetting": 0.0})
     sweep.study.tell(trial.number, 0.1)
+    return trial.number
 
+
+def test_trials_recorded_before_histories_were_kept_are_named_on_the_page(runs):
+    run_dir = make_run(runs, "mixed")
+    number = add_trial_without_history(run_dir)
     html = write_run_report(run_dir).read_text()
-    assert f"Trials {trial.number} were recorded by a cpt-sweep that kept only" in html
+    assert f"Trials {number} were recorded by a cpt-sweep that kept only" in html
+    assert "curves.png" in html
+
+
+def test_a_run_made_before_histories_were_kept_gets_a_report_without_curves_that_says_so(runs):
+    run_dir = runs / "old"
+    run_dir.mkdir(parents=True)
+    info = RunInfo(study_name="old", storage=None)
+    info.write(run_dir)
+    open_study(spec_with(sampler="random"), url=info.url(run_dir), name="old")
+    add_trial_without_history(run_dir)
+
+    index = write_run_report(run_dir)
+    html = index.read_text()
+    assert "This run was recorded by a cpt-sweep that kept only each trial's latest evaluation" in html
+    assert not (index.parent / "curves.png").exists()
 
 
 def test_a_mix_range_is_binned_and_shown_as_ratios(runs):
