@@ -69,6 +69,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     else:
         index = write_comparison_report(args.runs, args.output)
     print(f"report: {index}")
+    if args.wandb:
+        from reports.wandb_dashboard import publish
+
+        print("\n".join(publish(args.runs)))
     return 0
 
 
@@ -122,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directory, e.g. runs/lr_mix")
     report.add_argument("--output", type=Path, default=None, help="write the report into this folder instead")
+    report.add_argument(
+        "--wandb",
+        action="store_true",
+        help="also save a W&B workspace view of the runs (online), or write its definition into the first RUN "
+        "with the commands that publish it (offline)",
+    )
     report.set_defaults(func=_cmd_report)
 
     from sweep.promote.dry_run import add_arguments

@@ -63,11 +63,11 @@ def resolve_wandb(
     """
     if config is None:
         return None, None
-    env_mode = environ.get("WANDB_MODE", "").strip().lower()
-    if env_mode and env_mode not in _ENV_MODES:
-        raise TrackingError(
-            f"WANDB_MODE={environ['WANDB_MODE']!r} is not a W&B mode; valid: {', '.join(_ENV_MODES)} (or unset it)"
-        )
+    env_mode = environ.get("WANDB_MODE")
+    # Set but empty is refused too: W&B itself would fail on it inside every trial.
+    if env_mode is not None and env_mode.strip().lower() not in _ENV_MODES:
+        raise TrackingError(f"WANDB_MODE={env_mode!r} is not a W&B mode; valid: {', '.join(_ENV_MODES)} (or unset it)")
+    env_mode = env_mode.strip().lower() if env_mode is not None else None
     mode = _ENV_MODES[env_mode] if env_mode else config.mode
     if mode == "disabled":
         return None, None

@@ -67,8 +67,16 @@ def records(path: Path) -> Iterator[wandb_internal_pb2.Record]:
             yield record
 
 
-def _key(item: Any) -> str:
-    return ".".join(item.nested_key) if item.nested_key else item.key
+def _values(items: Any) -> dict[str, Any]:
+    """Record items as a dict; a nested key (a logged table's fields, say) becomes nested dicts."""
+    values: dict[str, Any] = {}
+    for item in items:
+        *parents, last = list(item.nested_key) or [item.key]
+        node = values
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[last] = json.loads(item.value_json)
+    return values
 
 
 def read_run(path: Path) -> OfflineRun:
@@ -79,13 +87,13 @@ def read_run(path: Path) -> OfflineRun:
         kind = record.WhichOneof("record_type")
         if kind == "run":
             run.name, run.group, run.job_type = record.run.display_name, record.run.run_group, record.run.job_type
-            run.config.update({_key(item): json.loads(item.value_json) for item in record.run.config.update})
+            run.config.update(_values(record.run.config.update))
         elif kind == "config":
-            run.config.update({_key(item): json.loads(item.value_json) for item in record.config.update})
+            run.config.update(_values(record.config.update))
         elif kind == "history":
-            run.history.append({_key(item): json.loads(item.value_json) for item in record.history.item})
+            run.history.append(_values(record.history.item))
         elif kind == "summary":
-            run.summary.update({_key(item): json.loads(item.value_json) for item in record.summary.update})
+            run.summary.update(_values(record.summary.update))
         elif kind == "metric" and record.metric.step_metric:
             run.step_metrics[record.metric.name or record.metric.glob_name] = record.metric.step_metric
         elif kind == "exit":

@@ -7,7 +7,13 @@ import os
 import pytest
 
 from sweep.spec import WandbConfig
-from sweep.tracking import STEP_METRIC, WandbTarget, resolve_wandb, worker_env
+from sweep.tracking import (
+    STEP_METRIC,
+    TrackingError,
+    WandbTarget,
+    resolve_wandb,
+    worker_env,
+)
 from tests.wandb_files import WANDB_SECRET, offline_runs
 from train_entry.trial_config import Metrics
 
@@ -63,6 +69,11 @@ def test_wandb_mode_overrides_the_spec_mode(no_netrc):
     assert target.mode == "offline"
     target, _ = resolve_wandb(WandbConfig(mode="offline"), environ={"WANDB_MODE": "dryrun"})
     assert target.mode == "offline"
+
+
+def test_an_empty_wandb_mode_is_refused_as_w_and_b_itself_would(no_netrc):
+    with pytest.raises(TrackingError, match=r"WANDB_MODE='' is not a W&B mode; valid: online, run, offline"):
+        resolve_wandb(WandbConfig(), environ={"WANDB_MODE": ""})
 
 
 def test_an_unknown_wandb_mode_is_an_input_error_naming_it(tmp_path, tiny_spec, monkeypatch, capsys):
@@ -142,3 +153,22 @@ def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_swe
 def test_the_api_key_is_in_no_file_the_sweep_wrote(wandb_sweep):
     leaked = [path for path in wandb_sweep.rglob("*") if path.is_file() and WANDB_SECRET.encode() in path.read_bytes()]
     assert leaked == []
+
+
+@pytest.mark.slow
+def test_an_online_key_reaches_ray_workers_through_the_runtime_environment_only(monkeypatch):
+    import ray
+
+    target = WandbTarget(mode="online", project="p", entity=None)
+    env = worker_env(target, environ={"WANDB_API_KEY": KEY})
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)  # a worker can only have it from the runtime environment
+
+    @ray.remote(num_cpus=0)
+    def worker_key() -> str | None:
+        return os.environ.get("WANDB_API_KEY")
+
+    ray.init(num_cpus=1, include_dashboard=False, runtime_env={"env_vars": env})
+    try:
+        assert ray.get(worker_key.remote(), timeout=120) == KEY
+    finally:
+        ray.shutdown()
