@@ -1,8 +1,8 @@
 """`sweep promote RUN --target T ... --dry-run`: the command-line glue around make_plan.
 
 add_arguments() declares the flags, config_from_args() merges them over a --config file, and
-promote() plans, writes runs/<name>/promotion/<id>/{plan.json, summary.md, pretrain_gpt_args.txt,
-pretrain_gpt.sh} and prints the summary. Submission extends this module's parser and config.
+promote() plans, writes runs/<name>/promotion/<id>/{plan.json, run.json, summary.md,
+pretrain_gpt_args.txt, pretrain_gpt.sh} and prints the summary. Submission extends this module's parser and config.
 Only light modules load at import: the command line's --help must not wait for torch or Ray.
 """
 
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from sweep.promote.plan import Plan
 
 ARGS_TXT = "pretrain_gpt_args.txt"
+RUN_JSON = "run.json"
+"""The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs."""
 LAUNCH_SH = "pretrain_gpt.sh"
 SIDES = ("general", "non_english", "domain")
 
@@ -183,13 +185,16 @@ def config_from_args(args: argparse.Namespace) -> PromotionConfig:
 
 
 def write_plan(plan: Plan, run_dir: Path) -> Path:
-    """plan.json, summary.md and the Megatron-LM arguments under run_dir/promotion/<id>/."""
+    """plan.json, run.json (its FullRunConfig), summary.md and the Megatron-LM arguments under run_dir/promotion/<id>/."""
     from sweep.promote.megatron_args import args_text, launch_script
     from sweep.promote.plan import plan_dir
     from sweep.promote.summary import SUMMARY_MD, summary_markdown
 
     directory = plan_dir(run_dir, plan.id)
     plan.write(directory)
+    (directory / RUN_JSON).write_text(
+        plan.run.model_dump_json(indent=2) + "\n", encoding="utf-8"
+    )
     (directory / SUMMARY_MD).write_text(summary_markdown(plan), encoding="utf-8")
     (directory / ARGS_TXT).write_text(args_text(plan), encoding="utf-8")
     script = directory / LAUNCH_SH

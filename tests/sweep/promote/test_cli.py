@@ -12,6 +12,7 @@ from sweep.cli import main
 from sweep.promote.config import PromotionConfig
 from sweep.promote.plan import Plan
 from sweep.spec import load_config
+from train_entry.megatron.config import FullRunConfig
 
 REPO = Path(__file__).resolve().parents[3]
 SHIPPED_PROMOTIONS = sorted((REPO / "search_spaces" / "promotion").glob("*.yaml"))
@@ -47,9 +48,13 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
     [directory] = (run_dir / "promotion").iterdir()
     assert directory.name.startswith(f"{target}-h100-480-")
     assert {path.name for path in directory.iterdir()} == {
-        "plan.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
+        "plan.json", "run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
     }  # fmt: skip
     plan = Plan.read(directory)
+    assert (
+        FullRunConfig.model_validate_json((directory / "run.json").read_text())
+        == plan.run
+    )  # the entry's input
     assert f"plan {plan.id} written to" in out
     assert plan.chosen.memory.total_gb < 80
 
