@@ -35,7 +35,13 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXPECTED_MD = Path(__file__).parent / "expected" / "run_report.md"
 
 
-def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, **search) -> Path:
+CURVES = ((0.20, 0.010), (0.26, 0.015), (0.12, 0.004), (0.30, 0.040))
+"""(final domain_gain, forgetting) of the four trials that run their full budget."""
+
+
+def make_run(
+    runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, curves=CURVES, **search
+) -> Path:
     """runs/<name>/ as `sweep run` leaves it (run.json, spec.yaml, optuna.db), with scripted trials:
     four completed ones, one stopped by the forgetting guard, one diverged, and optionally one running."""
     run_dir = runs / name
@@ -54,7 +60,6 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, *
     raw["search"]["seed"] = seed
     (run_dir / SPEC_COPY).write_text(yaml.safe_dump(raw))
     sweep = open_study(spec, url=info.url(run_dir), name=name)
-    curves = [(0.20, 0.010), (0.26, 0.015), (0.12, 0.004), (0.30, 0.040)]
     for top, forgetting in curves:
         gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]
         run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting))
@@ -104,6 +109,15 @@ def test_run_report_markdown_matches_the_stored_expected_file(runs):
     if os.environ.get("CPT_SWEEP_UPDATE_EXPECTED"):
         EXPECTED_MD.write_text(markdown)
     assert markdown == EXPECTED_MD.read_text()
+
+
+def test_a_sweep_with_nothing_within_the_budget_says_so_and_names_the_least_forgetting_trial(runs):
+    run_dir = make_run(runs, "infeasible", finish_all=False, curves=((0.2, 0.03), (0.25, 0.05)))
+    snapshot = load_run(run_dir)
+    assert snapshot.selection.optimum is None
+    html = write_run_report(run_dir).read_text()
+    assert snapshot.selection.verdict in html and "least-forgetting Pareto trial is" in html
+    assert "Runner-up" not in html
 
 
 def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
