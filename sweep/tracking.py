@@ -8,6 +8,8 @@ API key never goes into a file: it reaches trials through the Ray job's runtime 
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +37,8 @@ REASON = "reason"
 """Summary keys every trial run ends with (COMPLETED / PRUNED / DIVERGED / FAILED, and why)."""
 CREDENTIAL_ENV = ("WANDB_API_KEY", "WANDB_BASE_URL")
 """What an online trial on another node needs from the driver's environment."""
+
+_log = logging.getLogger(__name__)
 
 _ENV_MODES = {"online": "online", "run": "online", "offline": "offline", "dryrun": "offline", "disabled": "disabled"}
 
@@ -218,14 +222,18 @@ def log_sweep(
 def open_run(
     target: WandbTarget, *, name: str, group: str | None, job_type: str, config: dict[str, Any], directory: Path
 ) -> Run:
-    """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to)."""
+    """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to).
+
+    Online, a W&B server that cannot be reached or refuses the key gives an offline run instead
+    (with a warning): tracking never fails a trial, and `wandb sync` uploads the run later.
+    """
     import wandb
 
     directory.mkdir(parents=True, exist_ok=True)
-    return wandb.init(
+    init = functools.partial(
+        wandb.init,
         project=target.project,
         entity=target.entity,
-        mode=target.mode,
         name=name,
         group=group,
         job_type=job_type,
@@ -234,3 +242,10 @@ def open_run(
         # Terminal output stays with the trial's own log; our console shows the sweep.
         settings=wandb.Settings(silent=True, console="off"),
     )
+    try:
+        return init(mode=target.mode)
+    except wandb.errors.CommError as exc:
+        if target.mode != "online":
+            raise
+        _log.warning("W&B online failed for %s (%s); logging it offline under %s/wandb instead", name, exc, directory)
+        return init(mode="offline")

@@ -172,3 +172,39 @@ def test_an_online_key_reaches_ray_workers_through_the_runtime_environment_only(
         assert ray.get(worker_key.remote(), timeout=120) == KEY
     finally:
         ray.shutdown()
+
+
+@pytest.mark.slow
+def test_an_unreachable_wandb_server_gives_an_offline_trial_run_not_a_failed_trial(tmp_path):
+    import subprocess
+    import sys
+
+    # In a fresh process: W&B keeps its settings process-wide once set up.
+    script = """
+import sys
+from pathlib import Path
+from sweep.tracking import TrialRun, WandbTarget
+from train_entry.trial_config import Metrics
+
+metrics = Metrics(step=1, tokens_seen=64, domain_loss=4.0, general_loss=4.0, domain_gain=0.1,
+                  forgetting=0.0, train_loss=4.0, lr=1e-3)
+with TrialRun(WandbTarget(mode="online", project="p", entity=None), name="t", group="g", config={"lr_fraction": 0.1},
+              directory=Path(sys.argv[1])) as tracked:
+    tracked.start()
+    tracked.log(metrics)
+    tracked.end(status="COMPLETED", reason=None)
+"""
+    env = {
+        **os.environ,
+        "WANDB_API_KEY": KEY,
+        "WANDB_BASE_URL": "http://127.0.0.1:9",  # nothing listens: connection refused
+        "WANDB_INIT_TIMEOUT": "3",
+    }
+    env.pop("WANDB_MODE", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "logging it offline" in done.stderr
+    (run,) = offline_runs(tmp_path)
+    assert run.summary["status"] == "COMPLETED" and run.history_keys == set(Metrics.model_fields)
