@@ -242,7 +242,8 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
 def plan_id(
     origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig
 ) -> str:
-    """<target>-<cluster>-<hash8>: the hash covers the sweep, its optimum, both shapes, tokens and batch."""
+    """<target>-<cluster>-<hash8>: the hash covers the sweep, its optimum, both shapes, tokens and batch,
+    and the pinned parts of the layout when there are any."""
     decided_by: dict[str, Any] = {
         "sweep": origin.name,
         "lr_fraction": origin.optimum.lr_fraction,
@@ -252,6 +253,9 @@ def plan_id(
         "tokens": config.tokens,
         "global_batch_tokens": config.global_batch_tokens,
     }
+    pinned = config.layout.model_dump(exclude_none=True)
+    if pinned:  # a pinned layout is another plan; an unpinned request keeps its id
+        decided_by["layout"] = pinned
     digest = hashlib.sha256(json.dumps(decided_by, sort_keys=True).encode()).hexdigest()
     return f"{target.name}-{cluster.name}-{digest[:8]}"
 

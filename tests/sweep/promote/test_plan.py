@@ -25,6 +25,7 @@ from sweep.promote.config import (
 )
 from sweep.promote.dry_run import ARGS_TXT, write_plan
 from sweep.promote.errors import PromotionError
+from sweep.promote.layout import LayoutRequest
 from sweep.promote.plan import Plan, make_plan
 from sweep.promote.summary import SUMMARY_MD
 from train_entry.megatron.core_configs import core_configs
@@ -42,9 +43,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def plans(run_dir) -> dict[str, Plan]:
-    return {
-        target: make_plan(run_dir, PromotionConfig(target=target)) for target in TARGETS
-    }
+    return {target: make_plan(run_dir, PromotionConfig(target=target)) for target in TARGETS}
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -80,9 +79,7 @@ def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
     assert opt.warmup_iters == round(84772 * 0.01)
     assert plan.run.parallelism.global_batch_size == 1440
     assert plan.estimate.days == pytest.approx(plan.estimate.step_s * 84772 / 86400)
-    assert plan.estimate.gpu_hours == pytest.approx(
-        plan.estimate.step_s * 84772 * 480 / 3600
-    )
+    assert plan.estimate.gpu_hours == pytest.approx(plan.estimate.step_s * 84772 * 480 / 3600)
     assert 0 < plan.estimate.effective_mfu < plan.assumptions.mfu
 
 
@@ -91,15 +88,11 @@ def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
     [(0.1, "1:1", 0.1), (0.1734, "1:4", 0.0), (0.0612, "2:1", 0.25)],
 )
 def test_lr_and_blend_weights_follow_the_optimum(tmp_path, lr_fraction, mix, share):
-    run_dir = write_run(
-        tmp_path / "lr_mix", lr_fraction=lr_fraction, mix=mix, non_english_share=share
-    )
+    run_dir = write_run(tmp_path / "lr_mix", lr_fraction=lr_fraction, mix=mix, non_english_share=share)
     plan = make_plan(run_dir, PromotionConfig(target="llama3.1-70b"))
     opt = plan.run.optimization
     assert opt.lr == pytest.approx(lr_fraction * 1.5e-4, rel=1e-6)
-    assert opt.min_lr == pytest.approx(
-        opt.lr * 0.1, rel=1e-6
-    )  # the proxy's min_lr_ratio
+    assert opt.min_lr == pytest.approx(opt.lr * 0.1, rel=1e-6)  # the proxy's min_lr_ratio
     weights = {source.name: source.weight for source in plan.run.data.blend}
     expected = blend_weights(MixRatio.parse(mix), share)
     assert weights.keys() == expected.keys()
@@ -149,29 +142,19 @@ def test_missing_inputs_are_marked_placeholders_that_a_submission_refuses(plans)
     assert plan.placeholders == [
         "data prefix general", "data prefix domain", "data prefix non_english", "tokenizer", "base checkpoint", "save dir"
     ]  # fmt: skip
-    assert all(
-        source.prefix.startswith("/PLACEHOLDER/") for source in plan.run.data.blend
-    )
-    with pytest.raises(
-        PromotionError, match="still has placeholders for: data prefix general"
-    ):
+    assert all(source.prefix.startswith("/PLACEHOLDER/") for source in plan.run.data.blend)
+    with pytest.raises(PromotionError, match="still has placeholders for: data prefix general"):
         plan.require_real_inputs()
 
 
 def test_the_plan_id_depends_only_on_what_decides_the_run(run_dir, plans, tmp_path):
     plan = plans["llama3.1-70b"]
-    assert (
-        plan.id.startswith("llama3.1-70b-h100-480-")
-        and len(plan.id.rsplit("-", 1)[1]) == 8
-    )
-    with_prefix = PromotionConfig(
-        target="llama3.1-70b", data=PromotionData(domain=[DataPrefix(prefix="/d/x")])
-    )
+    assert plan.id.startswith("llama3.1-70b-h100-480-") and len(plan.id.rsplit("-", 1)[1]) == 8
+    with_prefix = PromotionConfig(target="llama3.1-70b", data=PromotionData(domain=[DataPrefix(prefix="/d/x")]))
     assert make_plan(run_dir, with_prefix).id == plan.id
-    assert (
-        make_plan(run_dir, PromotionConfig(target="llama3.1-70b", tokens=2 * 10**12)).id
-        != plan.id
-    )
+    assert make_plan(run_dir, PromotionConfig(target="llama3.1-70b", tokens=2 * 10**12)).id != plan.id
+    pinned = PromotionConfig(target="llama3.1-70b", layout=LayoutRequest(tensor=8))
+    assert make_plan(run_dir, pinned).id != plan.id
     other = write_run(tmp_path / "lr_mix", lr_fraction=0.12)
     assert make_plan(other, PromotionConfig(target="llama3.1-70b")).id != plan.id
 
@@ -227,32 +210,23 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
         assert "--num-layers-per-virtual-pipeline-stage" not in args
     else:
         layers_per_chunk = int(value("--num-layers-per-virtual-pipeline-stage"))
-        assert (
-            layers_per_chunk * par.pipeline * par.virtual_pipeline == model.num_layers
-        )
+        assert layers_per_chunk * par.pipeline * par.virtual_pipeline == model.num_layers
     assert int(value("--context-parallel-size")) == par.context
     assert ("--sequence-parallel" in args) == par.sequence_parallel
     assert int(value("--micro-batch-size")) == par.micro_batch_size
     assert int(value("--global-batch-size")) == par.global_batch_size
-    assert (
-        int(value("--train-iters")) == int(value("--lr-decay-iters")) == opt.train_iters
-    )
+    assert int(value("--train-iters")) == int(value("--lr-decay-iters")) == opt.train_iters
     assert int(value("--lr-warmup-iters")) == opt.warmup_iters
     assert float(value("--lr")) == opt.lr and float(value("--min-lr")) == opt.min_lr
     assert value("--lr-decay-style") == opt.decay_style
     pairs = args["--data-path"]
-    assert [(float(w), p) for w, p in zip(pairs[::2], pairs[1::2])] == [
-        (s.weight, s.prefix) for s in run.data.blend
-    ]
+    assert [(float(w), p) for w, p in zip(pairs[::2], pairs[1::2])] == [(s.weight, s.prefix) for s in run.data.blend]
     assert value("--tokenizer-model") == run.data.tokenizer
     assert value("--save") == value("--load") == run.checkpoint.save_dir
     assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
     assert int(value("--save-interval")) == run.checkpoint.save_interval
     assert int(value("--make-vocab-size-divisible-by")) * par.tensor % 1 == 0
-    assert (
-        model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor)
-        == 0
-    )  # no padding
+    assert model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor) == 0  # no padding
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -263,6 +237,4 @@ def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp
     if os.environ.get("CPT_SWEEP_REGENERATE"):
         expected.parent.mkdir(parents=True, exist_ok=True)
         expected.write_text(produced)
-    assert produced == expected.read_text(), (
-        f"{expected} differs; see this module's docstring to regenerate"
-    )
+    assert produced == expected.read_text(), f"{expected} differs; see this module's docstring to regenerate"
