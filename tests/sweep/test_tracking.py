@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -88,6 +91,20 @@ def test_an_unknown_wandb_mode_is_an_input_error_naming_it(tmp_path, tiny_spec, 
     err = capsys.readouterr().err
     assert "WANDB_MODE='sometimes'" in err and "offline" in err
     assert not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+def _python(script: str, directory: Path, *, env: dict[str, str] | None = None) -> str:
+    """Runs `script` (argv[1] = directory) in a fresh process, as W&B keeps its settings process-wide; its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(directory)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stderr
 
 
 # ------------------------------------------------------------------ a real sweep, read back
@@ -176,10 +193,6 @@ def test_an_online_key_reaches_ray_workers_through_the_runtime_environment_only(
 
 @pytest.mark.slow
 def test_an_unreachable_wandb_server_gives_an_offline_trial_run_not_a_failed_trial(tmp_path):
-    import subprocess
-    import sys
-
-    # In a fresh process: W&B keeps its settings process-wide once set up.
     script = """
 import sys
 from pathlib import Path
@@ -201,10 +214,27 @@ with TrialRun(WandbTarget(mode="online", project="p", entity=None), name="t", gr
         "WANDB_INIT_TIMEOUT": "3",
     }
     env.pop("WANDB_MODE", None)
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)], env=env, capture_output=True, text=True, timeout=120, check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert "logging it offline" in done.stderr
+    assert "logging it offline" in _python(script, tmp_path, env=env)
     (run,) = offline_runs(tmp_path)
     assert run.summary["status"] == "COMPLETED" and run.history_keys == set(Metrics.model_fields)
+
+
+@pytest.mark.slow
+def test_an_attempt_that_raises_ends_its_run_failed_with_the_error(tmp_path):
+    script = """
+import sys
+from pathlib import Path
+from sweep.tracking import TrialRun, WandbTarget
+
+try:
+    with TrialRun(WandbTarget(mode="offline", project="p", entity=None), name="t", group="g", config={},
+                  directory=Path(sys.argv[1])) as tracked:
+        tracked.start()
+        raise RuntimeError("out of memory at step 7")
+except RuntimeError:
+    pass
+"""
+    _python(script, tmp_path)
+    (run,) = offline_runs(tmp_path)
+    assert run.summary["status"] == "FAILED" and run.summary["reason"] == "RuntimeError: out of memory at step 7"
+    assert run.exit_code == 1
