@@ -51,10 +51,7 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
         "plan.json", "run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
     }  # fmt: skip
     plan = Plan.read(directory)
-    assert (
-        FullRunConfig.model_validate_json((directory / "run.json").read_text())
-        == plan.run
-    )  # the entry's input
+    assert FullRunConfig.model_validate_json((directory / "run.json").read_text()) == plan.run  # the entry's input
     assert f"plan {plan.id} written to" in out
     assert plan.chosen.memory.total_gb < 80
 
@@ -65,12 +62,7 @@ def test_user_defined_target_and_cluster_files(finished_run, capsys):
         REPO / "search_spaces/targets/llama2-7b.yaml",
         REPO / "search_spaces/clusters/h200-256.yaml",
     )
-    assert (
-        promote(
-            run_dir, "--target", str(target), "--cluster", str(cluster), "--dry-run"
-        )
-        == 0
-    )
+    assert promote(run_dir, "--target", str(target), "--cluster", str(cluster), "--dry-run") == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     assert (plan.target.name, plan.cluster.name, plan.cluster.gpus) == (
@@ -79,24 +71,18 @@ def test_user_defined_target_and_cluster_files(finished_run, capsys):
         256,
     )
     assert plan.run.optimization.lr == pytest.approx(0.1 * 3e-4)
-    assert (
-        plan.run.parallelism.global_batch_size == 1440 * 8192 // 4096
-    )  # same tokens per step at 4K sequences
+    assert plan.run.parallelism.global_batch_size == 1440 * 8192 // 4096  # same tokens per step at 4K sequences
     assert "--use-rope-scaling" not in (directory / "pretrain_gpt_args.txt").read_text()
 
 
 @pytest.mark.parametrize("path", SHIPPED_PROMOTIONS, ids=lambda p: p.name)
-def test_every_shipped_promotion_file_plans_with_its_real_inputs(
-    finished_run, capsys, path
-):
+def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, capsys, path):
     config = load_config(path, PromotionConfig, kind="promotion config")
     run_dir = finished_run()
     assert promote(run_dir, "--config", str(path), "--tokens", "2e12", "--dry-run") == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
-    assert (
-        plan.target.name == config.target and plan.tokens == 2 * 10**12
-    )  # the flag overrides the file
+    assert plan.target.name == config.target and plan.tokens == 2 * 10**12  # the flag overrides the file
     assert plan.placeholders == []
     assert "placeholders for" not in capsys.readouterr().out
 
@@ -135,9 +121,7 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(
         "no-target",
     ],
 )
-def test_impossible_requests_exit_2_naming_the_constraint(
-    finished_run, capsys, tmp_path, flags, message
-):
+def test_impossible_requests_exit_2_naming_the_constraint(finished_run, capsys, tmp_path, flags, message):
     clusters = {
         "{c7}": cluster_yaml(tmp_path, gpus_per_node=7),
         "{c8x1}": cluster_yaml(tmp_path, gpus_per_node=8, nodes=1),
@@ -151,10 +135,7 @@ def test_impossible_requests_exit_2_naming_the_constraint(
 
 
 def test_no_optimum_and_no_dry_run_exit_2(finished_run, tmp_path, capsys):
-    assert (
-        promote(finished_run(feasible=False), "--target", "llama3.1-8b", "--dry-run")
-        == 2
-    )
+    assert promote(finished_run(feasible=False), "--target", "llama3.1-8b", "--dry-run") == 2
     assert "has no optimum to promote" in capsys.readouterr().err
     assert promote(finished_run(), "--target", "llama3.1-8b") == 2
     assert "add --dry-run" in capsys.readouterr().err
@@ -194,8 +175,27 @@ def test_data_prefixes_from_the_command_line(finished_run):
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     weights = {source.prefix: source.weight for source in plan.run.data.blend}
-    assert weights["/d/en"] == pytest.approx(0.45 * 0.75) and weights[
-        "/d/wiki"
-    ] == pytest.approx(0.45 * 0.25)
+    assert weights["/d/en"] == pytest.approx(0.45 * 0.75) and weights["/d/wiki"] == pytest.approx(0.45 * 0.25)
     assert weights["/d/shop"] == pytest.approx(0.5)
     assert plan.placeholders == ["data prefix non_english", "base checkpoint"]
+
+
+def test_a_promotion_file_names_target_files_relative_to_itself(finished_run, tmp_path):
+    (tmp_path / "targets").mkdir()
+    (tmp_path / "targets" / "llama2-7b.yaml").write_text((REPO / "search_spaces/targets/llama2-7b.yaml").read_text())
+    config = tmp_path / "promote.yaml"
+    config.write_text("target: targets/llama2-7b.yaml\ntokens: 1.0e+11\n")
+    run_dir = finished_run()
+    assert promote(run_dir, "--config", str(config), "--dry-run") == 0
+    [directory] = (run_dir / "promotion").iterdir()
+    assert Plan.read(directory).target.name == "llama2-7b"
+
+
+def test_a_bad_promotion_file_names_the_file_key_and_value(finished_run, tmp_path, capsys):
+    config = tmp_path / "promote.yaml"
+    config.write_text("target: llama3.1-8b\ntokens: -5\nlayout: {tensr: 8}\n")
+    assert promote(finished_run(), "--config", str(config), "--dry-run") == 2
+    err = capsys.readouterr().err
+    assert f"{config}: 2 problem(s) in the promotion config:" in err
+    assert "tokens = -5: Input should be greater than 0" in err
+    assert "layout.tensr = 8: unknown key; valid keys here: tensor, pipeline" in err
