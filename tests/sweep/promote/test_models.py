@@ -3,6 +3,7 @@
 import pytest
 
 from sweep.promote.assumptions import Assumptions
+from sweep.promote.clusters import PRESETS as CLUSTERS
 from sweep.promote.clusters import Cluster
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.memory import memory_per_gpu
@@ -41,18 +42,14 @@ def test_memory_of_the_first_stage_worked_out_by_hand():
     assert memory.params_billion * 1e9 == pytest.approx(45312)
     assert memory.weights_gb * 1e9 == pytest.approx(45312 * 2)
     assert memory.gradients_gb * 1e9 == pytest.approx(45312 * 4)
-    assert memory.optimizer_gb * 1e9 == pytest.approx(
-        45312 * 12 / 2
-    )  # sharded over DP 2 x CP 1
+    assert memory.optimizer_gb * 1e9 == pytest.approx(45312 * 12 / 2)  # sharded over DP 2 x CP 1
     # 32 tokens x 1664 B / TP 2 per layer, 2 layers, min(PP 2, 4 microbatches) in flight.
     assert memory.activations_gb * 1e9 == pytest.approx(32 * 1664 / 2 * 2 * 2)
     assert memory.total_gb == pytest.approx((45312 * 12 + 106496) / 1e9 + 1.0)
 
 
 def test_with_four_stages_the_first_holds_four_microbatches_and_outweighs_the_logits():
-    memory = memory_per_gpu(
-        SMALL, layout(pipeline=4, tensor=1), data_parallel=2, reserve_gb=0
-    )
+    memory = memory_per_gpu(SMALL, layout(pipeline=4, tensor=1), data_parallel=2, reserve_gb=0)
     # First: 1 layer + embedding = 53376 parameters, 4 microbatches x 32 x 1664 B = 212992 B; the last
     # (53440 parameters, 1 microbatch + 32 x 4 x (64 + 256) B of logits = 94208 B) needs less.
     assert memory.stage == "first"
@@ -65,56 +62,35 @@ def test_optimizer_states_shard_over_data_and_context_parallel():
     with_cp = memory_per_gpu(SMALL, layout(context=2), data_parallel=2, reserve_gb=0)
     assert wider.optimizer_gb == pytest.approx(base.optimizer_gb / 2)
     assert with_cp.optimizer_gb == pytest.approx(base.optimizer_gb / 2)
-    assert with_cp.activations_gb == pytest.approx(
-        base.activations_gb / 2
-    )  # each GPU holds half the sequence
+    assert with_cp.activations_gb == pytest.approx(base.activations_gb / 2)  # each GPU holds half the sequence
 
 
 def test_full_recompute_keeps_layer_inputs_and_one_layer_while_it_is_recomputed():
-    full = memory_per_gpu(
-        SMALL, layout(recompute="full"), data_parallel=2, reserve_gb=0
-    )
+    full = memory_per_gpu(SMALL, layout(recompute="full"), data_parallel=2, reserve_gb=0)
     # The last stage now needs the most: 2 layer inputs of 32 tokens x 2h / TP, one layer's full
     # activations while it is recomputed, and 32 x 4 x (64 + 256) / TP bytes of logits.
     assert full.stage == "last"
-    assert full.activations_gb * 1e9 == pytest.approx(
-        2 * 32 * 2 * 64 / 2 + 32 * 1664 / 2 + 32 * 4 * 320 / 2
-    )
-    selective = memory_per_gpu(
-        SMALL, layout(recompute="selective"), data_parallel=2, reserve_gb=0
-    )
+    assert full.activations_gb * 1e9 == pytest.approx(2 * 32 * 2 * 64 / 2 + 32 * 1664 / 2 + 32 * 4 * 320 / 2)
+    selective = memory_per_gpu(SMALL, layout(recompute="selective"), data_parallel=2, reserve_gb=0)
     plain = memory_per_gpu(SMALL, layout(), data_parallel=2, reserve_gb=0)
-    assert (
-        selective.activations_gb == plain.activations_gb
-    )  # flash attention stores no scores to drop
+    assert selective.activations_gb == plain.activations_gb  # flash attention stores no scores to drop
 
 
 def test_interleaving_holds_more_microbatches_on_the_first_stage():
     plain = memory_per_gpu(SMALL, layout(), data_parallel=2, reserve_gb=0)
-    interleaved = memory_per_gpu(
-        SMALL, layout(virtual_pipeline=2), data_parallel=2, reserve_gb=0
-    )
+    interleaved = memory_per_gpu(SMALL, layout(virtual_pipeline=2), data_parallel=2, reserve_gb=0)
     # PP x (1 + (PP-1)/(PP x VPP)) = 2 x 1.25 = 2.5 microbatches instead of 2.
     assert interleaved.activations_gb == pytest.approx(plain.activations_gb * 2.5 / 2)
 
 
 def test_step_compute_and_bubble_follow_the_stated_formulas():
     par = layout()
-    step = step_time(
-        SMALL, par, data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5)
-    )
+    step = step_time(SMALL, par, data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5))
     flops = model_flops_per_token(SMALL) * 8 * 32 / 8  # global batch tokens over 8 GPUs
     assert step.compute_s == pytest.approx(flops / 0.5e12)
-    assert step.bubble_s == pytest.approx(
-        step.compute_s * (2 - 1) / 4
-    )  # (PP-1)/(VPP x microbatches)
+    assert step.bubble_s == pytest.approx(step.compute_s * (2 - 1) / 4)  # (PP-1)/(VPP x microbatches)
     assert step.total_s == pytest.approx(
-        step.compute_s
-        + step.bubble_s
-        + step.tp_comm_s
-        + step.cp_comm_s
-        + step.dp_comm_s
-        + step.pp_comm_s
+        step.compute_s + step.bubble_s + step.tp_comm_s + step.cp_comm_s + step.dp_comm_s + step.pp_comm_s
     )
     # TP on NVLink: 8 collectives per layer and microbatch, each moving half of 32 x 64 x 2 bytes.
     assert step.tp_comm_s == pytest.approx(2 * 4 * 8 * (32 * 64 * 2 / 2) / 100e9)
@@ -137,9 +113,7 @@ def test_no_pipeline_no_bubble_and_no_tensor_parallel_no_tp_traffic():
 
 
 def test_recomputation_costs_compute():
-    plain = step_time(
-        SMALL, layout(), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions()
-    )
+    plain = step_time(SMALL, layout(), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions())
     full = step_time(
         SMALL,
         layout(recompute="full"),
@@ -154,16 +128,6 @@ def test_70b_compute_per_step_at_the_cited_mfu():
     # 6 x 69.5 B matmul parameters + 12 x 80 x 8192 x 8192 = 481.4 GFLOP per token, 11.8 M tokens, 480 GPUs at 43 %.
     model = PRESETS["llama3.1-70b"].model
     assert model_flops_per_token(model) / 1e9 == pytest.approx(481.43, abs=0.01)
-    par = Parallelism(
-        tensor=8, pipeline=4, context=1, global_batch_size=1440, sequence_parallel=True
-    )
-    h100 = Cluster(
-        name="h100", nodes=60, gpus_per_node=8, gpu_memory_gb=80, peak_bf16_tflops=989,
-        intra_node_gb_per_s=450, inter_node_gb_per_s=50,
-    )  # fmt: skip
-    step = step_time(
-        model, par, data_parallel=15, cluster=h100, assumptions=Assumptions()
-    )
-    assert step.compute_s == pytest.approx(
-        481.43e9 * 1440 * 8192 / 480 / (989e12 * 0.43), rel=1e-4
-    )
+    par = Parallelism(tensor=8, pipeline=4, context=1, global_batch_size=1440, sequence_parallel=True)
+    step = step_time(model, par, data_parallel=15, cluster=CLUSTERS["h100-480"], assumptions=Assumptions())
+    assert step.compute_s == pytest.approx(481.43e9 * 1440 * 8192 / 480 / (989e12 * 0.43), rel=1e-4)
