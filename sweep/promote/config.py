@@ -73,11 +73,6 @@ class PromotionConfig(StrictConfig):
     def _file_beside_config(cls, value: str | None, info: ValidationInfo) -> str | None:
         # A YAML file named in a --config file is relative to that file, like paths in a spec.
         root = (info.context or {}).get("root")
-        if (
-            value is None
-            or root is None
-            or not value.endswith((".yaml", ".yml"))
-            or Path(value).is_absolute()
-        ):
+        if value is None or root is None or not value.endswith((".yaml", ".yml")) or Path(value).is_absolute():
             return value
         return str(Path(root) / value)

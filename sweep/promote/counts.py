@@ -27,9 +27,7 @@ def embedding_params(model: ModelShape) -> int:
 
 
 def total_params(model: ModelShape) -> int:
-    embeddings = embedding_params(model) * (
-        2 if model.untie_embeddings_and_output_weights else 1
-    )
+    embeddings = embedding_params(model) * (2 if model.untie_embeddings_and_output_weights else 1)
     layers = model.num_layers * (layer_matrix_params(model) + layer_norm_params(model))
     return layers + embeddings + model.hidden_size  # + the final norm
 

@@ -30,9 +30,7 @@ def _positive_int(text: str) -> int:
     try:
         value = int(float(text))
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a positive integer, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
     if value <= 0 or value != float(text):
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
@@ -48,9 +46,7 @@ def _data_prefix(text: str) -> tuple[str, DataPrefix]:
     try:
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"TOKENS must be a positive number, got {text!r}"
-        ) from None
+        raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
 
 
 def _mfu(text: str) -> float:
@@ -64,9 +60,7 @@ def _mfu(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix"
-    )
+    parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
     parser.add_argument(
         "--target",
         help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file",
@@ -96,19 +90,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Megatron indexed dataset for a side (general, non_english, domain); repeat for several; "
         "with @TOKENS on all of a side's prefixes its weight is split by them, else equally",
     )
-    parser.add_argument(
-        "--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster"
-    )
-    parser.add_argument(
-        "--base-checkpoint", help="the base as a Megatron distributed checkpoint"
-    )
+    parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
+    parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
     parser.add_argument(
         "--save-dir",
         help="the run's own checkpoint directory (also where a relaunch resumes)",
     )
-    layout = parser.add_argument_group(
-        "layout (fix any part; the search chooses the rest)"
-    )
+    layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
     for flag, key in (
         ("--tensor-parallel", "tensor"),
         ("--pipeline-parallel", "pipeline"),
@@ -117,9 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("--micro-batch-size", "micro_batch_size"),
     ):
         layout.add_argument(flag, dest=f"layout_{key}", type=_positive_int, metavar="N")
-    layout.add_argument(
-        "--recompute", dest="layout_recompute", choices=("none", "selective", "full")
-    )
+    layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
     parser.add_argument(
         "--mfu",
         type=_mfu,
@@ -134,11 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> PromotionConfig:
     """The --config file (if any) with the flags that were given laid over it."""
-    config = (
-        load_config(args.config, PromotionConfig, kind="promotion config")
-        if args.config
-        else PromotionConfig()
-    )
+    config = load_config(args.config, PromotionConfig, kind="promotion config") if args.config else PromotionConfig()
     top: dict[str, Any] = {
         key: value
         for key, value in (
@@ -174,12 +156,8 @@ def config_from_args(args: argparse.Namespace) -> PromotionConfig:
             **top,
             "data": config.data.model_copy(update=data),
             "checkpoint": config.checkpoint.model_copy(update=checkpoint),
-            "layout": config.layout.model_validate(
-                {**config.layout.model_dump(exclude_unset=True), **layout}
-            ),
-            "assumptions": config.assumptions.model_copy(
-                update={"mfu": args.mfu} if args.mfu else {}
-            ),
+            "layout": config.layout.model_validate({**config.layout.model_dump(exclude_unset=True), **layout}),
+            "assumptions": config.assumptions.model_copy(update={"mfu": args.mfu} if args.mfu else {}),
         }
     )
 
@@ -192,9 +170,7 @@ def write_plan(plan: Plan, run_dir: Path) -> Path:
 
     directory = plan_dir(run_dir, plan.id)
     plan.write(directory)
-    (directory / RUN_JSON).write_text(
-        plan.run.model_dump_json(indent=2) + "\n", encoding="utf-8"
-    )
+    (directory / RUN_JSON).write_text(plan.run.model_dump_json(indent=2) + "\n", encoding="utf-8")
     (directory / SUMMARY_MD).write_text(summary_markdown(plan), encoding="utf-8")
     (directory / ARGS_TXT).write_text(args_text(plan), encoding="utf-8")
     script = directory / LAUNCH_SH

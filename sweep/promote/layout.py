@@ -84,9 +84,7 @@ def search_layouts(
             f"no layout has TP x PP x CP x DP = {cluster.gpus} GPUs ({cluster.nodes} nodes x "
             f"{cluster.gpus_per_node}): TP in {tensors}, PP in {sorted({pp for pp, _ in splits})}, CP in {contexts}"
         )
-    micro_sizes = (
-        (request.micro_batch_size,) if request.micro_batch_size else MICRO_BATCH_SIZES
-    )
+    micro_sizes = (request.micro_batch_size,) if request.micro_batch_size else MICRO_BATCH_SIZES
     batched = [
         (tp, pp, vpp, cp, dp, mbs)
         for tp, pp, vpp, cp, dp in shapes
@@ -101,27 +99,23 @@ def search_layouts(
             f"one of them (in --global-batch-tokens, times the sequence length {model.seq_length})"
         )
     scheduled = [
-        shape for shape in batched if _interleaving_fits(*shape, global_batch_size)
+        (tp, pp, vpp, cp, dp, mbs)
+        for tp, pp, vpp, cp, dp, mbs in batched
+        if _interleaving_fits(pp, vpp, microbatches=global_batch_size // (mbs * dp))
     ]
     if not scheduled:
         raise PromotionError(
             "the interleaved pipeline schedule needs the microbatches per step to be a multiple of PP "
             f"(and at least PP); no requested layout has that with global batch {global_batch_size}"
         )
-    recomputes: Iterable[Recompute] = (
-        (request.recompute,) if request.recompute else ("none", "selective", "full")
-    )
+    recomputes: Iterable[Recompute] = (request.recompute,) if request.recompute else ("none", "selective", "full")
     layouts = [
         _rank(model, cluster, assumptions, global_batch_size, shape, recompute)
         for shape in scheduled
         for recompute in recomputes
     ]
     fitting = sorted(
-        (
-            layout
-            for layout in layouts
-            if layout.memory.total_gb <= cluster.gpu_memory_gb
-        ),
+        (layout for layout in layouts if layout.memory.total_gb <= cluster.gpu_memory_gb),
         key=lambda layout: (layout.step.total_s, layout.memory.total_gb),
     )
     if not fitting:
@@ -164,23 +158,13 @@ def _tensor_sizes(model: ModelShape, cluster: Cluster, forced: int | None) -> li
     return [tp for tp in range(1, cluster.gpus_per_node + 1) if violation(tp) is None]
 
 
-def _pipeline_splits(
-    model: ModelShape, forced_pp: int | None, forced_vpp: int | None
-) -> list[tuple[int, int | None]]:
+def _pipeline_splits(model: ModelShape, forced_pp: int | None, forced_vpp: int | None) -> list[tuple[int, int | None]]:
     layers = model.num_layers
     if forced_pp is not None and layers % forced_pp:
-        raise PromotionError(
-            f"pipeline parallel size {forced_pp} is invalid: PP must divide the layers ({layers})"
-        )
+        raise PromotionError(f"pipeline parallel size {forced_pp} is invalid: PP must divide the layers ({layers})")
     if forced_vpp is not None and forced_vpp > 1 and forced_pp == 1:
-        raise PromotionError(
-            "virtual pipeline size needs pipeline parallel size >= 2 (interleaving needs stages)"
-        )
-    pipelines = (
-        [forced_pp]
-        if forced_pp is not None
-        else [pp for pp in range(1, layers + 1) if layers % pp == 0]
-    )
+        raise PromotionError("virtual pipeline size needs pipeline parallel size >= 2 (interleaving needs stages)")
+    pipelines = [forced_pp] if forced_pp is not None else [pp for pp in range(1, layers + 1) if layers % pp == 0]
     splits: list[tuple[int, int | None]] = []
     for pp in pipelines:
         per_stage = layers // pp
@@ -192,17 +176,11 @@ def _pipeline_splits(
             continue
         splits.append((pp, None))
         if pp > 1:
-            splits.extend(
-                (pp, vpp) for vpp in range(2, per_stage + 1) if per_stage % vpp == 0
-            )
+            splits.extend((pp, vpp) for vpp in range(2, per_stage + 1) if per_stage % vpp == 0)
     if not splits:
         raise PromotionError(
             f"virtual pipeline size {forced_vpp} is invalid: PP x VPP must divide the layers ({layers})"
-            + (
-                f", got PP {forced_pp}"
-                if forced_pp is not None
-                else " for some PP >= 2"
-            )
+            + (f", got PP {forced_pp}" if forced_pp is not None else " for some PP >= 2")
         )
     return splits
 
@@ -220,10 +198,7 @@ def _context_sizes(model: ModelShape, forced: int | None) -> list[int]:
     return [cp for cp in range(1, model.seq_length // 2 + 1) if valid(cp)]
 
 
-def _interleaving_fits(
-    tp: int, pp: int, vpp: int | None, cp: int, dp: int, mbs: int, global_batch: int
-) -> bool:
-    microbatches = global_batch // (mbs * dp)
+def _interleaving_fits(pp: int, vpp: int | None, *, microbatches: int) -> bool:
     return vpp is None or (microbatches >= pp and microbatches % pp == 0)
 
 
@@ -250,10 +225,6 @@ def _rank(
     return RankedLayout(
         parallelism=par,
         data_parallel=dp,
-        memory=memory_per_gpu(
-            model, par, data_parallel=dp, reserve_gb=assumptions.memory_reserve_gb
-        ),
-        step=step_time(
-            model, par, data_parallel=dp, cluster=cluster, assumptions=assumptions
-        ),
+        memory=memory_per_gpu(model, par, data_parallel=dp, reserve_gb=assumptions.memory_reserve_gb),
+        step=step_time(model, par, data_parallel=dp, cluster=cluster, assumptions=assumptions),
     )

@@ -107,11 +107,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         # Data: weight/prefix pairs, weights normalised by Megatron as by megatron-core's builder.
         [
             "--data-path",
-            *[
-                item
-                for source in data.blend
-                for item in (_number(source.weight), source.prefix)
-            ],
+            *[item for source in data.blend for item in (_number(source.weight), source.prefix)],
         ],
         ["--split", data.split],
         ["--tokenizer-type", "HuggingFaceTokenizer"],
@@ -135,10 +131,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
 
 def args_text(plan: Plan) -> str:
     """pretrain_gpt_args.txt: one flag and its values per line."""
-    return "".join(
-        " ".join(shlex.quote(item) for item in group) + "\n"
-        for group in megatron_args(plan)
-    )
+    return "".join(" ".join(shlex.quote(item) for item in group) + "\n" for group in megatron_args(plan))
 
 
 def launch_script(plan: Plan) -> str:
@@ -155,9 +148,7 @@ def launch_script(plan: Plan) -> str:
         '  --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR" --master-port "${MASTER_PORT:-6000}" \\',
         f"  {PRETRAIN_SCRIPT} \\",
     ]
-    groups = [
-        " ".join(shlex.quote(item) for item in group) for group in megatron_args(plan)
-    ]
+    groups = [" ".join(shlex.quote(item) for item in group) for group in megatron_args(plan)]
     lines += [f"  {group} \\" for group in groups[:-1]] + [f"  {groups[-1]}"]
     return "\n".join(lines) + "\n"
 

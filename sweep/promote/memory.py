@@ -77,9 +77,7 @@ def in_flight_microbatches(par: Parallelism, microbatches: int) -> float:
     return pp * (1.0 + (pp - 1) / (pp * par.virtual_pipeline))
 
 
-def memory_per_gpu(
-    model: ModelShape, par: Parallelism, *, data_parallel: int, reserve_gb: float
-) -> Memory:
+def memory_per_gpu(model: ModelShape, par: Parallelism, *, data_parallel: int, reserve_gb: float) -> Memory:
     """The most loaded GPU's memory under `par` with `data_parallel` replicas."""
     tp, pp, cp = par.tensor, par.pipeline, par.context
     microbatches = par.global_batch_size // (par.micro_batch_size * data_parallel)
@@ -91,17 +89,13 @@ def memory_per_gpu(
     full_layer = tokens * activation_bytes_per_token_layer(model) / tp
     if par.recompute == "full":
         stored_layer = tokens * 2 * model.hidden_size / tp
-        transient = (
-            full_layer  # one layer's activations while it is recomputed in the backward
-        )
+        transient = full_layer  # one layer's activations while it is recomputed in the backward
     else:
         stored_layer, transient = full_layer, 0.0
     logits = tokens * 4 * (model.hidden_size + model.vocab_size) / tp
 
     first_params = layers * layer_params + embedding
-    first_acts = (
-        layers * stored_layer * in_flight_microbatches(par, microbatches) + transient
-    )
+    first_acts = layers * stored_layer * in_flight_microbatches(par, microbatches) + transient
     last_params = layers * layer_params + embedding + model.hidden_size
     last_acts = layers * stored_layer + transient + logits
     if pp == 1:
@@ -115,10 +109,7 @@ def memory_per_gpu(
         ]
     else:
         stages = [("first", first_params, first_acts), ("last", last_params, last_acts)]
-    candidates = [
-        _memory(stage, params, acts, data_parallel * cp, reserve_gb)
-        for stage, params, acts in stages
-    ]
+    candidates = [_memory(stage, params, acts, data_parallel * cp, reserve_gb) for stage, params, acts in stages]
     return max(candidates, key=lambda memory: memory.total_gb)
 
 

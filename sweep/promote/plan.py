@@ -30,6 +30,7 @@ from train_entry.megatron.config import (
     Checkpoint,
     Data,
     FullRunConfig,
+    ModelShape,
     Optimization,
 )
 from train_entry.megatron.core_configs import CoreConfigError, core_configs
@@ -140,9 +141,7 @@ def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:
     best = json.loads(best_path.read_text(encoding="utf-8"))
     row = best.get("optimum")
     if row is None:
-        raise PromotionError(
-            f"{best_path} has no optimum to promote: {best.get('verdict', 'no feasible trial')}"
-        )
+        raise PromotionError(f"{best_path} has no optimum to promote: {best.get('verdict', 'no feasible trial')}")
     optimum = Optimum(
         trial=row["number"],
         lr_fraction=row["lr_fraction"],
@@ -155,9 +154,7 @@ def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:
         raise PromotionError(
             f"the optimum's resolved trial config {trial_path} is missing; the run directory is incomplete"
         )
-    return optimum, TrialConfig.model_validate_json(
-        trial_path.read_text(encoding="utf-8")
-    )
+    return optimum, TrialConfig.model_validate_json(trial_path.read_text(encoding="utf-8"))
 
 
 def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
@@ -165,9 +162,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
     run_dir = Path(run_dir)
     optimum, trial = read_optimum(run_dir)
     if config.target is None:
-        raise PromotionError(
-            "no target: name a preset or a target YAML file (--target, or target: in --config)"
-        )
+        raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
     cluster = load_cluster(config.cluster)
     model = target.model
@@ -191,9 +186,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
     blend, placeholders = _blend(optimum.mix, non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
-    placeholders += (
-        [] if config.data.tokenizer else ["tokenizer"]
-    ) + checkpoint_placeholders
+    placeholders += ([] if config.data.tokenizer else ["tokenizer"]) + checkpoint_placeholders
     try:
         run = FullRunConfig(
             model=model,
@@ -214,7 +207,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
         core_configs(run)
         run.parallelism.data_parallel_size(cluster.gpus)
     except (CoreConfigError, ValueError) as error:
-        raise PromotionError(f"megatron-core rejects the plan: {error}") from error
+        raise PromotionError(f"the plan fails the full-run config's or megatron-core's checks: {error}") from error
     origin = SweepOrigin(
         run_dir=str(run_dir),
         name=run_dir.resolve().name,
@@ -232,16 +225,12 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
         run=run,
         layouts=search.ranked[:LAYOUTS_KEPT],
         layouts_considered=search.considered,
-        estimate=_estimate(
-            model, cluster, chosen, train_iters, config.global_batch_tokens
-        ),
+        estimate=_estimate(model, cluster, chosen, train_iters, config.global_batch_tokens),
         placeholders=placeholders,
     )
 
 
-def plan_id(
-    origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig
-) -> str:
+def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig) -> str:
     """<target>-<cluster>-<hash8>: the hash covers the sweep, its optimum, both shapes, tokens and batch,
     and the pinned parts of the layout when there are any."""
     decided_by: dict[str, Any] = {
@@ -260,9 +249,7 @@ def plan_id(
     return f"{target.name}-{cluster.name}-{digest[:8]}"
 
 
-def _blend(
-    mix: MixRatio, non_english_share: float, config: PromotionConfig
-) -> tuple[list[BlendSource], list[str]]:
+def _blend(mix: MixRatio, non_english_share: float, config: PromotionConfig) -> tuple[list[BlendSource], list[str]]:
     """Megatron blend weights: the proxy's side weights (train_entry.mix.blend_weights), each side's
     weight split over its prefixes by token count when all are known, equally otherwise."""
     sources: list[BlendSource] = []
@@ -270,9 +257,7 @@ def _blend(
     for side, weight in blend_weights(mix, non_english_share).items():
         prefixes: list[DataPrefix] = getattr(config.data, side)
         if not prefixes:
-            prefixes = [
-                DataPrefix(prefix=f"{PLACEHOLDER_ROOT}/data/{side}_text_document")
-            ]
+            prefixes = [DataPrefix(prefix=f"{PLACEHOLDER_ROOT}/data/{side}_text_document")]
             placeholders.append(f"data prefix {side}")
         counts = [prefix.tokens for prefix in prefixes]
         shares = (
@@ -306,7 +291,7 @@ def _checkpoint(config: PromotionConfig, step_s: float) -> tuple[Checkpoint, lis
 
 
 def _estimate(
-    model, cluster: Cluster, chosen: RankedLayout, train_iters: int, batch_tokens: int
+    model: ModelShape, cluster: Cluster, chosen: RankedLayout, train_iters: int, batch_tokens: int
 ) -> Estimate:
     step = chosen.step.total_s
     seconds = step * train_iters

@@ -13,9 +13,7 @@ from sweep.spec import load_config
 Config = TypeVar("Config", bound=BaseModel)
 
 
-def preset_or_file(
-    value: str, presets: dict[str, Config], model: type[Config], *, kind: str
-) -> Config:
+def preset_or_file(value: str, presets: dict[str, Config], model: type[Config], *, kind: str) -> Config:
     """presets[value], or `value` read as a YAML file of `model` (errors name the file, key and value)."""
     if value in presets:
         return presets[value]

@@ -80,16 +80,10 @@ def step_time(
     def bandwidth(group_span: int) -> float:
         """Bytes/s per GPU of a group whose members lie `group_span` consecutive ranks apart at most."""
         fits_node = group_span <= cluster.gpus_per_node
-        return (
-            cluster.intra_node_gb_per_s if fits_node else cluster.inter_node_gb_per_s
-        ) * 1e9
+        return (cluster.intra_node_gb_per_s if fits_node else cluster.inter_node_gb_per_s) * 1e9
 
     def ring(buffer_bytes: float, size: int, group_span: int) -> float:
-        return (
-            0.0
-            if size == 1
-            else buffer_bytes * (size - 1) / size / bandwidth(group_span)
-        )
+        return 0.0 if size == 1 else buffer_bytes * (size - 1) / size / bandwidth(group_span)
 
     layers = model.num_layers // pp
     micro_tokens = par.micro_batch_size * model.seq_length / cp
@@ -104,32 +98,18 @@ def step_time(
     # Flash attention skips the causal mask's upper half: the time there is to hide behind is half
     # of what the (non-causal) model-FLOPs convention counts.
     attention_compute = attention / 2 * tokens_per_step / gpus / rate
-    cp_comm = (
-        max(0.0, layers * microbatches * cp_volume / cp_bw - attention_compute)
-        if cp > 1
-        else 0.0
-    )
+    cp_comm = max(0.0, layers * microbatches * cp_volume / cp_bw - attention_compute) if cp > 1 else 0.0
 
-    stage_params = (
-        layers * (layer_matrix_params(model) / tp + layer_norm_params(model))
-        + embedding_params(model) / tp
-    )
+    stage_params = layers * (layer_matrix_params(model) / tp + layer_norm_params(model)) + embedding_params(model) / tp
     shards = data_parallel * cp
     one_microbatch = compute / microbatches
-    reduce_scatter = ring(
-        stage_params * BYTES_MAIN_GRAD, shards, tp * cp * data_parallel
-    )
+    reduce_scatter = ring(stage_params * BYTES_MAIN_GRAD, shards, tp * cp * data_parallel)
     all_gather = ring(stage_params * BYTES_WEIGHT, shards, tp * cp * data_parallel)
-    dp_comm = max(0.0, reduce_scatter - one_microbatch * 2 / 3) + max(
-        0.0, all_gather - one_microbatch / 3
-    )
+    dp_comm = max(0.0, reduce_scatter - one_microbatch * 2 / 3) + max(0.0, all_gather - one_microbatch / 3)
 
     pp_message = activation / tp  # sequence parallel: each TP rank sends its shard
-    pp_comm = (
-        2 * microbatches * vpp * pp_message / bandwidth(tp * cp * data_parallel + 1)
-        if pp > 1
-        else 0.0
-    )
+    # Adjacent stages are TP x CP x DP ranks apart: one node holds both only when that gap is within it.
+    pp_comm = 2 * microbatches * vpp * pp_message / bandwidth(tp * cp * data_parallel + 1) if pp > 1 else 0.0
 
     total = compute + bubble + tp_comm + cp_comm + dp_comm + pp_comm
     return StepTime(

@@ -19,21 +19,15 @@ NEAR_TIE = 0.02
 
 
 def summary_tables(plan: Plan) -> Group:
-    return Group(
-        _run_table(plan), _blend_table(plan), _layout_table(plan), _estimate_table(plan)
-    )
+    return Group(_run_table(plan), _blend_table(plan), _layout_table(plan), _estimate_table(plan))
 
 
 def summary_markdown(plan: Plan) -> str:
     buffer = io.StringIO()
-    Console(
-        file=buffer, width=SUMMARY_WIDTH, color_system=None, force_terminal=False
-    ).print(summary_tables(plan))
+    Console(file=buffer, width=SUMMARY_WIDTH, color_system=None, force_terminal=False).print(summary_tables(plan))
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
     notes = "".join(f"- placeholder: {name}\n" for name in plan.placeholders)
-    return f"# Promotion plan {plan.id}\n\n```\n{text}\n```\n" + (
-        f"\n{notes}" if notes else ""
-    )
+    return f"# Promotion plan {plan.id}\n\n```\n{text}\n```\n" + (f"\n{notes}" if notes else "")
 
 
 def _run_table(plan: Plan) -> Table:
@@ -108,9 +102,7 @@ def _blend_table(plan: Plan) -> Table:
 
 
 def _layout_table(plan: Plan) -> Table:
-    table = Table(
-        title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)"
-    )
+    table = Table(title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)")
     for column in (
         "",
         "layout",
@@ -123,13 +115,9 @@ def _layout_table(plan: Plan) -> Table:
         "DP",
         "PP",
     ):
-        table.add_column(
-            column, justify="left" if column in ("", "layout") else "right"
-        )
+        table.add_column(column, justify="left" if column in ("", "layout") else "right")
     for index, layout in enumerate(plan.layouts):
-        table.add_row(
-            "chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout)
-        )
+        table.add_row("chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout))
     return table
 
 
@@ -155,10 +143,7 @@ def _layout_cells(layout: RankedLayout) -> list[str]:
 
 def _estimate_table(plan: Plan) -> Table:
     estimate, memory = plan.estimate, plan.chosen.memory
-    close = sum(
-        layout.step.total_s <= estimate.step_s * (1 + NEAR_TIE)
-        for layout in plan.layouts[1:]
-    )
+    close = sum(layout.step.total_s <= estimate.step_s * (1 + NEAR_TIE) for layout in plan.layouts[1:])
     table = Table(title="Estimate (chosen layout)", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")

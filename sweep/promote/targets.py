@@ -28,9 +28,7 @@ class Target(StrictConfig):
     """Where the shape and max_lr come from (paper, model card), shown in the summary."""
 
 
-_LLAMA3_PAPER = (
-    "Llama 3 Herd of Models (arXiv:2407.21783) Table 3; Meta's Llama 3.1 config.json"
-)
+_LLAMA3_PAPER = "Llama 3 Herd of Models (arXiv:2407.21783) Table 3; Meta's Llama 3.1 config.json"
 
 LLAMA_3_1_405B = ModelShape(
     num_layers=126,
@@ -45,9 +43,7 @@ LLAMA_3_1_405B = ModelShape(
 PRESETS: dict[str, Target] = {
     target.name: target
     for target in (
-        Target(
-            name="llama3.1-8b", model=LLAMA_3_1_8B, max_lr=3e-4, source=_LLAMA3_PAPER
-        ),
+        Target(name="llama3.1-8b", model=LLAMA_3_1_8B, max_lr=3e-4, source=_LLAMA3_PAPER),
         Target(
             name="llama3.1-70b",
             model=LLAMA_3_1_70B,

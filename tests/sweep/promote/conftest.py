@@ -50,11 +50,7 @@ def write_run(
         tokens_seen=204800, wall_seconds=60.0, attempts=1,
     )  # fmt: skip
     run_dir.mkdir(parents=True, exist_ok=True)
-    verdict = (
-        "optimum: trial 7"
-        if feasible
-        else "no completed trial is within the forgetting budget 0.0200"
-    )
+    verdict = "optimum: trial 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
     write_best(
         {
             "verdict": verdict,

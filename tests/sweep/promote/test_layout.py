@@ -43,17 +43,12 @@ def test_every_layout_found_obeys_megatrons_constraints_and_fits(target):
         vpp = par.virtual_pipeline or 1
         microbatches = par.global_batch_size // (par.micro_batch_size * dp)
         assert par.tensor <= H100.gpus_per_node
-        assert (
-            model.num_attention_heads % par.tensor == 0
-            and model.num_query_groups % par.tensor == 0
-        )
+        assert model.num_attention_heads % par.tensor == 0 and model.num_query_groups % par.tensor == 0
         assert model.num_layers % (par.pipeline * vpp) == 0
         assert par.tensor * par.pipeline * par.context * dp == H100.gpus
         assert par.global_batch_size % (par.micro_batch_size * dp) == 0
         assert par.context == 1 or model.seq_length % (2 * par.context) == 0
-        assert vpp == 1 or (
-            microbatches % par.pipeline == 0 and microbatches >= par.pipeline
-        )
+        assert vpp == 1 or (microbatches % par.pipeline == 0 and microbatches >= par.pipeline)
         assert par.sequence_parallel == (par.tensor > 1)
         assert layout.memory.total_gb <= H100.gpu_memory_gb
     steps = [layout.step.total_s for layout in result.ranked]

@@ -225,7 +225,6 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
     assert value("--save") == value("--load") == run.checkpoint.save_dir
     assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
     assert int(value("--save-interval")) == run.checkpoint.save_interval
-    assert int(value("--make-vocab-size-divisible-by")) * par.tensor % 1 == 0
     assert model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor) == 0  # no padding
 
 

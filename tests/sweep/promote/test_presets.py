@@ -83,9 +83,7 @@ def test_unknown_names_list_the_presets():
         match="unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b",
     ):
         load_target("llama9")
-    with pytest.raises(
-        PromotionError, match="unknown cluster 'dgx'; presets: h100-480"
-    ):
+    with pytest.raises(PromotionError, match="unknown cluster 'dgx'; presets: h100-480"):
         load_cluster("dgx")
 
 
@@ -100,10 +98,7 @@ def test_a_bad_cluster_file_names_the_file_key_and_value(tmp_path):
     message = str(error.value)
     assert message.startswith(f"{path}: 2 problem(s) in the cluster:")
     assert "gpus_per_node = 0: Input should be greater than 0" in message
-    assert (
-        "nvlink = 900: unknown key; valid keys here: name, nodes, gpus_per_node"
-        in message
-    )
+    assert "nvlink = 900: unknown key; valid keys here: name, nodes, gpus_per_node" in message
 
 
 def test_a_target_file_checks_the_model_shape(tmp_path):
@@ -112,9 +107,7 @@ def test_a_target_file_checks_the_model_shape(tmp_path):
         "name: odd\nmax_lr: 3.0e-4\nmodel: {num_layers: 2, hidden_size: 100, ffn_hidden_size: 256,"
         " num_attention_heads: 3, num_query_groups: 1, vocab_size: 512, seq_length: 128}\n"
     )
-    with pytest.raises(
-        SpecError, match=r"model: hidden_size must be a multiple of num_attention_heads"
-    ):
+    with pytest.raises(SpecError, match=r"model: hidden_size must be a multiple of num_attention_heads"):
         load_target(str(path))
     with pytest.raises(SpecError, match="target file not found"):
         load_target(str(tmp_path / "missing.yaml"))
