@@ -237,3 +237,37 @@ def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp
         expected.parent.mkdir(parents=True, exist_ok=True)
         expected.write_text(produced)
     assert produced == expected.read_text(), f"{expected} differs; see this module's docstring to regenerate"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, monkeypatch):
+    """Where Megatron-LM's training package is installed (a GPU cluster's image), its own parser reads
+    the arguments; validate_args asks CUDA for the device, so it runs only where there is one."""
+    arguments = pytest.importorskip(
+        "megatron.training.arguments", reason="Megatron-LM (megatron.training) not installed"
+    )
+    import torch
+
+    plan = plans[target]
+    tokens = shlex.split((write_plan(plan, tmp_path) / ARGS_TXT).read_text())
+    monkeypatch.setattr("sys.argv", ["pretrain_gpt.py", *tokens])
+    for name, value in (
+        ("WORLD_SIZE", "480"),
+        ("RANK", "0"),
+        ("LOCAL_RANK", "0"),
+        ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
+    ):
+        monkeypatch.setenv(name, value)
+    args = arguments.parse_args()
+    assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (
+        plan.run.parallelism.tensor,
+        plan.run.parallelism.pipeline,
+    )
+    assert (args.lr, args.train_iters, args.global_batch_size) == (
+        plan.run.optimization.lr,
+        plan.run.optimization.train_iters,
+        1440,
+    )
+    if torch.cuda.is_available():
+        arguments.validate_args(args, {})
+        assert args.data_parallel_size == plan.chosen.data_parallel
