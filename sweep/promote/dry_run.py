@@ -61,25 +61,14 @@ def _mfu(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
-    parser.add_argument(
-        "--target",
-        help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file",
-    )
+    parser.add_argument("--target", help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
+    parser.add_argument("--tokens", type=_positive_int, help="training tokens of the full run (default 1e12)")
     parser.add_argument(
-        "--tokens",
-        type=_positive_int,
-        help="training tokens of the full run (default 1e12)",
+        "--global-batch-tokens", type=_positive_int, help="tokens per step (default 1440 x 8192 = 11796480)"
     )
     parser.add_argument(
-        "--global-batch-tokens",
-        type=_positive_int,
-        help="tokens per step (default 1440 x 8192 = 11796480)",
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        help="a promotion YAML (the keys of sweep/promote/config.py); flags override it",
+        "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/config.py); flags override it"
     )
     parser.add_argument(
         "--data-prefix",
@@ -92,10 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
     parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
-    parser.add_argument(
-        "--save-dir",
-        help="the run's own checkpoint directory (also where a relaunch resumes)",
-    )
+    parser.add_argument("--save-dir", help="the run's own checkpoint directory (also where a relaunch resumes)")
     layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
     for flag, key in (
         ("--tensor-parallel", "tensor"),
@@ -106,15 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ):
         layout.add_argument(flag, dest=f"layout_{key}", type=_positive_int, metavar="N")
     layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
+    parser.add_argument("--mfu", type=_mfu, help="assumed model FLOPs utilisation (default 0.43, cited in the summary)")
     parser.add_argument(
-        "--mfu",
-        type=_mfu,
-        help="assumed model FLOPs utilisation (default 0.43, cited in the summary)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="plan only: print it and write it under RUN/promotion/<id>/",
+        "--dry-run", action="store_true", help="plan only: print it and write it under RUN/promotion/<id>/"
     )
 
 
@@ -139,12 +119,7 @@ def config_from_args(args: argparse.Namespace) -> PromotionConfig:
     if args.tokenizer:
         data["tokenizer"] = args.tokenizer
     checkpoint = {
-        key: value
-        for key, value in (
-            ("base_dir", args.base_checkpoint),
-            ("save_dir", args.save_dir),
-        )
-        if value
+        key: value for key, value in (("base_dir", args.base_checkpoint), ("save_dir", args.save_dir)) if value
     }
     layout = {
         key.removeprefix("layout_"): value

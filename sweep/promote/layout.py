@@ -61,12 +61,7 @@ class LayoutSearch:
 
 
 def search_layouts(
-    model: ModelShape,
-    cluster: Cluster,
-    *,
-    global_batch_size: int,
-    request: LayoutRequest,
-    assumptions: Assumptions,
+    model: ModelShape, cluster: Cluster, *, global_batch_size: int, request: LayoutRequest, assumptions: Assumptions
 ) -> LayoutSearch:
     """Every valid layout that fits, fastest first; PromotionError naming the constraint when none does."""
     tensors = _tensor_sizes(model, cluster, request.tensor)

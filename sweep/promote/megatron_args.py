@@ -20,13 +20,7 @@ PRETRAIN_SCRIPT = "pretrain_gpt.py"
 def megatron_args(plan: Plan) -> list[list[str]]:
     """One group per flag: the flag and its values."""
     run = plan.run
-    model, par, opt, data, ckpt = (
-        run.model,
-        run.parallelism,
-        run.optimization,
-        run.data,
-        run.checkpoint,
-    )
+    model, par, opt, data, ckpt = (run.model, run.parallelism, run.optimization, run.data, run.checkpoint)
     args: list[list[str]] = [
         # Model: a Llama-architecture decoder through megatron-core's GPT model.
         ["--num-layers", str(model.num_layers)],
@@ -41,10 +35,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         ["--rotary-base", str(model.rotary_base)],
     ]
     if model.rope_scaling_factor is not None:
-        args += [
-            ["--use-rope-scaling"],
-            ["--rope-scaling-factor", _number(model.rope_scaling_factor)],
-        ]
+        args += [["--use-rope-scaling"], ["--rope-scaling-factor", _number(model.rope_scaling_factor)]]
     args += [
         ["--normalization", "RMSNorm"],
         ["--norm-epsilon", _number(model.norm_epsilon)],
@@ -54,10 +45,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         ["--hidden-dropout", "0.0"],
         ["--init-method-std", _number(model.init_method_std)],
         # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
-        [
-            "--make-vocab-size-divisible-by",
-            str(_vocab_divisor(model.vocab_size, par.tensor)),
-        ],
+        ["--make-vocab-size-divisible-by", str(_vocab_divisor(model.vocab_size, par.tensor))],
     ]
     if model.untie_embeddings_and_output_weights:
         args.append(["--untie-embeddings-and-output-weights"])
@@ -105,10 +93,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         ["--clip-grad", _number(opt.clip_grad)],
         ["--seed", str(run.seed)],
         # Data: weight/prefix pairs, weights normalised by Megatron as by megatron-core's builder.
-        [
-            "--data-path",
-            *[item for source in data.blend for item in (_number(source.weight), source.prefix)],
-        ],
+        ["--data-path", *[item for source in data.blend for item in (_number(source.weight), source.prefix)]],
         ["--split", data.split],
         ["--tokenizer-type", "HuggingFaceTokenizer"],
         ["--tokenizer-model", data.tokenizer],
@@ -120,10 +105,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     ]
     if ckpt.base_dir is not None:
         args.append(["--pretrained-checkpoint", ckpt.base_dir])
-    args += [
-        ["--log-interval", str(run.log_interval)],
-        ["--eval-iters", str(run.eval_iters)],
-    ]
+    args += [["--log-interval", str(run.log_interval)], ["--eval-iters", str(run.eval_iters)]]
     if run.eval_interval is not None:
         args.append(["--eval-interval", str(run.eval_interval)])
     return [group for group in args if group]

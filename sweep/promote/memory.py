@@ -26,12 +26,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sweep.promote.counts import (
-    embedding_params,
-    kv_width,
-    layer_matrix_params,
-    layer_norm_params,
-)
+from sweep.promote.counts import embedding_params, kv_width, layer_matrix_params, layer_norm_params
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism
 
@@ -100,26 +95,14 @@ def memory_per_gpu(model: ModelShape, par: Parallelism, *, data_parallel: int, r
     last_acts = layers * stored_layer + transient + logits
     if pp == 1:
         extra_output = embedding if model.untie_embeddings_and_output_weights else 0.0
-        stages = [
-            (
-                "only",
-                first_params + extra_output + model.hidden_size,
-                first_acts + logits,
-            )
-        ]
+        stages = [("only", first_params + extra_output + model.hidden_size, first_acts + logits)]
     else:
         stages = [("first", first_params, first_acts), ("last", last_params, last_acts)]
     candidates = [_memory(stage, params, acts, data_parallel * cp, reserve_gb) for stage, params, acts in stages]
     return max(candidates, key=lambda memory: memory.total_gb)
 
 
-def _memory(
-    stage: str,
-    params: float,
-    activations: float,
-    optimizer_shards: int,
-    reserve_gb: float,
-) -> Memory:
+def _memory(stage: str, params: float, activations: float, optimizer_shards: int, reserve_gb: float) -> Memory:
     weights = params * BYTES_WEIGHT / GB
     gradients = params * BYTES_MAIN_GRAD / GB
     optimizer = params * BYTES_OPTIMIZER / optimizer_shards / GB

@@ -25,14 +25,7 @@ from sweep.promote.layout import RankedLayout, search_layouts
 from sweep.promote.targets import Target, load_target
 from sweep.trainable import TRIALS_DIR
 from train_entry.config import StrictConfig
-from train_entry.megatron.config import (
-    BlendSource,
-    Checkpoint,
-    Data,
-    FullRunConfig,
-    ModelShape,
-    Optimization,
-)
+from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, core_configs
 from train_entry.mix import Mix, MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
@@ -173,11 +166,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
         )
     global_batch_size = config.global_batch_tokens // model.seq_length
     search = search_layouts(
-        model,
-        cluster,
-        global_batch_size=global_batch_size,
-        request=config.layout,
-        assumptions=config.assumptions,
+        model, cluster, global_batch_size=global_batch_size, request=config.layout, assumptions=config.assumptions
     )
     chosen = search.ranked[0]
     train_iters = math.ceil(config.tokens / config.global_batch_tokens)
@@ -209,10 +198,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
     except (CoreConfigError, ValueError) as error:
         raise PromotionError(f"the plan fails the full-run config's or megatron-core's checks: {error}") from error
     origin = SweepOrigin(
-        run_dir=str(run_dir),
-        name=run_dir.resolve().name,
-        optimum=optimum,
-        non_english_share=non_english_share,
+        run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=non_english_share
     )
     return Plan(
         id=plan_id(origin, target, cluster, config),
@@ -275,12 +261,7 @@ def _blend(mix: MixRatio, non_english_share: float, config: PromotionConfig) -> 
 def _checkpoint(config: PromotionConfig, step_s: float) -> tuple[Checkpoint, list[str]]:
     given = config.checkpoint
     placeholders = [
-        label
-        for label, value in (
-            ("base checkpoint", given.base_dir),
-            ("save dir", given.save_dir),
-        )
-        if not value
+        label for label, value in (("base checkpoint", given.base_dir), ("save dir", given.save_dir)) if not value
     ]
     checkpoint = Checkpoint(
         save_dir=given.save_dir or f"{PLACEHOLDER_ROOT}/checkpoints",

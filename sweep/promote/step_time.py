@@ -54,12 +54,7 @@ class StepTime(StrictConfig):
 
 
 def step_time(
-    model: ModelShape,
-    par: Parallelism,
-    *,
-    data_parallel: int,
-    cluster: Cluster,
-    assumptions: Assumptions,
+    model: ModelShape, par: Parallelism, *, data_parallel: int, cluster: Cluster, assumptions: Assumptions
 ) -> StepTime:
     tp, pp, cp = par.tensor, par.pipeline, par.context
     vpp = par.virtual_pipeline or 1
@@ -69,11 +64,7 @@ def step_time(
 
     tokens_per_step = par.global_batch_size * model.seq_length
     attention = attention_flops_per_token(model)
-    recompute = {
-        "none": 0.0,
-        "selective": attention / 3,
-        "full": model_flops_per_token(model) / 3,
-    }[par.recompute]
+    recompute = {"none": 0.0, "selective": attention / 3, "full": model_flops_per_token(model) / 3}[par.recompute]
     compute = (model_flops_per_token(model) + recompute) * tokens_per_step / gpus / rate
     bubble = compute * (pp - 1) / (vpp * microbatches)
 

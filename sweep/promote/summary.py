@@ -59,14 +59,8 @@ def _run_table(plan: Plan) -> Table:
                 f"{plan.cluster.gpu_memory_gb:g} GB, {plan.cluster.peak_bf16_tflops:g} TFLOP/s bf16"
             ),
         ),
-        (
-            "peak LR",
-            f"{opt.lr:.4g} = lr_fraction {optimum.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}",
-        ),
-        (
-            "schedule",
-            f"{opt.warmup_iters} warmup iters, {opt.decay_style} to min LR {opt.min_lr:.4g}",
-        ),
+        ("peak LR", f"{opt.lr:.4g} = lr_fraction {optimum.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}"),
+        ("schedule", f"{opt.warmup_iters} warmup iters, {opt.decay_style} to min LR {opt.min_lr:.4g}"),
         (
             "tokens",
             (
@@ -74,10 +68,7 @@ def _run_table(plan: Plan) -> Table:
                 f"({run.parallelism.global_batch_size} x {run.model.seq_length})"
             ),
         ),
-        (
-            "mix",
-            f"general:domain {optimum.mix}, non-English share {plan.sweep.non_english_share:g} of general",
-        ),
+        ("mix", f"general:domain {optimum.mix}, non-English share {plan.sweep.non_english_share:g} of general"),
         (
             "checkpoints",
             (
@@ -103,18 +94,7 @@ def _blend_table(plan: Plan) -> Table:
 
 def _layout_table(plan: Plan) -> Table:
     table = Table(title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)")
-    for column in (
-        "",
-        "layout",
-        "memory/GPU GB",
-        "step s",
-        "compute",
-        "bubble",
-        "TP",
-        "CP",
-        "DP",
-        "PP",
-    ):
+    for column in ("", "layout", "memory/GPU GB", "step s", "compute", "bubble", "TP", "CP", "DP", "PP"):
         table.add_column(column, justify="left" if column in ("", "layout") else "right")
     for index, layout in enumerate(plan.layouts):
         table.add_row("chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout))
@@ -129,14 +109,7 @@ def _layout_cells(layout: RankedLayout) -> list[str]:
         f"{step.total_s:.2f}",
         *(
             f"{value:.2f}"
-            for value in (
-                step.compute_s,
-                step.bubble_s,
-                step.tp_comm_s,
-                step.cp_comm_s,
-                step.dp_comm_s,
-                step.pp_comm_s,
-            )
+            for value in (step.compute_s, step.bubble_s, step.tp_comm_s, step.cp_comm_s, step.dp_comm_s, step.pp_comm_s)
         ),
     ]
 
@@ -149,10 +122,7 @@ def _estimate_table(plan: Plan) -> Table:
     table.add_column("")
     rows = [
         ("step time", f"{estimate.step_s:.2f} s"),
-        (
-            "wall clock",
-            f"{estimate.days:.1f} days for {estimate.train_iters:,} iterations",
-        ),
+        ("wall clock", f"{estimate.days:.1f} days for {estimate.train_iters:,} iterations"),
         ("GPU-hours", f"{estimate.gpu_hours:,.0f}"),
         (
             "throughput",
@@ -166,10 +136,7 @@ def _estimate_table(plan: Plan) -> Table:
                 f"reserve {memory.reserve_gb:.1f}"
             ),
         ),
-        (
-            "MFU assumed",
-            f"{plan.assumptions.mfu:.0%} of peak for compute: {plan.assumptions.mfu_source}",
-        ),
+        ("MFU assumed", f"{plan.assumptions.mfu:.0%} of peak for compute: {plan.assumptions.mfu_source}"),
         (
             "not modelled",
             "data loading, checkpoint saves, failures and restarts, kernel efficiency varying with shard size",

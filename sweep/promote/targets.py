@@ -44,18 +44,8 @@ PRESETS: dict[str, Target] = {
     target.name: target
     for target in (
         Target(name="llama3.1-8b", model=LLAMA_3_1_8B, max_lr=3e-4, source=_LLAMA3_PAPER),
-        Target(
-            name="llama3.1-70b",
-            model=LLAMA_3_1_70B,
-            max_lr=1.5e-4,
-            source=_LLAMA3_PAPER,
-        ),
-        Target(
-            name="llama3.1-405b",
-            model=LLAMA_3_1_405B,
-            max_lr=8e-5,
-            source=_LLAMA3_PAPER,
-        ),
+        Target(name="llama3.1-70b", model=LLAMA_3_1_70B, max_lr=1.5e-4, source=_LLAMA3_PAPER),
+        Target(name="llama3.1-405b", model=LLAMA_3_1_405B, max_lr=8e-5, source=_LLAMA3_PAPER),
     )
 }
 

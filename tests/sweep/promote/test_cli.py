@@ -36,14 +36,7 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
     run_dir = finished_run()
     assert promote(run_dir, "--target", target, "--dry-run") == 0
     out = capsys.readouterr().out
-    for shown in (
-        "peak LR",
-        "Blend (Megatron --data-path)",
-        "chosen",
-        "memory/GPU",
-        "wall clock",
-        "GPU-hours",
-    ):
+    for shown in ("peak LR", "Blend (Megatron --data-path)", "chosen", "memory/GPU", "wall clock", "GPU-hours"):
         assert shown in out
     [directory] = (run_dir / "promotion").iterdir()
     assert directory.name.startswith(f"{target}-h100-480-")
@@ -58,18 +51,11 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
 
 def test_user_defined_target_and_cluster_files(finished_run, capsys):
     run_dir = finished_run()
-    target, cluster = (
-        REPO / "search_spaces/targets/llama2-7b.yaml",
-        REPO / "search_spaces/clusters/h200-256.yaml",
-    )
+    target, cluster = (REPO / "search_spaces/targets/llama2-7b.yaml", REPO / "search_spaces/clusters/h200-256.yaml")
     assert promote(run_dir, "--target", str(target), "--cluster", str(cluster), "--dry-run") == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
-    assert (plan.target.name, plan.cluster.name, plan.cluster.gpus) == (
-        "llama2-7b",
-        "h200-256",
-        256,
-    )
+    assert (plan.target.name, plan.cluster.name, plan.cluster.gpus) == ("llama2-7b", "h200-256", 256)
     assert plan.run.optimization.lr == pytest.approx(0.1 * 3e-4)
     assert plan.run.parallelism.global_batch_size == 1440 * 8192 // 4096  # same tokens per step at 4K sequences
     assert "--use-rope-scaling" not in (directory / "pretrain_gpt_args.txt").read_text()
@@ -102,14 +88,8 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, c
             ["--target", "llama3.1-70b", "--global-batch-tokens", "10000000"],
             "global batch of 10000000 tokens is not a whole number of 8192-token sequences",
         ),
-        (
-            ["--target", "llama3.1-405b", "--cluster", "{c8x1}"],
-            "the model fits no layout in 80 GB per GPU on 8 GPUs",
-        ),
-        (
-            ["--target", "llama9"],
-            "unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b",
-        ),
+        (["--target", "llama3.1-405b", "--cluster", "{c8x1}"], "the model fits no layout in 80 GB per GPU on 8 GPUs"),
+        (["--target", "llama9"], "unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"),
         ([], "no target: name a preset or a target YAML file"),
     ],
     ids=[
@@ -143,34 +123,15 @@ def test_no_optimum_and_no_dry_run_exit_2(finished_run, tmp_path, capsys):
 
 def test_a_malformed_data_prefix_is_an_argument_error(finished_run, capsys):
     with pytest.raises(SystemExit) as exit_:
-        promote(
-            finished_run(),
-            "--target",
-            "llama3.1-8b",
-            "--data-prefix",
-            "english=/d/x",
-            "--dry-run",
-        )
+        promote(finished_run(), "--target", "llama3.1-8b", "--data-prefix", "english=/d/x", "--dry-run")
     assert exit_.value.code == 2
     assert "SIDE one of general, non_english, domain" in capsys.readouterr().err
 
 
 def test_data_prefixes_from_the_command_line(finished_run):
     run_dir = finished_run()
-    flags = [
-        "--data-prefix",
-        "general=/d/en@3e11",
-        "--data-prefix",
-        "general=/d/wiki@1e11",
-    ]
-    flags += [
-        "--data-prefix",
-        "domain=/d/shop",
-        "--tokenizer",
-        "/m/tok",
-        "--save-dir",
-        "/c/run",
-    ]
+    flags = ["--data-prefix", "general=/d/en@3e11", "--data-prefix", "general=/d/wiki@1e11"]
+    flags += ["--data-prefix", "domain=/d/shop", "--tokenizer", "/m/tok", "--save-dir", "/c/run"]
     assert promote(run_dir, "--target", "llama3.1-8b", *flags, "--dry-run") == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)

@@ -24,13 +24,7 @@ def search(target="llama3.1-70b", cluster=H100, global_batch_size=1440, **reques
 
 
 def cluster_of(gpus_per_node: int, nodes: int = 60) -> Cluster:
-    return H100.model_copy(
-        update={
-            "name": f"x{gpus_per_node}",
-            "gpus_per_node": gpus_per_node,
-            "nodes": nodes,
-        }
-    )
+    return H100.model_copy(update={"name": f"x{gpus_per_node}", "gpus_per_node": gpus_per_node, "nodes": nodes})
 
 
 @pytest.mark.parametrize("target", ["llama3.1-8b", "llama3.1-70b"])
@@ -56,23 +50,16 @@ def test_every_layout_found_obeys_megatrons_constraints_and_fits(target):
 
 
 def test_forced_parts_are_kept():
-    result = search(
-        tensor=8,
-        pipeline=4,
-        virtual_pipeline=5,
-        context=1,
-        micro_batch_size=1,
-        recompute="none",
-    )
+    result = search(tensor=8, pipeline=4, virtual_pipeline=5, context=1, micro_batch_size=1, recompute="none")
     assert len(result.ranked) == 1
     par = result.ranked[0].parallelism
-    assert (
-        par.tensor,
-        par.pipeline,
-        par.virtual_pipeline,
-        par.context,
-        result.ranked[0].data_parallel,
-    ) == (8, 4, 5, 1, 15)
+    assert (par.tensor, par.pipeline, par.virtual_pipeline, par.context, result.ranked[0].data_parallel) == (
+        8,
+        4,
+        5,
+        1,
+        15,
+    )
 
 
 def test_405b_needs_recomputation_on_480_h100s():
@@ -88,31 +75,11 @@ def test_405b_needs_recomputation_on_480_h100s():
             cluster_of(7),
             r"tensor parallel size 8 is invalid: TP must not exceed the GPUs per node \(7\)",
         ),
-        (
-            {"tensor": 3},
-            H100,
-            r"tensor parallel size 3 is invalid: TP must divide the attention heads \(64\)",
-        ),
-        (
-            {"pipeline": 3},
-            H100,
-            r"pipeline parallel size 3 is invalid: PP must divide the layers \(80\)",
-        ),
-        (
-            {"pipeline": 4, "virtual_pipeline": 3},
-            H100,
-            r"virtual pipeline size 3 is invalid: PP x VPP must divide",
-        ),
-        (
-            {"context": 3},
-            H100,
-            r"context parallel size 3 is invalid: 2 x CP must divide the sequence length \(8192\)",
-        ),
-        (
-            {"tensor": 8, "pipeline": 16},
-            H100,
-            r"no layout has TP x PP x CP x DP = 480 GPUs",
-        ),
+        ({"tensor": 3}, H100, r"tensor parallel size 3 is invalid: TP must divide the attention heads \(64\)"),
+        ({"pipeline": 3}, H100, r"pipeline parallel size 3 is invalid: PP must divide the layers \(80\)"),
+        ({"pipeline": 4, "virtual_pipeline": 3}, H100, r"virtual pipeline size 3 is invalid: PP x VPP must divide"),
+        ({"context": 3}, H100, r"context parallel size 3 is invalid: 2 x CP must divide the sequence length \(8192\)"),
+        ({"tensor": 8, "pipeline": 16}, H100, r"no layout has TP x PP x CP x DP = 480 GPUs"),
     ],
 )
 def test_a_request_that_breaks_a_constraint_names_it(request_, cluster, message):
@@ -121,16 +88,12 @@ def test_a_request_that_breaks_a_constraint_names_it(request_, cluster, message)
 
 
 def test_an_indivisible_global_batch_names_the_batch_constraint():
-    with pytest.raises(
-        PromotionError,
-        match=r"global batch size 1441 sequences is not a multiple of micro-batch x DP",
-    ):
+    with pytest.raises(PromotionError, match=r"global batch size 1441 sequences is not a multiple of micro-batch x DP"):
         search(global_batch_size=1441)
 
 
 def test_a_model_that_fits_no_layout_says_how_much_the_smallest_needs():
     with pytest.raises(
-        PromotionError,
-        match=r"fits no layout in 80 GB per GPU on 8 GPUs: the least memory .* is \d+\.\d GB",
+        PromotionError, match=r"fits no layout in 80 GB per GPU on 8 GPUs: the least memory .* is \d+\.\d GB"
     ):
         search("llama3.1-405b", cluster=cluster_of(8, nodes=1))

@@ -24,13 +24,7 @@ CLUSTER = Cluster(
 
 
 def layout(**overrides) -> Parallelism:
-    values = {
-        "tensor": 2,
-        "pipeline": 2,
-        "context": 1,
-        "micro_batch_size": 1,
-        "global_batch_size": 8,
-    }
+    values = {"tensor": 2, "pipeline": 2, "context": 1, "micro_batch_size": 1, "global_batch_size": 8}
     values.update(overrides)
     return Parallelism(sequence_parallel=values["tensor"] > 1, **values)
 
@@ -97,30 +91,13 @@ def test_step_compute_and_bubble_follow_the_stated_formulas():
 
 
 def test_no_pipeline_no_bubble_and_no_tensor_parallel_no_tp_traffic():
-    step = step_time(
-        SMALL,
-        layout(tensor=1, pipeline=1),
-        data_parallel=8,
-        cluster=CLUSTER,
-        assumptions=Assumptions(),
-    )
-    assert (step.bubble_s, step.tp_comm_s, step.pp_comm_s, step.cp_comm_s) == (
-        0,
-        0,
-        0,
-        0,
-    )
+    step = step_time(SMALL, layout(tensor=1, pipeline=1), data_parallel=8, cluster=CLUSTER, assumptions=Assumptions())
+    assert (step.bubble_s, step.tp_comm_s, step.pp_comm_s, step.cp_comm_s) == (0, 0, 0, 0)
 
 
 def test_recomputation_costs_compute():
     plain = step_time(SMALL, layout(), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions())
-    full = step_time(
-        SMALL,
-        layout(recompute="full"),
-        data_parallel=2,
-        cluster=CLUSTER,
-        assumptions=Assumptions(),
-    )
+    full = step_time(SMALL, layout(recompute="full"), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions())
     assert full.compute_s == pytest.approx(plain.compute_s * 4 / 3)
 
 

@@ -15,14 +15,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-from conftest import write_run
+from promote_runs import write_run
 
-from sweep.promote.config import (
-    DataPrefix,
-    PromotionCheckpoint,
-    PromotionConfig,
-    PromotionData,
-)
+from sweep.promote.config import DataPrefix, PromotionCheckpoint, PromotionConfig, PromotionData
 from sweep.promote.dry_run import ARGS_TXT, write_plan
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
@@ -52,18 +47,15 @@ def test_megatron_core_configs_instantiate_with_the_plans_layout(plans, target):
     transformer, optimizer, ddp = core_configs(plan.run)
     par = plan.chosen.parallelism
     assert plan.run.parallelism == par
-    assert (
-        transformer.tensor_model_parallel_size,
-        transformer.pipeline_model_parallel_size,
-    ) == (par.tensor, par.pipeline)
+    assert (transformer.tensor_model_parallel_size, transformer.pipeline_model_parallel_size) == (
+        par.tensor,
+        par.pipeline,
+    )
     assert transformer.virtual_pipeline_model_parallel_size == par.virtual_pipeline
     assert transformer.context_parallel_size == par.context
     assert transformer.num_layers == plan.target.model.num_layers
     assert transformer.num_query_groups == 8
-    assert (optimizer.lr, optimizer.min_lr) == (
-        plan.run.optimization.lr,
-        plan.run.optimization.min_lr,
-    )
+    assert (optimizer.lr, optimizer.min_lr) == (plan.run.optimization.lr, plan.run.optimization.min_lr)
     assert ddp.use_distributed_optimizer and optimizer.use_distributed_optimizer
     assert par.data_parallel_size(plan.cluster.gpus) == plan.chosen.data_parallel
 
@@ -84,8 +76,7 @@ def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
 
 
 @pytest.mark.parametrize(
-    ("lr_fraction", "mix", "share"),
-    [(0.1, "1:1", 0.1), (0.1734, "1:4", 0.0), (0.0612, "2:1", 0.25)],
+    ("lr_fraction", "mix", "share"), [(0.1, "1:1", 0.1), (0.1734, "1:4", 0.0), (0.0612, "2:1", 0.25)]
 )
 def test_lr_and_blend_weights_follow_the_optimum(tmp_path, lr_fraction, mix, share):
     run_dir = write_run(tmp_path / "lr_mix", lr_fraction=lr_fraction, mix=mix, non_english_share=share)
@@ -98,40 +89,23 @@ def test_lr_and_blend_weights_follow_the_optimum(tmp_path, lr_fraction, mix, sha
     assert weights.keys() == expected.keys()
     for name, weight in expected.items():
         assert weights[name] == pytest.approx(weight, rel=1e-6)
-    assert (plan.sweep.optimum.lr_fraction, str(plan.sweep.optimum.mix)) == (
-        lr_fraction,
-        mix,
-    )
+    assert (plan.sweep.optimum.lr_fraction, str(plan.sweep.optimum.mix)) == (lr_fraction, mix)
 
 
 def test_a_sides_weight_is_split_over_its_prefixes_by_tokens_else_equally(run_dir):
     data = PromotionData(
-        general=[
-            DataPrefix(prefix="/d/en_a", tokens=3e11),
-            DataPrefix(prefix="/d/en_b", tokens=1e11),
-        ],
+        general=[DataPrefix(prefix="/d/en_a", tokens=3e11), DataPrefix(prefix="/d/en_b", tokens=1e11)],
         non_english=[DataPrefix(prefix="/d/multi")],
-        domain=[
-            DataPrefix(prefix="/d/listings"),
-            DataPrefix(prefix="/d/reviews", tokens=5e10),
-        ],
+        domain=[DataPrefix(prefix="/d/listings"), DataPrefix(prefix="/d/reviews", tokens=5e10)],
         tokenizer="/models/llama",
     )
     config = PromotionConfig(
-        target="llama3.1-8b",
-        data=data,
-        checkpoint=PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run"),
+        target="llama3.1-8b", data=data, checkpoint=PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run")
     )
     plan = make_plan(run_dir, config)
     weights = {source.prefix: source.weight for source in plan.run.data.blend}
     assert weights == pytest.approx(
-        {
-            "/d/en_a": 0.45 * 0.75,
-            "/d/en_b": 0.45 * 0.25,
-            "/d/multi": 0.05,
-            "/d/listings": 0.25,
-            "/d/reviews": 0.25,
-        }
+        {"/d/en_a": 0.45 * 0.75, "/d/en_b": 0.45 * 0.25, "/d/multi": 0.05, "/d/listings": 0.25, "/d/reviews": 0.25}
     )  # one domain prefix has no token count, so the domain side is split equally
     assert plan.placeholders == []
     plan.require_real_inputs()
@@ -167,10 +141,7 @@ def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
 
 def test_a_sweep_without_an_optimum_is_refused(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", feasible=False)
-    with pytest.raises(
-        PromotionError,
-        match="has no optimum to promote: no completed trial is within the forgetting",
-    ):
+    with pytest.raises(PromotionError, match="has no optimum to promote: no completed trial is within the forgetting"):
         make_plan(run_dir, PromotionConfig(target="llama3.1-8b"))
     with pytest.raises(PromotionError, match="is not a finished sweep: no best.json"):
         make_plan(tmp_path / "empty", PromotionConfig(target="llama3.1-8b"))

@@ -37,11 +37,7 @@ def test_llama_presets_have_the_published_shapes_and_peak_lrs(name):
         model.num_query_groups,
     )
     assert got == (layers, hidden, ffn, heads, kv)
-    assert (model.vocab_size, model.rotary_base, model.seq_length) == (
-        128256,
-        500_000,
-        8192,
-    )
+    assert (model.vocab_size, model.rotary_base, model.seq_length) == (128256, 500_000, 8192)
     assert target.max_lr == max_lr
     assert total_params(model) / 1e9 == pytest.approx(billions, abs=0.01)
 
@@ -50,27 +46,17 @@ def test_h100_preset_is_the_reference_cluster():
     cluster = load_cluster("h100-480")
     assert (cluster.nodes, cluster.gpus_per_node, cluster.gpus) == (60, 8, 480)
     assert (cluster.gpu_memory_gb, cluster.peak_bf16_tflops) == (80, 989)
-    assert (cluster.intra_node_gb_per_s, cluster.inter_node_gb_per_s) == (
-        450,
-        50,
-    )  # 900 GB/s NVLink, 400 Gb/s IB
+    assert (cluster.intra_node_gb_per_s, cluster.inter_node_gb_per_s) == (450, 50)  # 900 GB/s NVLink, 400 Gb/s IB
 
 
 SHIPPED = [
     (load, presets, path)
-    for folder, load, presets in (
-        ("targets", load_target, TARGETS),
-        ("clusters", load_cluster, CLUSTERS),
-    )
+    for folder, load, presets in (("targets", load_target, TARGETS), ("clusters", load_cluster, CLUSTERS))
     for path in sorted((REPO / "search_spaces" / folder).glob("*.yaml"))
 ]
 
 
-@pytest.mark.parametrize(
-    ("load", "presets", "path"),
-    SHIPPED,
-    ids=[f"{p.parent.name}/{p.name}" for *_, p in SHIPPED],
-)
+@pytest.mark.parametrize(("load", "presets", "path"), SHIPPED, ids=[f"{p.parent.name}/{p.name}" for *_, p in SHIPPED])
 def test_every_shipped_target_and_cluster_yaml_loads(load, presets, path):
     config = load(str(path))
     assert isinstance(config, (Target, Cluster))
@@ -79,8 +65,7 @@ def test_every_shipped_target_and_cluster_yaml_loads(load, presets, path):
 
 def test_unknown_names_list_the_presets():
     with pytest.raises(
-        PromotionError,
-        match="unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b",
+        PromotionError, match="unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"
     ):
         load_target("llama9")
     with pytest.raises(PromotionError, match="unknown cluster 'dgx'; presets: h100-480"):
