@@ -196,33 +196,62 @@ def wandb_target(run_dir: Path) -> WandbTarget:
     return target
 
 
-def publish(run_dirs: list[Path]) -> list[str]:
-    """Builds the view of these sweeps; saves it online, or writes it for later. Returns lines to print."""
+@dataclass(frozen=True)
+class View:
+    """A dashboard ready to publish: checked against the sweeps' specs before anything is written."""
+
+    dashboard: Dashboard
+    run_dirs: tuple[Path, ...]
+    online: bool
+    """Every sweep's W&B mode resolves to online now (an API key is configured, WANDB_MODE allows it)."""
+
+    @property
+    def record_path(self) -> Path:
+        return self.run_dirs[0] / DASHBOARD_JSON
+
+
+def plan_view(run_dirs: list[Path]) -> View:
+    """The view of these sweeps; raises SpecError when one did not log to W&B or they log to different projects."""
     targets = {run_dir: wandb_target(run_dir) for run_dir in run_dirs}
     projects = {(target.entity, target.project) for target in targets.values()}
     if len(projects) > 1:
         shown = ", ".join(f"{run_dir}: {t.entity or '(default)'}/{t.project}" for run_dir, t in targets.items())
         raise SpecError(f"one W&B view shows one project; these sweeps log to different ones ({shown})")
-    first = run_dirs[0]
-    target = targets[first]
+    target = targets[run_dirs[0]]
     sweeps = [RunInfo.read(run_dir).study_name for run_dir in run_dirs]
-    dashboard = build_dashboard(sweeps, project=target.project, entity=target.entity)
-    record_path = first / DASHBOARD_JSON
-    previous = json.loads(record_path.read_text()) if record_path.is_file() else {}
-    if target.mode == "online" and all(t.mode == "online" for t in targets.values()):
-        url = _save_online(dashboard, url=previous.get("url"))
-        _write(record_path, dashboard, url=url)
-        return [f"W&B view saved: {url} (recorded in {record_path})"]
-    _write(record_path, dashboard, url=previous.get("url"))
-    offline_runs = " ".join(
-        f"{run_dir}/trials/*/wandb/offline-run-* {run_dir}/wandb/offline-run-*" for run_dir in run_dirs
+    return View(
+        dashboard=build_dashboard(sweeps, project=target.project, entity=target.entity),
+        run_dirs=tuple(run_dirs),
+        online=all(t.mode == "online" for t in targets.values()),
     )
-    runs = " ".join(str(run_dir) for run_dir in run_dirs)
+
+
+def publish(view: View) -> list[str]:
+    """Saves the view online, or writes its definition for later; returns the lines to print."""
+    path = view.record_path
+    url = _recorded_url(path)
+    if view.online:
+        url = _save_online(view.dashboard, url=url)
+        _write(path, view.dashboard, url=url)
+        return [f"W&B view saved: {url} (recorded in {path})"]
+    _write(path, view.dashboard, url=url)
+    offline_runs = " ".join(
+        f"{run_dir}/trials/*/wandb/offline-run-* {run_dir}/wandb/offline-run-*" for run_dir in view.run_dirs
+    )
+    runs = " ".join(str(run_dir) for run_dir in view.run_dirs)
     return [
-        f"W&B is offline: the view's definition is in {record_path}. To publish it:",
+        f"W&B is offline: the view's definition is in {path}. To publish it:",
         f"  wandb sync {offline_runs}",
         f"  WANDB_MODE=online sweep report {runs} --wandb    (with WANDB_API_KEY set or after `wandb login`)",
     ]
+
+
+def _recorded_url(path: Path) -> str | None:
+    """The URL of the view saved before from this run directory, so that saving again updates it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("url")
+    except (OSError, ValueError, AttributeError):
+        return None  # none saved yet (or an unreadable record: a new view is saved)
 
 
 def _save_online(dashboard: Dashboard, *, url: str | None) -> str:

@@ -64,15 +64,17 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_report(args: argparse.Namespace) -> int:
     from reports.report import write_comparison_report, write_run_report
 
+    if args.wandb:  # checked first: a sweep that logged nothing to W&B is refused before any writing
+        from reports.wandb_dashboard import plan_view, publish
+
+        view = plan_view(args.runs)
     if len(args.runs) == 1:
         index = write_run_report(args.runs[0], args.output)
     else:
         index = write_comparison_report(args.runs, args.output)
     print(f"report: {index}")
     if args.wandb:
-        from reports.wandb_dashboard import publish
-
-        print("\n".join(publish(args.runs)))
+        print("\n".join(publish(view)))
     return 0
 
 

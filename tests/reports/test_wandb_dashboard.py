@@ -12,12 +12,7 @@ import wandb_workspaces.reports.v2 as wr
 import yaml
 from wandb_workspaces import expr
 
-from reports.wandb_dashboard import (
-    DASHBOARD_JSON,
-    build_dashboard,
-    publish,
-    to_workspace,
-)
+from reports.wandb_dashboard import DASHBOARD_JSON, build_dashboard, plan_view, to_workspace
 from sweep.spec import SpecError
 from tests.wandb_files import offline_runs
 
@@ -55,11 +50,13 @@ def _run_dir(root: Path, name: str, tracking: dict | None) -> Path:
     return run_dir
 
 
-def test_a_sweep_that_did_not_log_to_wandb_is_an_input_error_naming_its_spec(tmp_path):
+def test_a_sweep_that_did_not_log_to_wandb_is_refused_before_any_report_is_written(tmp_path, capsys):
+    from sweep.cli import main
+
     run_dir = _run_dir(tmp_path, "quiet", None)
-    with pytest.raises(SpecError, match=r"quiet/spec\.yaml: tracking\.wandb is absent or disabled"):
-        publish([run_dir])
-    assert not (run_dir / DASHBOARD_JSON).exists()
+    assert main(["report", str(run_dir), "--wandb"]) == 2
+    assert "quiet/spec.yaml: tracking.wandb is absent or disabled" in capsys.readouterr().err
+    assert sorted(path.name for path in run_dir.iterdir()) == ["run.json", "spec.yaml"]
 
 
 def test_sweeps_in_different_projects_cannot_share_one_view(tmp_path, monkeypatch):
@@ -67,7 +64,7 @@ def test_sweeps_in_different_projects_cannot_share_one_view(tmp_path, monkeypatc
     one = _run_dir(tmp_path, "one", {"wandb": {"project": "p1"}})
     two = _run_dir(tmp_path, "two", {"wandb": {"project": "p2"}})
     with pytest.raises(SpecError, match=r"one W&B view shows one project.*p1.*p2"):
-        publish([one, two])
+        plan_view([one, two])
 
 
 @pytest.mark.slow
