@@ -32,7 +32,7 @@ from reports.report import write_run_report
 from sweep.best import best_summary, write_best
 from sweep.live import LiveView, TableWriter
 from sweep.prepare import Prepared, prepare
-from sweep.rundir import DRIVER_LOG, LOCK, RUNS, SPEC_COPY, TUNE_DIR, RunInfo
+from sweep.rundir import DRIVER_LOG, LOCK, RUNS, TUNE_DIR, RunInfo, write_spec_copy
 from sweep.searcher import StudySearcher
 from sweep.select import select
 from sweep.spec import SweepSpec, load_spec
@@ -61,9 +61,7 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
         console.print(notice, style="yellow")
     try:
         with _locked(run_dir):
-            return _run(
-                spec, spec_path, name=name, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console
-            )
+            return _run(spec, name=name, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console)
     except (RunLocked, StudyMismatch) as exc:
         console.print(f"error: {exc}", style="red")
         return 2
@@ -71,7 +69,6 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
 
 def _run(
     spec: SweepSpec,
-    spec_path: Path,
     *,
     name: str,
     run_dir: Path,
@@ -87,7 +84,7 @@ def _run(
     log = _log_handler(run_dir / DRIVER_LOG)
     _route_logs(log)
     sweep = open_study(spec, url=url, name=name)  # refuses a study made for another spec
-    shutil.copyfile(spec_path, run_dir / SPEC_COPY)
+    write_spec_copy(spec, run_dir)
     info.write(run_dir)
     searcher = StudySearcher(sweep)
     write_tables(trial_rows(sweep), run_dir)  # the table agrees with the study from the start
@@ -196,7 +193,9 @@ def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str, wa
     console.print(f"report: {write_run_report(run_dir)}")
     finished = sum(row.finished for row in rows)
     if finished < plan.planned_trials:
-        console.print(f"{plan.planned_trials - finished} planned trial(s) did not finish; run the same command again", style="red")
+        console.print(
+            f"{plan.planned_trials - finished} planned trial(s) did not finish; run the same command again", style="red"
+        )
         return 1
     return 0
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
+from sweep.spec import SweepSpec
 from sweep.study import STUDY_DB, SweepStudy, load_study, shown_url, storage_url
 
 RUNS = Path("runs")
@@ -15,6 +19,17 @@ TUNE_DIR = "tune"
 """Ray Tune's experiment state and per-trial logs."""
 DRIVER_LOG = "driver.log"
 LOCK = "driver.lock"
+
+
+def write_spec_copy(spec: SweepSpec, run_dir: Path) -> None:
+    """Writes the spec the run ran, every default filled in and every path absolute.
+
+    A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
+    once read from inside the run directory; this one loads with `load_spec` from anywhere.
+    """
+    tmp = run_dir / f".{SPEC_COPY}.tmp"
+    tmp.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
+    os.replace(tmp, run_dir / SPEC_COPY)
 
 
 class NotARunDirectory(FileNotFoundError):
