@@ -1,0 +1,203 @@
+"""`sweep promote RUN --rehearse`: the full run's job path at toy scale on a local simulated multi-node cluster.
+
+The same path as a submission: the Jobs API, the Ray Train worker group packed node by node,
+the rank-to-node check (TP 2 on nodes of 2 workers, so it is a real check), a checkpoint every
+N steps and restore. The proxy's model trains under DDP on CPU (gloo) in place of the megatron
+entry, on the sweep's own corpora blended by the plan's weights at the optimum's LR fraction of
+the proxy base's max_lr. The fault drill kills the node holding the last ranks right after the
+first checkpoint and starts a replacement node, so the restore is exercised too. The cluster is
+always shut down, on success, failure or Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sweep.promote.address import parse_address
+from sweep.promote.jobs import follow_logs
+from sweep.promote.local_cluster import ClusterShape, LocalCluster
+from sweep.promote.submit import submit_plan
+from train_entry.fullrun.config import JobConfig, ToyTrainer
+from train_entry.fullrun.job import RESULT_JSON
+from train_entry.fullrun.toy import STATE_FILE
+from train_entry.fullrun.worker import LOG_PREFIX
+from train_entry.trial_config import TrialConfig
+
+REHEARSAL_DIR = "rehearsal"
+JOB_LOG = "job.log"
+"""The job's whole log (secrets masked), kept beside the rehearsal's Ray Train results."""
+
+_STEP = re.compile(rf"{LOG_PREFIX} step (\d+)/")
+_CHECKPOINT = re.compile(rf"{LOG_PREFIX} checkpoint at step (\d+)")
+_RESUMED = re.compile(rf"{LOG_PREFIX} resumed from step (\d+)")
+_PLACEMENT = re.compile(rf"{LOG_PREFIX} placement node (\w+): ranks ([\d, ]+)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RehearsalConfig:
+    """The toy scale of a rehearsal: small enough for a laptop, shaped like the real job."""
+
+    nodes: int = 2
+    workers_per_node: int = 2
+    """One CPU per worker; also the TP size, so each node holds exactly one TP group."""
+    steps: int = 40
+    checkpoint_interval: int = 10
+    micro_batch_size: int = 2
+    max_failures: int = 2
+    min_step_seconds: float = 0.25
+    """Toy steps take milliseconds; at 0.25 s the drill's kill lands well inside a checkpoint interval."""
+    fault_drill: bool = True
+    """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
+    timeout_s: float = 900.0
+    """The whole job, cluster start excluded; a busy 2-core machine needs ~2 minutes."""
+
+
+@dataclass
+class RehearsalLog:
+    """What the job's log told about its progress, read line by line as it streams."""
+
+    lines: list[str] = field(default_factory=list)
+    max_step: int = 0
+    checkpoints: list[int] = field(default_factory=list)
+    resumed_from: list[int] = field(default_factory=list)
+    steps_lost: list[int] = field(default_factory=list)
+    """For each restore: the furthest step reached before it minus the step resumed from."""
+    node_of_last_rank: str | None = None
+
+    def read(self, line: str) -> str | None:
+        """Records one line; returns its `fullrun:` message, or None for Ray's own lines."""
+        self.lines.append(line)
+        at = line.find(LOG_PREFIX)
+        if at < 0:
+            return None
+        message = line[at:]
+        if match := _STEP.match(message):
+            self.max_step = max(self.max_step, int(match.group(1)))
+        elif match := _CHECKPOINT.match(message):
+            self.checkpoints.append(int(match.group(1)))
+        elif match := _RESUMED.match(message):
+            resumed = int(match.group(1))
+            self.resumed_from.append(resumed)
+            self.steps_lost.append(self.max_step - resumed)
+            self.max_step = resumed
+        elif match := _PLACEMENT.match(message):
+            self.node_of_last_rank = match.group(1)  # nodes are listed in rank order: the last holds the last ranks
+        return message
+
+
+@dataclass(frozen=True)
+class RehearsalResult:
+    submission_id: str
+    status: str
+    final_step: int | None
+    """The step of the job's final checkpoint (what a resumed run would start from)."""
+    losses: list[tuple[int, float]]
+    """(step, mean training loss) at every checkpoint of the run, across restores."""
+    killed_node: str | None
+    log: RehearsalLog
+
+
+def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig) -> ToyTrainer:
+    """The proxy's base, tokenizer and corpora with the plan's blend weights and the optimum's lr_fraction."""
+    return ToyTrainer(
+        base_dir=trial.base_dir,
+        tokenizer_dir=trial.tokenizer_dir,
+        train=trial.train,
+        weights=weights,
+        seq_len=trial.proxy.seq_len,
+        micro_batch_size=config.micro_batch_size,
+        peak_lr=trial.peak_lr,
+        warmup_steps=max(1, config.steps // 10),
+        min_lr_ratio=trial.proxy.min_lr_ratio,
+        weight_decay=trial.proxy.weight_decay,
+        grad_clip=trial.proxy.grad_clip,
+        seed=trial.proxy.seed,
+        min_step_seconds=config.min_step_seconds,
+    )
+
+
+def rehearse(
+    *,
+    plan_id: str,
+    plan_dir: Path,
+    trainer: ToyTrainer,
+    config: RehearsalConfig,
+    echo: Callable[[str], None] = print,
+) -> RehearsalResult:
+    """Runs the rehearsal under plan_dir/rehearsal/<UTC time>/ and returns what it showed."""
+    out = plan_dir / REHEARSAL_DIR / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    storage = out / "ray_results"
+    workers = config.nodes * config.workers_per_node
+
+    def job_for(submission_id: str) -> JobConfig:
+        return JobConfig(
+            name=submission_id,
+            num_workers=workers,
+            workers_per_node=config.workers_per_node,
+            use_gpu=False,
+            resources_per_worker={"CPU": 1},
+            tensor_parallel=config.workers_per_node,
+            steps=config.steps,
+            checkpoint_interval=config.checkpoint_interval,
+            max_failures=config.max_failures,
+            storage_path=str(storage.resolve()),
+            trainer=trainer,
+        )
+
+    log = RehearsalLog()
+    killed: list[str] = []
+    echo(f"rehearsal: starting a local cluster of {config.nodes} nodes x {config.workers_per_node} CPU workers")
+    with LocalCluster(shape=ClusterShape(nodes=config.nodes, cpus_per_node=config.workers_per_node)) as cluster:
+        address = parse_address(cluster.address, allow_remote=False)
+        # The rehearsal's interpreter is the cluster's: the one with cpt-sweep installed.
+        submitted = submit_plan(
+            plan_id=plan_id, plan_dir=out, job_for=job_for, address=address, force=False, python=sys.executable
+        )
+        echo(f"rehearsal: submitted job {submitted.submission_id} to {address.url} through the Jobs API")
+
+        def on_line(line: str) -> None:
+            message = log.read(line)
+            if message is None:
+                return
+            echo(message)
+            if config.fault_drill and not killed and log.checkpoints and log.node_of_last_rank:
+                node = log.node_of_last_rank
+                echo(f"rehearsal: fault drill - killing node {node} after the checkpoint at step {log.checkpoints[-1]}")
+                cluster.kill_node(node)
+                killed.append(node)
+                echo(f"rehearsal: replacement node {cluster.add_node()} started")
+
+        try:
+            status = follow_logs(address.url, submitted.submission_id, on_line=on_line, timeout_s=config.timeout_s)
+        finally:
+            (out / JOB_LOG).write_text("\n".join(log.lines) + "\n", encoding="utf-8")
+
+    final_step, losses = _final_checkpoint(storage / submitted.submission_id)
+    result = RehearsalResult(submitted.submission_id, status, final_step, losses, killed[0] if killed else None, log)
+    echo(f"rehearsal: job {status}; final checkpoint at step {final_step} of {config.steps}")
+    for step, loss in losses:
+        echo(f"rehearsal:   step {step:>5}  loss {loss:.4f}")
+    for resumed, lost in zip(log.resumed_from, log.steps_lost):
+        echo(f"rehearsal: resumed from step {resumed}, recomputing {lost} steps")
+    return result
+
+
+def _final_checkpoint(run_dir: Path) -> tuple[int | None, list[tuple[int, float]]]:
+    """The step and loss history stored in the job's final checkpoint; (None, []) when the job left none."""
+    import json
+
+    import torch
+
+    result_path = run_dir / RESULT_JSON
+    if not result_path.is_file():
+        return None, []
+    checkpoint = json.loads(result_path.read_text(encoding="utf-8"))["checkpoint"]
+    if checkpoint is None:
+        return None, []
+    state = torch.load(Path(checkpoint) / STATE_FILE, weights_only=True)
+    return state["step"], [tuple(pair) for pair in state["losses"]]

@@ -1,0 +1,132 @@
+"""Submitting a plan's full run through the Ray Jobs API, once per plan.
+
+The submission id is derived from the plan id (itself derived from sweep, optimum, target and
+cluster): `cpt-<plan id>` for the first attempt, `cpt-<plan id>-r2`, `-r3`... for the ones
+--force asks for. Submitting a plan whose job the cluster already knows reports that job
+instead of starting a second one. The job's folder (job.json only) is uploaded as the job's
+working_dir; secrets travel only in its runtime_env env_vars. Each submission is recorded in
+runs/<name>/promotion/<id>/jobs.json for `sweep jobs`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sweep.promote.address import ClusterAddress
+from sweep.promote.secrets import secret_env
+from train_entry.fullrun.config import JobConfig
+
+JOBS_JSON = "jobs.json"
+JOBS_DIR = "jobs"
+"""Under the plan's directory: one folder per submission id, uploaded as that job's working_dir."""
+JOB_JSON = "job.json"
+ID_PREFIX = "cpt-"
+
+
+def submission_id(plan_id: str, attempt: int) -> str:
+    return f"{ID_PREFIX}{plan_id}" if attempt == 1 else f"{ID_PREFIX}{plan_id}-r{attempt}"
+
+
+def attempt_of(plan_id: str, job_id: str) -> int | None:
+    """The attempt number `job_id` is of this plan, or None when it belongs to another plan."""
+    match = re.fullmatch(re.escape(f"{ID_PREFIX}{plan_id}") + r"(?:-r(\d+))?", job_id)
+    if match is None:
+        return None
+    return int(match.group(1)) if match.group(1) else 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRecord:
+    """One submission as jobs.json keeps it: enough to find the job again, nothing secret."""
+
+    submission_id: str
+    plan_id: str
+    attempt: int
+    address: str
+    submitted_at: str
+    """UTC, ISO 8601."""
+
+
+def read_records(plan_dir: Path) -> list[JobRecord]:
+    path = plan_dir / JOBS_JSON
+    if not path.is_file():
+        return []
+    return [JobRecord(**record) for record in json.loads(path.read_text(encoding="utf-8"))]
+
+
+def append_record(plan_dir: Path, record: JobRecord) -> None:
+    records = [asdict(existing) for existing in read_records(plan_dir)] + [asdict(record)]
+    tmp = plan_dir / f".{JOBS_JSON}.tmp"
+    tmp.write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, plan_dir / JOBS_JSON)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    submission_id: str
+    status: str
+    """The job's status on the cluster (PENDING right after a new submission)."""
+    new: bool
+    """False when the cluster already had this plan's job and nothing was submitted."""
+
+
+def submit_plan(
+    *,
+    plan_id: str,
+    plan_dir: Path,
+    job_for: Callable[[str], JobConfig],
+    address: ClusterAddress,
+    force: bool,
+    python: str = "python",
+) -> Submitted:
+    """Submits the plan's job unless the cluster has one already (then reports it); --force adds an attempt.
+
+    job_for(submission_id) builds the job's config (the id is its Ray Train run name). `python` is
+    the interpreter the cluster runs the entrypoint with: one that has cpt-sweep installed.
+    """
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(address.url)
+    known = {
+        attempt: job
+        for job in client.list_jobs()
+        if job.submission_id and (attempt := attempt_of(plan_id, job.submission_id)) is not None
+    }
+    latest = max(known, default=0)
+    if latest and not force:
+        job = known[latest]
+        return Submitted(job.submission_id, job.status.value, new=False)
+
+    job_id = submission_id(plan_id, latest + 1)
+    job_dir = plan_dir / JOBS_DIR / job_id
+    job_dir.mkdir(parents=True, exist_ok=True)
+    (job_dir / JOB_JSON).write_text(job_for(job_id).model_dump_json(indent=2) + "\n", encoding="utf-8")
+    try:
+        client.submit_job(
+            entrypoint=f"{python} -m train_entry.fullrun.job --config {JOB_JSON}",
+            submission_id=job_id,
+            runtime_env={"working_dir": str(job_dir), "env_vars": secret_env()},
+            metadata={"tool": "cpt-sweep", "plan_id": plan_id, "attempt": str(latest + 1)},
+        )
+    except RuntimeError as error:
+        # Another `promote --submit` of the same plan got there first: report its job.
+        if "already" not in str(error):
+            raise
+        return Submitted(job_id, client.get_job_status(job_id).value, new=False)
+    append_record(
+        plan_dir,
+        JobRecord(
+            submission_id=job_id,
+            plan_id=plan_id,
+            attempt=latest + 1,
+            address=address.url,
+            submitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ),
+    )
+    return Submitted(job_id, client.get_job_status(job_id).value, new=True)

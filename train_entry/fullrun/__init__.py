@@ -1,0 +1,2 @@
+"""The full run as a Ray job: a Ray Train TorchTrainer whose workers run the megatron-core entry (or, in a
+rehearsal, the proxy model under DDP), with the rank-to-node check, checkpoints and restore."""

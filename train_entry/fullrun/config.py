@@ -1,0 +1,86 @@
+"""What the full-run job reads (job.json): how many workers, where, how they checkpoint, and what they train.
+
+Written by `sweep promote --submit / --rehearse` from the plan; plain data that round-trips to JSON.
+It holds no secrets: those reach the workers through the job's runtime environment only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from train_entry.config import StrictConfig
+from train_entry.trial_config import CorpusPrefixes
+
+
+class MegatronTrainer(StrictConfig):
+    """The megatron-core full-run entry (train_entry.megatron), on CUDA GPUs."""
+
+    kind: Literal["megatron"] = "megatron"
+    run: dict[str, Any]
+    """The plan's FullRunConfig as JSON; validated on the workers, where train_entry.megatron is importable."""
+
+
+class ToyTrainer(StrictConfig):
+    """The proxy model under DDP on CPU (gloo): what a rehearsal trains in place of the megatron entry."""
+
+    kind: Literal["toy"] = "toy"
+    base_dir: str
+    """A Hugging Face causal-LM directory: the sweep's base (the built-in tiny Llama by default)."""
+    tokenizer_dir: str
+    train: CorpusPrefixes
+    weights: dict[str, float]
+    """Blend weights by corpus (CorpusPrefixes fields), taken from the plan's blend."""
+    seq_len: int = Field(ge=8)
+    micro_batch_size: int = Field(gt=0)
+    """Sequences per worker per step; the global batch is this times the number of workers."""
+    peak_lr: float = Field(gt=0.0)
+    """The plan's LR (lr_fraction x the base's max_lr)."""
+    warmup_steps: int = Field(ge=0)
+    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
+    weight_decay: float = Field(0.1, ge=0.0)
+    grad_clip: float = Field(1.0, gt=0.0)
+    seed: int = 0
+    min_step_seconds: float = Field(0.0, ge=0.0)
+    """A floor on each step's wall time: the toy model steps in milliseconds, and a rehearsal whose
+    fault drill kills a node between checkpoints needs steps that last long enough to be caught."""
+
+
+Trainer = Annotated[MegatronTrainer | ToyTrainer, Field(discriminator="kind")]
+
+
+class JobConfig(StrictConfig):
+    """One full-run job: the Ray Train worker group and what each worker runs."""
+
+    name: str = Field(min_length=1)
+    """The job's submission id; also the Ray Train run name (its folder under storage_path)."""
+    num_workers: int = Field(gt=0)
+    """One worker per GPU (per CPU slot in a rehearsal)."""
+    workers_per_node: int = Field(gt=0)
+    """GPUs per node: the PACK placement fills nodes in this many workers at a time."""
+    use_gpu: bool
+    resources_per_worker: dict[str, float]
+    """Ray resources each worker reserves, e.g. {"GPU": 1, "CPU": 8} on an 8-GPU node of 64 cores."""
+    tensor_parallel: int = Field(ge=1)
+    """TP size: consecutive ranks of this many must share a node (checked before training)."""
+    steps: int = Field(gt=0)
+    """Optimizer steps of the whole run; the final checkpoint is taken at this step."""
+    checkpoint_interval: int = Field(gt=0)
+    """Steps between checkpoints: a lost node costs at most this many recomputed steps."""
+    max_failures: int = Field(ge=0)
+    """Worker-group restarts Ray Train allows (a lost worker or node) before the job fails."""
+    storage_path: str
+    """Shared storage every node reaches: Ray Train's run state and checkpoints live under it."""
+    trainer: Trainer
+
+    @model_validator(mode="after")
+    def _layout_fits(self) -> JobConfig:
+        if self.workers_per_node % self.tensor_parallel:
+            raise ValueError(
+                f"workers_per_node must be a multiple of tensor_parallel so no TP group spans nodes, "
+                f"got {self.workers_per_node=}, {self.tensor_parallel=}"
+            )
+        if self.num_workers % self.workers_per_node:
+            raise ValueError(f"num_workers must fill whole nodes, got {self.num_workers=}, {self.workers_per_node=}")
+        return self

@@ -1,0 +1,84 @@
+"""The Ray Train worker function: the rank-to-node check, then the trainer, with checkpoints reported to Ray.
+
+TorchTrainer runs `train_loop_per_worker` once per worker with torch.distributed already
+initialised (NCCL on GPUs, gloo in a rehearsal). After a lost worker or node, Ray Train restarts
+the whole group (FailureConfig.max_failures) and each worker resumes: the toy trainer from Ray's
+latest checkpoint (ray.train.get_checkpoint), the megatron entry from the latest checkpoint in
+its own save_dir on shared storage (it reads its tracker itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.train
+import torch.distributed as dist
+
+from train_entry.fullrun.config import JobConfig, MegatronTrainer, ToyTrainer
+from train_entry.fullrun.placement import check_tensor_parallel_groups, placement_lines
+
+LOG_PREFIX = "fullrun:"
+"""Starts every line the workers print, so the job log is easy to follow and to parse."""
+
+
+def log_rank0(message: str) -> None:
+    if dist.get_rank() == 0:
+        # Straight to stdout: Ray Train patches print() into its logger, whose lines reach the job log twice.
+        sys.stdout.write(f"{LOG_PREFIX} {message}\n")
+        sys.stdout.flush()
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:
+    job = JobConfig.model_validate(config)
+    node_of_rank: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(node_of_rank, ray.get_runtime_context().get_node_id())
+    for line in placement_lines(node_of_rank):
+        log_rank0(f"placement {line}")
+    check_tensor_parallel_groups(node_of_rank, job.tensor_parallel)
+    if isinstance(job.trainer, ToyTrainer):
+        _run_toy(job, job.trainer)
+    else:
+        _run_megatron(job, job.trainer)
+
+
+def _run_toy(job: JobConfig, trainer: ToyTrainer) -> None:
+    from train_entry.fullrun.toy import train_toy
+
+    def on_checkpoint(step: int, loss: float, directory: Path | None) -> None:
+        checkpoint = ray.train.Checkpoint.from_directory(str(directory)) if directory is not None else None
+        ray.train.report({"step": step, "loss": loss}, checkpoint=checkpoint)
+        log_rank0(f"checkpoint at step {step}")
+
+    latest = ray.train.get_checkpoint()
+    with latest.as_directory() if latest is not None else contextlib.nullcontext(None) as resume_dir:
+        result = train_toy(
+            trainer,
+            steps=job.steps,
+            checkpoint_interval=job.checkpoint_interval,
+            resume_dir=Path(resume_dir) if resume_dir is not None else None,
+            scratch=Path(job.storage_path) / job.name / "scratch",
+            on_checkpoint=on_checkpoint,
+            log=log_rank0,
+        )
+    log_rank0(f"finished at step {result.step}, started at step {result.start_step}")
+
+
+def _run_megatron(job: JobConfig, trainer: MegatronTrainer) -> None:
+    # Imported here: megatron-core's model code and CUDA are needed on GPU workers only.
+    from train_entry.megatron.config import FullRunConfig
+    from train_entry.megatron.train import train
+
+    config = FullRunConfig.model_validate(trainer.run)
+
+    def on_checkpoint(iteration: int, directory: Path) -> None:
+        # The checkpoint stays in the entry's save_dir on shared storage (a 70B one is ~1 TB): Ray is
+        # told where it is, and a restarted worker group resumes from it through the entry's tracker.
+        ray.train.report({"step": iteration, "checkpoint_dir": str(directory)})
+        log_rank0(f"checkpoint at step {iteration}: {directory}")
+
+    result = train(config, on_checkpoint=on_checkpoint)
+    log_rank0(f"finished at step {result.iteration}, started at step {result.start_iteration} ({result.start.value})")
