@@ -84,6 +84,18 @@ def _cmd_promote(args: argparse.Namespace) -> int:
     return promote(args)
 
 
+def _cmd_jobs(args: argparse.Namespace) -> int:
+    from sweep.promote.jobs import print_jobs, print_logs
+
+    if args.words[:1] == ["logs"]:
+        if len(args.words) != 2:
+            args.jobs_parser.error(f"expected `sweep jobs logs ID`, got {' '.join(args.words)!r}")
+        return print_logs(args.words[1], address=args.address, allow_remote=args.allow_remote)
+    if len(args.words) > 1:
+        args.jobs_parser.error(f"expected `sweep jobs [RUN]` or `sweep jobs logs ID`, got {' '.join(args.words)!r}")
+    return print_jobs(Path(args.words[0]) if args.words else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sweep",
@@ -150,6 +162,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_arguments(promote)
     promote.set_defaults(func=_cmd_promote)
+
+    jobs = verbs.add_parser(
+        "jobs",
+        help="list submitted full-run jobs with their status, or follow one's log",
+        usage="sweep jobs [RUN] | sweep jobs logs ID [--address ADDR [--allow-remote]]",
+        description="`sweep jobs [RUN]` lists the jobs `sweep promote --submit` recorded under runs/ (or RUN) with "
+        "their live status; `sweep jobs logs ID` follows a job's log until it ends (secrets masked).",
+    )
+    jobs.add_argument("words", nargs="*", metavar="RUN | logs ID", help="a run directory, or `logs` and a job id")
+    jobs.add_argument("--address", help="the job's cluster (default: the address its jobs.json recorded)")
+    jobs.add_argument("--allow-remote", action="store_true", help="accept a non-loopback --address")
+    jobs.set_defaults(func=_cmd_jobs, jobs_parser=jobs)
     return parser
 
 

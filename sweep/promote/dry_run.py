@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweep.promote import launch
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.spec import load_config
@@ -96,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="plan only: print it and write it under RUN/promotion/<id>/"
     )
+    launch.add_arguments(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> PromotionConfig:
@@ -155,8 +157,11 @@ def write_plan(plan: Plan, run_dir: Path) -> Path:
 
 
 def promote(args: argparse.Namespace) -> int:
-    if not args.dry_run:
-        raise PromotionError("nothing to do: add --dry-run to plan without submitting")
+    launch.check_arguments(args)
+    if not (args.dry_run or args.submit or args.rehearse):
+        raise PromotionError(
+            "nothing to do: add --dry-run to plan, --submit --address ADDR to submit, or --rehearse to rehearse locally"
+        )
     # megatron-core, torch and Ray load here, so that `sweep promote --help` answers at once.
     from reports.console import make_console
     from sweep.promote.plan import make_plan
@@ -172,4 +177,4 @@ def promote(args: argparse.Namespace) -> int:
             "a submission needs the real paths[/yellow]"
         )
     console.print(f"plan {plan.id} written to {directory}")
-    return 0
+    return 0 if args.dry_run else launch.launch(plan, args.run, directory, args)
