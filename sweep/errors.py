@@ -3,7 +3,7 @@
 from sweep.promote.errors import PromotionError
 from sweep.rundir import NotARunDirectory
 from sweep.spec import SpecError
+from sweep.tracking import TrackingError
 from train_entry.data.corpus import CorpusError
 
-
-INPUT_ERRORS = (SpecError, CorpusError, NotARunDirectory, PromotionError)
+INPUT_ERRORS = (SpecError, CorpusError, NotARunDirectory, TrackingError, PromotionError)

@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from tests.wandb_files import WANDB_SECRET
+from tests.wandb_files import UNREACHABLE_WANDB, WANDB_SECRET
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data"
@@ -129,12 +129,17 @@ def tiny_spec(tiny_spec_path) -> Path:
 
 @pytest.fixture(scope="session")
 def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
-    """The run directory of one finished tiny sweep logged to W&B offline (its runs read back by tests).
+    """The run directory of one finished tiny sweep tracked in W&B, whose runs tests read back.
 
-    A zero forgetting budget and guard margin: the 1:4 mixes forget at once and are pruned, the
-    4:1 mixes (mostly the base's own general text) run their full budget; the seeded sampler
-    draws both.
+    It runs on a local multi-node Ray cluster whose head has no CPUs, so every trial runs on
+    another node. W&B is online with an API key only the driver has, against a W&B server that
+    is not there: a trial without the key would fail (W&B refuses online without one); with it,
+    W&B cannot connect and the trial logs offline, so its files can be read back. A zero
+    forgetting budget and guard margin: the 1:4 mixes forget at once and are pruned, the 4:1
+    mixes (mostly the base's own general text) run their full budget; the seeded sampler draws both.
     """
+    from sweep.promote.local_cluster import ClusterShape, LocalCluster
+
     spec = write_spec(
         tiny_corpora,
         "wandb_sweep.yaml",
@@ -146,20 +151,23 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
             "forgetting_guard": {"margin": 0.0, "min_steps": 1},
         },
         objective={"forgetting_budget": 0.0},
-        tracking={"wandb": {"mode": "offline", "project": "cpt-sweep-tests"}},
+        tracking={"wandb": {"mode": "online", "project": "cpt-sweep-tests"}},
     )
     cwd = tmp_path_factory.mktemp("wandb-sweep")
-    env = {**os.environ, "WANDB_API_KEY": WANDB_SECRET}
-    env.pop("WANDB_MODE", None)  # the spec's offline mode alone keeps W&B off the network
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE"):
+            patch.delenv(name, raising=False)  # the nodes start without them
+        patch.setenv("WANDB_INIT_TIMEOUT", "3")  # not a secret: the nodes have it from their own start
+        with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)):
+            done = subprocess.run(
+                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--address", "auto"],
+                check=False,
+                cwd=cwd,
+                env={**os.environ, "WANDB_API_KEY": WANDB_SECRET, "WANDB_BASE_URL": UNREACHABLE_WANDB},
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
     assert done.returncode == 0, done.stdout + done.stderr
     return cwd / "runs" / "wandb_sweep"
 

@@ -20,6 +20,9 @@ from wandb.proto import wandb_internal_pb2
 WANDB_SECRET = "sk-test-" + "5ec2e7" * 8
 """The W&B API key the tests' W&B sweep runs with: it must not end up in any file the sweep writes."""
 
+UNREACHABLE_WANDB = "http://127.0.0.1:9"
+"""A W&B server URL nothing listens on (the discard port): online runs fall back to offline."""
+
 FILE_HEADER = b":W&B"
 FILE_HEADER_BYTES = 7  # ":W&B", a 2-byte magic, a 1-byte version
 BLOCK_BYTES = 32 * 1024
