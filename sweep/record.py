@@ -41,6 +41,8 @@ class Attr(str, enum.Enum):
 
     STATUS = "status"
     REASON = "reason"
+    POINT = "point"
+    """The params of an enqueued (grid) trial: Optuna shows a WAITING trial with no params."""
     LAST = "last"
     """The latest evaluation (a Metrics dict); its forgetting is what the sampler's constraint reads."""
     BEST = "best"

@@ -19,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from sweep.pruning import make_pruner
+from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
 from sweep.spec import SearchConfig, SweepSpec
@@ -168,5 +169,5 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
         # Enqueued points are WAITING trials in storage, so the grid survives a crash; on a rerun
         # skip_if_exists enqueues only the points a crash kept from being enqueued.
         for params in plan.space.grid():
-            sweep.study.enqueue_trial(params, skip_if_exists=True)
+            sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
     return sweep

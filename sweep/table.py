@@ -55,8 +55,8 @@ class TrialRow:
 
 
 def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
-    point = plan.space.point(frozen.params)
     attrs = frozen.user_attrs
+    point = plan.space.point(frozen.params or attrs[Attr.POINT.value])
     last = attrs.get(Attr.LAST.value) or {}
     best = attrs.get(Attr.BEST.value) or {}
     status = status_of(frozen)

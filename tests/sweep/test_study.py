@@ -30,7 +30,11 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     assert (completed, guarded, diverged) == (Status.COMPLETED, Status.PRUNED, Status.DIVERGED)
     rows = trial_rows(sweep)
     assert [row.status for row in rows] == [
-        Status.COMPLETED, Status.PRUNED, Status.DIVERGED, Status.FAILED, Status.RUNNING
+        Status.COMPLETED,
+        Status.PRUNED,
+        Status.DIVERGED,
+        Status.FAILED,
+        Status.RUNNING,
     ]
     states = [t.state for t in sweep.trials()]
     assert states == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.PRUNED, TrialState.FAIL, TrialState.RUNNING]
@@ -90,6 +94,11 @@ def test_grid_is_enqueued_once_and_asks_return_exactly_the_grid(open_sweep):
     sweep = open_sweep(**grid)
     open_sweep(**grid)  # a rerun enqueues nothing new
     assert len(sweep.trials()) == 6 == sweep.plan.planned_trials
+    waiting = trial_rows(sweep)  # the table shows the grid before any trial starts
+    assert {row.status for row in waiting} == {Status.WAITING}
+    assert {(row.lr_fraction, row.mix) for row in waiting} == {
+        (lr, mix) for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:4")
+    }
     asked = {(t.params["lr_fraction"], t.params["mix"]) for t in (sweep.ask() for _ in range(6))}
     assert asked == {(lr, mix) for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:4")}
 
