@@ -61,6 +61,11 @@ class LocalCluster:
         self.dashboard_port = 0
 
     @property
+    def session_root(self) -> str | None:
+        """The folder of Ray's sessions, logs and sockets while the cluster runs; removed on shutdown."""
+        return self._temp.name if self._temp is not None else None
+
+    @property
     def address(self) -> str:
         """The Jobs API address (the head's dashboard), as `--address` takes it."""
         return f"http://127.0.0.1:{self.dashboard_port}"

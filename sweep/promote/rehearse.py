@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,6 +30,7 @@ from train_entry.fullrun.worker import LOG_PREFIX
 from train_entry.trial_config import TrialConfig
 
 REHEARSAL_DIR = "rehearsal"
+REGISTRATION_TIMEOUT_S = 60.0
 JOB_LOG = "job.log"
 """The job's whole log (secrets masked), kept beside the rehearsal's Ray Train results."""
 
@@ -49,8 +51,9 @@ class RehearsalConfig:
     checkpoint_interval: int = 10
     micro_batch_size: int = 2
     max_failures: int = 2
-    min_step_seconds: float = 0.25
-    """Toy steps take milliseconds; at 0.25 s the drill's kill lands well inside a checkpoint interval."""
+    min_step_seconds: float = 0.5
+    """Toy steps take milliseconds; at 0.5 s a checkpoint interval lasts 5 s, well over the ~2 s the
+    controller takes to record a checkpoint, so the drill's kill lands inside the next interval."""
     fault_drill: bool = True
     """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
     timeout_s: float = 900.0
@@ -158,6 +161,7 @@ def rehearse(
         submitted = submit_plan(
             plan_id=plan_id, plan_dir=out, job_for=job_for, address=address, force=False, python=sys.executable
         )
+        echo(f"rehearsal: cluster up, Ray session under {cluster.session_root} (removed at the end)")
         echo(f"rehearsal: submitted job {submitted.submission_id} to {address.url} through the Jobs API")
 
         def on_line(line: str) -> None:
@@ -167,6 +171,7 @@ def rehearse(
             echo(message)
             if config.fault_drill and not killed and log.checkpoints and log.node_of_last_rank:
                 node = log.node_of_last_rank
+                _wait_until_registered(storage / submitted.submission_id, log.checkpoints[-1])
                 echo(f"rehearsal: fault drill - killing node {node} after the checkpoint at step {log.checkpoints[-1]}")
                 cluster.kill_node(node)
                 killed.append(node)
@@ -185,6 +190,28 @@ def rehearse(
     for resumed, lost in zip(log.resumed_from, log.steps_lost):
         echo(f"rehearsal: resumed from step {resumed}, recomputing {lost} steps")
     return result
+
+
+def _wait_until_registered(run_dir: Path, step: int, timeout_s: float = REGISTRATION_TIMEOUT_S) -> None:
+    """Waits until Ray Train's controller has registered the checkpoint of `step`.
+
+    A worker's report() returns once the checkpoint is uploaded, but the controller records it a
+    moment later (in checkpoint_manager_snapshot.json); a restart resumes only from a recorded one,
+    so the drill kills the node after that, as a real failure at that point would find it.
+    """
+    import json
+
+    snapshot = run_dir / "checkpoint_manager_snapshot.json"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            latest = json.loads(snapshot.read_text(encoding="utf-8"))["latest_checkpoint_result"]
+        except (OSError, ValueError, KeyError):
+            latest = None  # not written yet, or caught mid-write
+        if latest is not None and latest["metrics"].get("step", 0) >= step:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"Ray Train did not record the checkpoint of step {step} in {snapshot} within {timeout_s:.0f} s")
 
 
 def _final_checkpoint(run_dir: Path) -> tuple[int | None, list[tuple[int, float]]]:

@@ -1,0 +1,95 @@
+"""`sweep promote RUN --rehearse` end to end on a simulated 2-node cluster, with its fault drill: a worker
+node is killed after the first checkpoint, the job resumes from the latest checkpoint and finishes the
+planned steps; no secret lands in any file or log line; every Ray process is gone afterwards."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from promote_runs import write_run
+
+from sweep.cli import main
+from sweep.prepare import prepare
+from sweep.promote.plan import TRIAL_CONFIG_JSON
+from sweep.promote.rehearse import JOB_LOG, REHEARSAL_DIR, RehearsalConfig
+from sweep.spec import load_spec
+from sweep.trainable import TRIALS_DIR
+from tests.conftest import TINY_SPEC
+from train_entry.fullrun.job import RESULT_JSON
+from train_entry.fullrun.toy import STATE_FILE
+from train_entry.mix import MixRatio
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+SECRET = "wandb-secret-fedcba9876543210"
+PLAN = RehearsalConfig()
+
+
+@pytest.fixture
+def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
+    """A finished run whose optimum's trial config points at a real (barely pretrained) tiny base."""
+    builtin = {**TINY_SPEC["base"]["builtin"], "pretrain_steps": 20, "warmup_steps": 2}
+    spec = write_tiny_spec("rehearse.yaml", base={**TINY_SPEC["base"], "builtin": builtin})
+    prepared = prepare(load_spec(spec))
+    run_dir = write_run(tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1)
+    trial_dir = run_dir / TRIALS_DIR / "0007"
+    trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=trial_dir)
+    (trial_dir / TRIAL_CONFIG_JSON).write_text(trial.model_dump_json(indent=2))
+    return run_dir
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids whose command line contains `text` (from /proc: this test runs on Linux like Ray's cluster does)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:  # the process ended while we looked
+            continue
+    return found
+
+
+def test_rehearsal_survives_a_lost_node_and_finishes_the_planned_steps(rehearsal_run, capsys, monkeypatch):
+    monkeypatch.setenv("WANDB_API_KEY", SECRET)
+    assert main(["promote", str(rehearsal_run), "--target", "llama3.1-8b", "--rehearse"]) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+
+    # Placed node by node: the TP-2 groups (ranks 0-1, 2-3) each on one node, two nodes in all.
+    placements = re.findall(r"fullrun: placement node (\w+): ranks ([\d, ]+)", out)
+    assert [ranks for _, ranks in placements[:2]] == ["0, 1", "2, 3"]
+    assert placements[0][0] != placements[1][0]
+
+    killed = re.search(r"fault drill - killing node (\w+) after the checkpoint at step (\d+)", out)
+    assert killed and killed.group(1) == placements[1][0]  # the node holding the last ranks
+    resumed = [
+        (int(k), int(n)) for k, n in re.findall(r"rehearsal: resumed from step (\d+), recomputing (\d+) steps", out)
+    ]
+    assert len(resumed) == 1, out
+    [(resumed_from, recomputed)] = resumed
+    assert resumed_from >= PLAN.checkpoint_interval and resumed_from % PLAN.checkpoint_interval == 0
+    assert recomputed <= PLAN.checkpoint_interval
+    assert f"final checkpoint at step {PLAN.steps} of {PLAN.steps}" in out
+    assert "job SUCCEEDED" in out
+
+    [rehearsal] = (next((rehearsal_run / "promotion").iterdir()) / REHEARSAL_DIR).iterdir()
+    [job_dir] = (rehearsal / "ray_results").iterdir()
+    result = json.loads((job_dir / RESULT_JSON).read_text())
+    state = torch.load(Path(result["checkpoint"]) / STATE_FILE, weights_only=True)
+    assert state["step"] == PLAN.steps == result["step"]
+    assert [step for step, _ in state["losses"]] == list(range(10, PLAN.steps + 1, PLAN.checkpoint_interval))
+    assert all(math.isfinite(loss) and 0 < loss < 20 for _, loss in state["losses"])
+    assert "fullrun: resumed from step" in (rehearsal / JOB_LOG).read_text()
+
+    # No secret in any file the tool wrote, nor in anything it printed; the cluster is gone.
+    assert [path for path in rehearsal_run.rglob("*") if path.is_file() and SECRET.encode() in path.read_bytes()] == []
+    assert SECRET not in out + captured.err
+    session = re.search(r"Ray session under (\S+) ", out).group(1)
+    assert processes_mentioning(session) == []
+    assert not Path(session).exists()
