@@ -114,10 +114,7 @@ class LocalCluster:
         for key, value in values.items():
             self._saved_env.setdefault(key, os.environ.get(key))
             os.environ[key] = value
-        from ray._raylet import Config
-
-        # Ray reads RAY_AUTH_MODE into a cached config; re-read it so this process's clients send the token.
-        Config.initialize("")
+        _reload_ray_config()
 
     def _wait_for_jobs_api(self) -> None:
         from ray.job_submission import JobSubmissionClient
@@ -158,15 +155,24 @@ class LocalCluster:
             finally:
                 self._cluster = None
                 self._nodes = []
-        for key, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        self._saved_env = {}
+        if self._saved_env:
+            for key, value in self._saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            self._saved_env = {}
+            _reload_ray_config()
         if self._temp is not None:
             self._temp.cleanup()
             self._temp = None
+
+
+def _reload_ray_config() -> None:
+    """Ray caches RAY_AUTH_MODE in its config; re-read it so this process's clients follow the environment."""
+    from ray._raylet import Config
+
+    Config.initialize("")
 
 
 def _ensure_token() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from promote_runs import write_run
+from ray_processes import processes_mentioning
 
 from sweep.cli import main
 from sweep.prepare import prepare
@@ -41,18 +42,6 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
     trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=trial_dir)
     (trial_dir / TRIAL_CONFIG_JSON).write_text(trial.model_dump_json(indent=2))
     return run_dir
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Pids whose command line contains `text` (from /proc: this test runs on Linux like Ray's cluster does)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-        except OSError:  # the process ended while we looked
-            continue
-    return found
 
 
 def test_rehearsal_survives_a_lost_node_and_finishes_the_planned_steps(rehearsal_run, capsys, monkeypatch):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from ray.job_submission import JobSubmissionClient
+from ray_processes import processes_mentioning
 
 from sweep.cli import main
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
@@ -21,7 +22,9 @@ SECRET = "wandb-secret-0123456789abcdef"
 @pytest.fixture
 def cluster():
     with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)) as cluster:
+        session = cluster.session_root
         yield cluster
+    assert processes_mentioning(session) == []  # stopped after: no process of its session is left
 
 
 def real_inputs(tmp_path: Path) -> list[str]:
