@@ -13,11 +13,17 @@ import ipaddress
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sweep.promote.errors import PromotionError
 
+if TYPE_CHECKING:
+    from ray.job_submission import JobSubmissionClient
+
 SCHEMES = ("http", "https")
+ADDRESS_OVERRIDES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
+"""Environment variables Ray's JobSubmissionClient prefers to the address it is given."""
 
 
 class AddressError(PromotionError):
@@ -88,6 +94,26 @@ def security_warnings(address: ClusterAddress) -> list[str]:
         "(RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token), or use an https address"
     )
     return [warning]
+
+
+def jobs_client(url: str) -> JobSubmissionClient:
+    """A Jobs API client for exactly `url`; AddressError when nothing answers there.
+
+    Ray's client would take RAY_ADDRESS or RAY_API_SERVER_ADDRESS over the address it is given,
+    which would send the job past the loopback check to wherever the environment points.
+    """
+    from ray.job_submission import JobSubmissionClient
+
+    hidden = {name: os.environ.pop(name) for name in ADDRESS_OVERRIDES if name in os.environ}
+    try:
+        return JobSubmissionClient(url)
+    except ConnectionError as error:
+        raise AddressError(
+            f"--address {url}: no Ray Jobs API answers there ({error}); give the head's dashboard address "
+            "(port 8265 by default)"
+        ) from None
+    finally:
+        os.environ.update(hidden)
 
 
 def _shown(raw: str) -> str:

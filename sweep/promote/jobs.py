@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.promote.address import parse_address
+from sweep.promote.address import AddressError, jobs_client, parse_address
 from sweep.promote.errors import PromotionError
 from sweep.promote.plan import PROMOTION_DIR
 from sweep.promote.secrets import redact, secret_env
@@ -41,14 +41,12 @@ def records_of(run_dirs: Iterable[Path]) -> list[tuple[str, JobRecord]]:
 
 
 def job_rows(run_dirs: Iterable[Path]) -> list[JobRow]:
-    from ray.job_submission import JobSubmissionClient
-
     records = records_of(run_dirs)
     statuses: dict[str, dict[str, str] | None] = {}
     for address in {record.address for _, record in records}:
         try:
-            jobs = JobSubmissionClient(address).list_jobs()
-        except (ConnectionError, RuntimeError, ValueError):  # the cluster is gone, or its Jobs API refuses us
+            jobs = jobs_client(address).list_jobs()
+        except (AddressError, RuntimeError, ValueError):  # the cluster is gone, or its Jobs API refuses us
             statuses[address] = None
             continue
         statuses[address] = {job.submission_id: job.status.value for job in jobs if job.submission_id}
@@ -84,9 +82,7 @@ def find_address(job_id: str, run_dirs: Iterable[Path]) -> str:
 
 def follow_logs(address: str, job_id: str, *, on_line: Callable[[str], None], timeout_s: float | None = None) -> str:
     """Streams job_id's log, line by line with secrets masked, until the job ends; returns its final status."""
-    from ray.job_submission import JobSubmissionClient
-
-    client = JobSubmissionClient(address)
+    client = jobs_client(address)
     secrets = secret_env()
 
     async def follow() -> None:

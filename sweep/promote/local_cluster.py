@@ -117,12 +117,12 @@ class LocalCluster:
         _reload_ray_config()
 
     def _wait_for_jobs_api(self) -> None:
-        from ray.job_submission import JobSubmissionClient
+        from sweep.promote.address import jobs_client
 
         deadline = time.monotonic() + DASHBOARD_TIMEOUT_S
         while True:
             try:
-                JobSubmissionClient(self.address).list_jobs()
+                jobs_client(self.address).list_jobs()
                 return
             except Exception as exc:  # the dashboard is still starting: connection refused or 503
                 if time.monotonic() > deadline:

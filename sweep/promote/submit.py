@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sweep.promote.address import ClusterAddress
+from sweep.promote.address import ClusterAddress, jobs_client
 from sweep.promote.secrets import secret_env
 from train_entry.fullrun.config import JobConfig
 
@@ -90,9 +90,7 @@ def submit_plan(
     job_for(submission_id) builds the job's config (the id is its Ray Train run name). `python` is
     the interpreter the cluster runs the entrypoint with: one that has cpt-sweep installed.
     """
-    from ray.job_submission import JobSubmissionClient
-
-    client = JobSubmissionClient(address.url)
+    client = jobs_client(address.url)
     known = {
         attempt: job
         for job in client.list_jobs()

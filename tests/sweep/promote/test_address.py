@@ -6,6 +6,7 @@ import pytest
 
 from sweep.cli import main
 from sweep.promote.address import AddressError, parse_address, security_warnings
+from sweep.promote.local_cluster import free_port
 from sweep.promote.secrets import redact, secret_env
 
 
@@ -70,6 +71,16 @@ def test_cli_refuses_a_remote_address_with_exit_2_before_planning(finished_run, 
     assert code == 2
     assert "10.1.2.3 is not a loopback address" in err and "--allow-remote" in err
     assert not (run_dir / "promotion").exists()  # refused before anything was planned or written
+
+
+def test_cli_names_an_address_where_no_jobs_api_answers_with_exit_2(finished_run, capsys, tmp_path):
+    address = f"http://127.0.0.1:{free_port()}"
+    inputs = ["--tokenizer", "/t", "--base-checkpoint", "/b", "--save-dir", str(tmp_path / "ckpt")]
+    for side in ("general", "non_english", "domain"):
+        inputs += ["--data-prefix", f"{side}=/data/{side}"]
+    code = main(["promote", str(finished_run()), "--target", "llama3.1-8b", *inputs, "--submit", "--address", address])
+    assert code == 2
+    assert f"--address {address}: no Ray Jobs API answers there" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ray.job_submission import JobSubmissionClient
 from ray_processes import processes_mentioning
 
 from sweep.cli import main
+from sweep.promote.address import jobs_client
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.plan import Plan
 
@@ -44,6 +44,7 @@ def test_the_same_plan_submitted_twice_is_one_job_and_force_adds_an_attempt(
     finished_run, cluster, capsys, monkeypatch, tmp_path
 ):
     monkeypatch.setenv("WANDB_API_KEY", SECRET)
+    monkeypatch.setenv("RAY_ADDRESS", "http://10.255.255.1:8265")  # Ray's client would prefer it to --address
     run_dir = finished_run()
     submit = ["promote", str(run_dir), "--target", "llama3.1-8b", *real_inputs(tmp_path), "--submit"]
     submit += ["--address", cluster.address]
@@ -55,7 +56,7 @@ def test_the_same_plan_submitted_twice_is_one_job_and_force_adds_an_attempt(
 
     [plan_dir] = (run_dir / "promotion").iterdir()
     job_id = f"cpt-{Plan.read(plan_dir).id}"
-    client = JobSubmissionClient(cluster.address)
+    client = jobs_client(cluster.address)
     assert [job.submission_id for job in client.list_jobs()] == [job_id]
     assert f"submitted job {job_id}" in first.out
     assert f"already has job {job_id}" in second.out and "nothing submitted" in second.out
