@@ -1,0 +1,33 @@
+"""`sweep jobs` over recorded submissions whose cluster is gone, and the submission ids of a plan."""
+
+from __future__ import annotations
+
+from sweep.cli import main
+from sweep.promote.local_cluster import free_port
+from sweep.promote.submit import JobRecord, append_record, attempt_of, read_records, submission_id
+
+
+def test_submission_ids_count_attempts_of_one_plan_only():
+    assert [submission_id("p-1", attempt) for attempt in (1, 2, 3)] == ["cpt-p-1", "cpt-p-1-r2", "cpt-p-1-r3"]
+    assert [attempt_of("p-1", job) for job in ("cpt-p-1", "cpt-p-1-r2", "cpt-p-1-r12")] == [1, 2, 12]
+    assert [attempt_of("p-1", job) for job in ("cpt-p-12", "cpt-p-1-x", "raysubmit_1", "cpt-p")] == [None] * 4
+
+
+def test_jobs_lists_a_recorded_job_whose_cluster_is_gone_as_unreachable(tmp_path, capsys):
+    plan_dir = tmp_path / "runs" / "lr_mix" / "promotion" / "llama3.1-8b-h100-480-0123abcd"
+    plan_dir.mkdir(parents=True)
+    record = JobRecord(
+        submission_id="cpt-llama3.1-8b-h100-480-0123abcd", plan_id="llama3.1-8b-h100-480-0123abcd", attempt=1,
+        address=f"http://127.0.0.1:{free_port()}", submitted_at="2026-11-26T00:00:00+00:00",
+    )  # fmt: skip
+    append_record(plan_dir, record)
+    assert read_records(plan_dir) == [record]
+
+    assert main(["jobs", str(tmp_path / "runs" / "lr_mix")]) == 0
+    out = capsys.readouterr().out
+    assert record.submission_id in out and "unreachable" in out
+
+
+def test_jobs_of_a_missing_run_directory_is_exit_2(tmp_path, capsys):
+    assert main(["jobs", str(tmp_path / "nope")]) == 2
+    assert "is not a run directory" in capsys.readouterr().err
