@@ -101,8 +101,6 @@ class RehearsalResult:
     """The step of the job's final checkpoint (what a resumed run would start from)."""
     losses: list[tuple[int, float]]
     """(step, mean training loss) at every checkpoint of the run, across restores."""
-    killed_node: str | None
-    log: RehearsalLog
 
 
 def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig) -> ToyTrainer:
@@ -183,7 +181,7 @@ def rehearse(
             (out / JOB_LOG).write_text("\n".join(log.lines) + "\n", encoding="utf-8")
 
     final_step, losses = _final_checkpoint(storage / submitted.submission_id)
-    result = RehearsalResult(submitted.submission_id, status, final_step, losses, killed[0] if killed else None, log)
+    result = RehearsalResult(submitted.submission_id, status, final_step, losses)
     echo(f"rehearsal: job {status}; final checkpoint at step {final_step} of {config.steps}")
     for step, loss in losses:
         echo(f"rehearsal:   step {step:>5}  loss {loss:.4f}")
