@@ -36,9 +36,7 @@ def main() -> None:
 
     spec_path = args.spec.resolve()
     raw = yaml.safe_load(spec_path.read_text())
-    raw["search"].update(
-        num_trials=args.trials, concurrency=2, pruner={"type": "none"}, forgetting_guard=None
-    )
+    raw["search"].update(num_trials=args.trials, concurrency=2, pruner={"type": "none"}, forgetting_guard=None)
     raw["tracking"] = {"wandb": {"mode": "disabled"}}
     # Next to the original so that its relative corpus paths still resolve.
     bench_spec = spec_path.with_name(f".bench-{spec_path.stem}.yaml")
@@ -50,7 +48,9 @@ def main() -> None:
         started = time.perf_counter()
         subprocess.run(
             [sys.executable, "-m", "sweep.cli", "run", str(bench_spec), "--name", "bench"],
-            cwd=workdir, check=True, stdout=subprocess.DEVNULL,
+            cwd=workdir,
+            check=True,
+            stdout=subprocess.DEVNULL,
         )
         sweep_s = time.perf_counter() - started
 

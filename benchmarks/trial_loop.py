@@ -50,9 +50,7 @@ def bare_loop(prepared, optimization: Optimization, runtime: Runtime) -> float:
     proxy = prepared.spec.proxy
     model = load_causal_lm(prepared.base_dir, runtime)
     vocab = model.config.vocab_size
-    batches = [
-        torch.randint(0, vocab, (optimization.batch_size, proxy.seq_len + 1)) for _ in range(optimization.steps)
-    ]
+    batches = [torch.randint(0, vocab, (optimization.batch_size, proxy.seq_len + 1)) for _ in range(optimization.steps)]
     optimizer = torch.optim.AdamW(model.parameters(), lr=optimization.peak_lr)
     model.train()
     started = time.perf_counter()
@@ -102,9 +100,13 @@ def main() -> None:
         f"model {prepared.base_dir.name}, batch {spec.proxy.batch_size} x {spec.proxy.seq_len}, "
         f"{spec.resources.cpus} thread(s), {args.steps} steps x {args.rounds} rounds on {runtime.device}"
     )
-    print(f"trial loop  tokens/s  median {statistics.median(trial):,.0f}  (min {min(trial):,.0f}, max {max(trial):,.0f})")
+    print(
+        f"trial loop  tokens/s  median {statistics.median(trial):,.0f}  (min {min(trial):,.0f}, max {max(trial):,.0f})"
+    )
     print(f"bare loop   tokens/s  median {statistics.median(bare):,.0f}  (min {min(bare):,.0f}, max {max(bare):,.0f})")
-    print(f"ratio trial/bare      median {statistics.median(ratios):.3f}  (min {min(ratios):.3f}, max {max(ratios):.3f})")
+    print(
+        f"ratio trial/bare      median {statistics.median(ratios):.3f}  (min {min(ratios):.3f}, max {max(ratios):.3f})"
+    )
 
 
 if __name__ == "__main__":

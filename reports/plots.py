@@ -93,9 +93,7 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
                 label=f"{label}optimum (trial {optimum.number})" + (f": {where}" if several else ""),
             )
             if not several:
-                ax.annotate(
-                    where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points"
-                )
+                ax.annotate(where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points")
     budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
     for budget in budgets:
         ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")

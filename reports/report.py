@@ -133,7 +133,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             "heatmap_domain_gain",
             "domain_gain over lr_fraction × mix",
             "Mean final domain_gain of the completed trials in each cell (n: how many). Darker is better. "
-            "Grey: no completed trial (\"stopped early\": only pruned or diverged ones).",
+            'Grey: no completed trial ("stopped early": only pruned or diverged ones).',
             lambda: plots.heatmap_figure(snapshot, "domain_gain"),
         ),
         _plot(

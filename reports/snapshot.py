@@ -102,4 +102,3 @@ def spec_differences(snapshots: list[RunSnapshot]) -> dict[str, list[str]]:
         snapshot.name: [f"{key}={values.get(key, '(unset)')}" for key in differing]
         for snapshot, values in zip(snapshots, flat)
     }
-

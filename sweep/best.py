@@ -41,7 +41,9 @@ def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) ->
         (
             row
             for row in rows
-            if row.status is Status.COMPLETED and row.forgetting is not None and row.forgetting <= plan.forgetting_budget
+            if row.status is Status.COMPLETED
+            and row.forgetting is not None
+            and row.forgetting <= plan.forgetting_budget
         ),
         key=lambda row: -row.domain_gain,
     )

@@ -53,7 +53,9 @@ def select(rows: list[TrialRow], *, forgetting_budget: float, space: SearchSpace
     pareto = sorted(_pareto_front(completed), key=lambda row: (row.forgetting, -row.domain_gain, row.number))
     feasible = [row for row in completed if row.forgetting <= forgetting_budget]
     optimum = min(feasible, key=lambda row: (-row.domain_gain, row.forgetting, row.number), default=None)
-    boundary = space.edges(Point(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share))) if optimum else []
+    boundary = (
+        space.edges(Point(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share))) if optimum else []
+    )
     return Selection(
         optimum=optimum,
         pareto=pareto,

@@ -96,7 +96,9 @@ class SearchSpace:
 
     def _axes(self) -> tuple[_Axis, _Axis]:
         if isinstance(self.lr_fraction, LRFractionRange):
-            lr = _Axis("lr_fraction", self.lr_fraction.low, self.lr_fraction.high, log=self.lr_fraction.log, listed=False)
+            lr = _Axis(
+                "lr_fraction", self.lr_fraction.low, self.lr_fraction.high, log=self.lr_fraction.log, listed=False
+            )
         else:
             lr = _Axis("lr_fraction", min(self.lr_fraction), max(self.lr_fraction), log=False, listed=True)
         # Mix edges are judged on domain_share: "more domain" and "less domain" are what a reader

@@ -56,8 +56,6 @@ def run_study_trial(
         result = run(report)
     except Exception as exc:
         last = traceback.extract_tb(exc.__traceback__)[-1]
-        trial.set_user_attr(
-            Attr.ERROR.value, f"{type(exc).__name__}: {exc} (at {last.filename}:{last.lineno})"
-        )
+        trial.set_user_attr(Attr.ERROR.value, f"{type(exc).__name__}: {exc} (at {last.filename}:{last.lineno})")
         raise
     return record_result(sweep, number, result, stop_reason=reporter.stop_reason)

@@ -36,9 +36,7 @@ class BuiltinBaseConfig(StrictConfig):
     @model_validator(mode="after")
     def _shape_fits(self) -> BuiltinBaseConfig:
         if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"hidden_size must be a multiple of num_heads, got {self.hidden_size=}, {self.num_heads=}"
-            )
+            raise ValueError(f"hidden_size must be a multiple of num_heads, got {self.hidden_size=}, {self.num_heads=}")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(
                 f"num_heads must be a multiple of num_kv_heads, got {self.num_heads=}, {self.num_kv_heads=}"

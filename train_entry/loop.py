@@ -112,7 +112,9 @@ def train(
         done = step + 1
         first_loss = first_loss if first_loss is not None else train_loss
         if not math.isfinite(train_loss):
-            return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, f"loss is {train_loss} at step {done}")
+            return LoopResult(
+                TrialStatus.DIVERGED, done, done * tokens_per_step, f"loss is {train_loss} at step {done}"
+            )
         if train_loss > optimization.divergence_factor * first_loss:
             reason = (
                 f"loss {train_loss:.3f} at step {done} exceeds {optimization.divergence_factor:g} x "
@@ -121,9 +123,9 @@ def train(
             return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, reason)
         if on_step is not None:
             on_step(done, train_loss)
-        if done % optimization.eval_interval == 0 or done == optimization.steps:
-            if evaluate(done, done * tokens_per_step, train_loss, lr):
-                return LoopResult(TrialStatus.STOPPED, done, done * tokens_per_step, f"stopped by report at step {done}")
+        evaluates = done % optimization.eval_interval == 0 or done == optimization.steps
+        if evaluates and evaluate(done, done * tokens_per_step, train_loss, lr):
+            return LoopResult(TrialStatus.STOPPED, done, done * tokens_per_step, f"stopped by report at step {done}")
     return LoopResult(TrialStatus.COMPLETED, optimization.steps, optimization.steps * tokens_per_step)
 
 

@@ -30,6 +30,7 @@ from train_entry.trial_config import (
 
 Report = Callable[[Metrics], bool | None]
 
+
 def run_trial(
     config: TrialConfig, report: Report, *, on_step: Callable[[int, float], None] | None = None
 ) -> TrialResult:
@@ -53,7 +54,9 @@ def run_trial(
         tokenizer=tokenizer,
         cache_dir=output_dir / "megatron_index",
     )
-    valid = validation_sets(config.valid, config.non_english_share, config.proxy, tokenizer, output_dir / "megatron_index")
+    valid = validation_sets(
+        config.valid, config.non_english_share, config.proxy, tokenizer, output_dir / "megatron_index"
+    )
 
     torch.manual_seed(proxy.seed)
     model = load_causal_lm(config.base_dir, runtime)

@@ -39,9 +39,7 @@ CURVES = ((0.20, 0.010), (0.26, 0.015), (0.12, 0.004), (0.30, 0.040))
 """(final domain_gain, forgetting) of the four trials that run their full budget."""
 
 
-def make_run(
-    runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, curves=CURVES, **search
-) -> Path:
+def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, curves=CURVES, **search) -> Path:
     """runs/<name>/ as `sweep run` leaves it (run.json, spec.yaml, optuna.db), with scripted trials:
     four completed ones, one stopped by the forgetting guard, one diverged, and optionally one running."""
     run_dir = runs / name

@@ -84,9 +84,7 @@ def render(index: Path, screenshot: Path) -> Rendered:
             "or `sudo apt-get install chromium`"
         )
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, args=CHROMIUM_ARGS, timeout=BROWSER_TIMEOUT_MS
-        )
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS, timeout=BROWSER_TIMEOUT_MS)
         try:
             page = browser.new_page(viewport={"width": 1300, "height": 900})
             page.set_default_timeout(BROWSER_TIMEOUT_MS)

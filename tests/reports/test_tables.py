@@ -9,7 +9,9 @@ def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsy
     messy = write_tiny_spec().parent / "messy.jsonl"
     good = (write_tiny_spec().parent / "corpora" / "ecommerce" / "train.jsonl").read_bytes()
     messy.write_bytes(good + b"\xff\xfe\n{broken\n" + b'{"text": "   "}\n')
-    path = write_tiny_spec("messy.yaml", data={"domain": {"train": "messy.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}})
+    path = write_tiny_spec(
+        "messy.yaml", data={"domain": {"train": "messy.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}
+    )
 
     assert main(["base", str(path)]) == 0
     out = capsys.readouterr().out

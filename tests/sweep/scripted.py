@@ -27,8 +27,14 @@ def scripted(gains, *, forgetting=0.0, diverge_after: int | None = None) -> Call
         for step, gain in zip(STEPS, gains):
             forget = forgetting(step) if callable(forgetting) else forgetting
             metrics = Metrics(
-                step=step, tokens_seen=step * 1024, domain_loss=3.0 * (1 - gain), general_loss=3.0 * (1 + forget),
-                domain_gain=gain, forgetting=forget, train_loss=3.0, lr=1e-4,
+                step=step,
+                tokens_seen=step * 1024,
+                domain_loss=3.0 * (1 - gain),
+                general_loss=3.0 * (1 + forget),
+                domain_gain=gain,
+                forgetting=forget,
+                train_loss=3.0,
+                lr=1e-4,
             )
             history.append(metrics)
             if diverge_after is not None and step >= diverge_after:

@@ -2,12 +2,12 @@
 
 import pytest
 from optuna.trial import TrialState
+from scripted import STEPS, scripted
 
-from sweep.record import Attr, Status
 from sweep.pruning import guard_reason
+from sweep.record import Attr, Status
 from sweep.spec import ForgettingGuard
 from sweep.study_trial import run_study_trial
-from scripted import STEPS, scripted
 from train_entry.trial_config import Metrics
 
 PRUNERS = ["median", "percentile", "successive_halving", "hyperband", "wilcoxon"]
@@ -98,7 +98,15 @@ def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(
 
 def test_forgetting_guard_lets_a_trial_within_the_margin_run():
     guard = ForgettingGuard(margin=0.05, min_steps=1)
-    metrics = dict(step=100, tokens_seen=1, domain_loss=1.0, general_loss=1.0, domain_gain=0.1, train_loss=1.0, lr=1.0)
+    metrics = {
+        "step": 100,
+        "tokens_seen": 1,
+        "domain_loss": 1.0,
+        "general_loss": 1.0,
+        "domain_gain": 0.1,
+        "train_loss": 1.0,
+        "lr": 1.0,
+    }
     assert guard_reason(guard, Metrics(forgetting=0.069, **metrics), budget=0.02) is None
     assert guard_reason(guard, Metrics(forgetting=0.071, **metrics), budget=0.02) is not None
     assert guard_reason(None, Metrics(forgetting=9.0, **metrics), budget=0.02) is None

@@ -14,10 +14,24 @@ BUDGET = 0.02
 def row(number, gain, forgetting, *, status=Status.COMPLETED, lr=0.1, mix="1:1") -> TrialRow:
     ratio = MixRatio.parse(mix)
     return TrialRow(
-        number=number, status=status, reason=None, lr_fraction=lr, peak_lr=lr * 3e-3, mix=mix,
-        domain_share=ratio.domain_share, domain_gain=gain, forgetting=forgetting, domain_loss=None,
-        general_loss=None, best_domain_gain=gain, best_step=200, steps=200, stopped_step=None,
-        tokens_seen=1000, wall_seconds=1.0, attempts=1,
+        number=number,
+        status=status,
+        reason=None,
+        lr_fraction=lr,
+        peak_lr=lr * 3e-3,
+        mix=mix,
+        domain_share=ratio.domain_share,
+        domain_gain=gain,
+        forgetting=forgetting,
+        domain_loss=None,
+        general_loss=None,
+        best_domain_gain=gain,
+        best_step=200,
+        steps=200,
+        stopped_step=None,
+        tokens_seen=1000,
+        wall_seconds=1.0,
+        attempts=1,
     )
 
 

@@ -33,9 +33,7 @@ def test_mix_range_is_sampled_on_the_log_ratio_and_read_back_as_a_ratio():
 def test_grid_enumerates_exactly_every_combination_of_listed_values():
     s = space(method="grid", lr_fraction=[0.05, 0.1, 0.2], mix=["4:1", "1:1"])
     grid = s.grid()
-    assert grid == [
-        {"lr_fraction": lr, "mix": mix} for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:1")
-    ]
+    assert grid == [{"lr_fraction": lr, "mix": mix} for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:1")]
     dist = s.distributions
     assert all(p["lr_fraction"] in dist["lr_fraction"].choices and p["mix"] in dist["mix"].choices for p in grid)
 

@@ -73,7 +73,15 @@ BAD_SPECS = {
     ),
     "warmup past steps": ({"proxy": {"warmup_steps": 40}}, "proxy", "warmup_steps must be below steps"),
     "non-English share of 1": (
-        {"data": {"non_english": {"share": 1.0, "train": "corpora/general_multi/train.jsonl", "valid": "corpora/general_multi/valid.jsonl"}}},
+        {
+            "data": {
+                "non_english": {
+                    "share": 1.0,
+                    "train": "corpora/general_multi/train.jsonl",
+                    "valid": "corpora/general_multi/valid.jsonl",
+                }
+            }
+        },
         "data.non_english.share",
         "less than 1",
     ),
@@ -124,7 +132,7 @@ def test_missing_section_is_named(write_tiny_spec):
 
 def test_console_script_exits_2_on_a_bad_command_line(tiny_spec):
     cli = [sys.executable, "-m", "sweep.cli", "trial", str(tiny_spec), "--lr-fraction", "1.5", "--mix", "1:1"]
-    done = subprocess.run(cli, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2
     assert "--lr-fraction" in done.stderr and "(0, 1]" in done.stderr
 

@@ -1,10 +1,12 @@
 """The LR schedule as a pure function: warmup, peak, decay to the floor."""
 
+import itertools
+
 import pytest
 
 from train_entry.schedule import lr_at
 
-KW = dict(peak_lr=1e-3, warmup_steps=10, total_steps=110, min_lr_ratio=0.1)
+KW = {"peak_lr": 1e-3, "warmup_steps": 10, "total_steps": 110, "min_lr_ratio": 0.1}
 
 
 def test_linear_warmup_reaches_peak_at_the_last_warmup_step():
@@ -17,7 +19,7 @@ def test_decay_falls_monotonically_to_the_floor(schedule):
     lrs = [lr_at(step, schedule=schedule, **KW) for step in range(10, 110)]
     assert lrs[0] == pytest.approx(1e-3)
     assert lrs[-1] == pytest.approx(1e-4)
-    assert all(a >= b for a, b in zip(lrs, lrs[1:]))
+    assert all(a >= b for a, b in itertools.pairwise(lrs))
 
 
 def test_cosine_is_halfway_at_the_middle_of_decay():
