@@ -23,7 +23,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.memory import Memory, memory_per_gpu
 from sweep.promote.step_time import StepTime, step_time
 from train_entry.config import StrictConfig
-from train_entry.megatron.config import ModelShape, Parallelism
+from train_entry.megatron.config import ModelShape, Parallelism, interleaving_fits
 
 Recompute = Literal["none", "selective", "full"]
 
@@ -96,7 +96,7 @@ def search_layouts(
     scheduled = [
         (tp, pp, vpp, cp, dp, mbs)
         for tp, pp, vpp, cp, dp, mbs in batched
-        if _interleaving_fits(pp, vpp, microbatches=global_batch_size // (mbs * dp))
+        if interleaving_fits(pipeline=pp, virtual_pipeline=vpp, microbatches=global_batch_size // (mbs * dp))
     ]
     if not scheduled:
         raise PromotionError(
@@ -191,10 +191,6 @@ def _context_sizes(model: ModelShape, forced: int | None) -> list[int]:
             )
         return [forced]
     return [cp for cp in range(1, model.seq_length // 2 + 1) if valid(cp)]
-
-
-def _interleaving_fits(pp: int, vpp: int | None, *, microbatches: int) -> bool:
-    return vpp is None or (microbatches >= pp and microbatches % pp == 0)
 
 
 def _rank(

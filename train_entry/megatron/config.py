@@ -84,6 +84,12 @@ LLAMA_3_1_70B = ModelShape(
 """Meta's Llama 3.1 70B (base) at the reference recipe's 8192-token sequences."""
 
 
+def interleaving_fits(*, pipeline: int, virtual_pipeline: int | None, microbatches: int) -> bool:
+    """Interleaved 1F1B runs micro-batches in whole groups of `pipeline` (megatron-core's
+    microbatch_group_size_per_vp_stage defaults to it); the plain schedule takes any count."""
+    return virtual_pipeline is None or microbatches % pipeline == 0
+
+
 class Parallelism(StrictConfig):
     """How the model and the batch are split over the GPUs: world size = tensor x pipeline x context x data."""
 
@@ -153,7 +159,7 @@ class Parallelism(StrictConfig):
         multiple of pipeline; a RunConfigError otherwise.
         """
         count = self.global_batch_size // (self.micro_batch_size * self.data_parallel_size(world_size))
-        if self.virtual_pipeline is not None and count % self.pipeline:
+        if not interleaving_fits(pipeline=self.pipeline, virtual_pipeline=self.virtual_pipeline, microbatches=count):
             raise RunConfigError(
                 f"with virtual_pipeline the {count} micro-batches per iteration (global_batch_size / "
                 f"(micro_batch_size x data-parallel size)) must be a multiple of pipeline={self.pipeline}"
