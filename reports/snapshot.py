@@ -21,7 +21,7 @@ from sweep.rundir import SPEC_COPY, open_run
 from sweep.select import Selection, select
 from sweep.space import SearchSpace
 from sweep.study import SweepPlan
-from sweep.table import TrialRow, trial_row
+from sweep.table import TrialRow, rows_of
 from train_entry.trial_config import Metrics
 
 
@@ -66,7 +66,7 @@ def load_run(run_dir: Path) -> RunSnapshot:
     info, sweep = open_run(run_dir)
     plan = sweep.plan
     frozen_trials = sweep.trials()
-    rows = [trial_row(frozen, plan) for frozen in frozen_trials]
+    rows = rows_of(frozen_trials, plan)
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     spec_path = run_dir / SPEC_COPY

@@ -38,7 +38,7 @@ class StudySearcher(Searcher):
     def suggest(self, trial_id: str) -> dict | str | None:
         if self._interrupted:
             number = self._interrupted.pop(0)
-            params = self._sweep.frozen(number).params
+            params = self._sweep.params(number)
         elif self.to_run <= 0:
             return Searcher.FINISHED
         else:

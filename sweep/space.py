@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 
 from sweep.spec import LRFractionRange, MixRange, SearchConfig
@@ -55,7 +56,7 @@ class SearchSpace:
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
-        """What `study.ask(fixed_distributions=...)` samples from."""
+        """The Optuna parameters a trial's point is made of."""
         if isinstance(self.lr_fraction, LRFractionRange):
             lr: BaseDistribution = FloatDistribution(
                 self.lr_fraction.low, self.lr_fraction.high, log=self.lr_fraction.log
@@ -66,6 +67,24 @@ class SearchSpace:
             low, high = sorted((self.mix.low.log_ratio, self.mix.high.log_ratio))
             return {Param.LR_FRACTION.value: lr, Param.MIX_LOG_RATIO.value: FloatDistribution(low, high)}
         return {Param.LR_FRACTION.value: lr, Param.MIX.value: CategoricalDistribution([str(m) for m in self.mix])}
+
+    def suggest(self, trial: optuna.Trial) -> dict[str, Any]:
+        """Chooses the trial's point through the study's sampler and returns its params.
+
+        A param the trial already has, or one fixed by an enqueued grid point, is kept: this also
+        finishes an ask that a driver killed between creating the trial and choosing its point left
+        with no params or half of them.
+        """
+        for name, distribution in self.distributions.items():
+            if isinstance(distribution, FloatDistribution):
+                trial.suggest_float(name, distribution.low, distribution.high, log=distribution.log)
+            else:
+                trial.suggest_categorical(name, distribution.choices)
+        return trial.params
+
+    def chosen(self, params: dict[str, Any]) -> bool:
+        """Whether params hold a whole point (a trial's ask may still be choosing it)."""
+        return params.keys() == self.distributions.keys()
 
     def grid(self) -> list[dict[str, Any]]:
         """Every combination of the listed values, lr_fraction-major, as Optuna params."""

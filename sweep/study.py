@@ -94,7 +94,13 @@ class SweepStudy:
 
     def ask(self) -> optuna.Trial:
         """A new trial at the sampler's next point (or the next enqueued grid point)."""
-        return self.study.ask(self.plan.space.distributions)
+        trial = self.study.ask()
+        self.plan.space.suggest(trial)
+        return trial
+
+    def params(self, number: int) -> dict[str, Any]:
+        """A RUNNING trial's params, choosing now any that a killed driver's ask left unchosen."""
+        return self.plan.space.suggest(self.trial(number))
 
     def frozen(self, number: int) -> FrozenTrial:
         study_id = self.storage.get_study_id_from_name(self.study.study_name)

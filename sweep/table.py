@@ -54,9 +54,21 @@ class TrialRow:
         return self.status not in (Status.WAITING, Status.RUNNING)
 
 
+def point_params(frozen: FrozenTrial, plan: SweepPlan) -> dict[str, Any] | None:
+    """The trial's point as Optuna params; None while its ask is still choosing it.
+
+    An enqueued grid trial carries its point from the start. A sampled trial has none for the
+    moment between its creation and its sampling, or until a rerun when a driver was killed in
+    that moment (the rerun chooses it, see SweepStudy.params).
+    """
+    if plan.space.chosen(frozen.params):
+        return frozen.params
+    return frozen.user_attrs.get(Attr.POINT.value)
+
+
 def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
     attrs = frozen.user_attrs
-    point = plan.space.point(frozen.params or attrs[Attr.POINT.value])
+    point = plan.space.point(point_params(frozen, plan))
     last = attrs.get(Attr.LAST.value) or {}
     best = attrs.get(Attr.BEST.value) or {}
     status = status_of(frozen)
@@ -84,8 +96,12 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
 
 
 def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
-    plan = sweep.plan
-    return [trial_row(frozen, plan) for frozen in sweep.trials()]
+    return rows_of(sweep.trials(), sweep.plan)
+
+
+def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]:
+    """A row per trial with a point; one whose ask has not chosen it yet gets its row once it has."""
+    return [trial_row(frozen, plan) for frozen in frozen_trials if point_params(frozen, plan) is not None]
 
 
 def row_dict(row: TrialRow) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from scripted import STEPS, scripted
 from sweep.record import Attr
 from sweep.searcher import NUMBER, StudySearcher
 from sweep.study_trial import run_study_trial
+from sweep.table import trial_rows
 
 
 def test_a_new_sweep_asks_exactly_the_planned_trials(open_sweep):
@@ -32,6 +33,36 @@ def test_a_rerun_first_reruns_interrupted_trials_under_their_number_then_asks_th
     assert [searcher.suggest(k)[NUMBER] for k in ("b", "c")] == [2, 3]
     assert searcher.suggest("d") == Searcher.FINISHED
     assert len(sweep.trials()) == 4  # nothing duplicated
+
+
+def test_a_rerun_finishes_an_ask_a_killed_driver_left_without_a_point(open_sweep):
+    sweep = open_sweep(num_trials=3)
+    # Killed between creating a trial and choosing its point: no params, or only the first one.
+    bare, half = sweep.study.ask(), sweep.study.ask()
+    half.suggest_float("lr_fraction", 0.05, 0.2, log=True)
+    lr_fraction = half.params["lr_fraction"]
+    assert [row.number for row in trial_rows(sweep)] == []  # no row until the point is chosen
+
+    searcher = StudySearcher(open_sweep(num_trials=3))
+    assert searcher.to_run == 3
+    first, second = searcher.suggest("a"), searcher.suggest("b")
+    assert [first[NUMBER], second[NUMBER]] == [bare.number, half.number]
+    assert second["lr_fraction"] == lr_fraction  # what was chosen is kept
+    assert all(sweep.plan.space.chosen(sweep.frozen(n).params) for n in (first[NUMBER], second[NUMBER]))
+    assert [row.number for row in trial_rows(sweep)] == [0, 1]
+    assert searcher.suggest("c")[NUMBER] == 2 and searcher.suggest("d") == Searcher.FINISHED
+
+
+def test_a_grid_point_popped_by_a_killed_driver_is_rerun_at_that_point(open_sweep):
+    grid = {"method": "grid", "lr_fraction": [0.05, 0.1], "mix": ["4:1"], "num_trials": 2}
+    sweep = open_sweep(**grid)
+    popped = sweep.study.ask()  # the driver died before the point's params were set
+    assert popped.params == {} and [row.number for row in trial_rows(sweep)] == [0, 1]
+
+    searcher = StudySearcher(open_sweep(**grid))
+    config = searcher.suggest("a")
+    assert config[NUMBER] == popped.number and (config["lr_fraction"], config["mix"]) == (0.05, "4:1")
+    assert searcher.suggest("b")[NUMBER] == 1 and searcher.suggest("c") == Searcher.FINISHED
 
 
 def test_a_trial_ray_gave_up_on_is_failed_with_its_stored_error(open_sweep):
