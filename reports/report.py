@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from reports import plots
 from reports.snapshot import RunSnapshot, load_run, spec_differences
+from sweep.files import write_whole
 from sweep.table import TrialRow
 
 REPORT_DIR = "report"
@@ -95,18 +96,11 @@ def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list
         keep_trailing_newline=True,
     )
     for plot in plot_list:
-        _replace(folder / plot.file, plot.png)
-    _replace(folder / REPORT_MD, environment.get_template(f"{template}.md.j2").render(context).encode())
+        write_whole(folder / plot.file, plot.png)
+    write_whole(folder / REPORT_MD, environment.get_template(f"{template}.md.j2").render(context))
     index = folder / INDEX_HTML
-    _replace(index, environment.get_template(f"{template}.html.j2").render(context).encode())
+    write_whole(index, environment.get_template(f"{template}.html.j2").render(context))
     return index
-
-
-def _replace(path: Path, data: bytes) -> None:
-    """Whole or not at all, so a browser reloading the page mid-write never sees half a file."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _plot(name: str, title: str, caption: str, draw: Callable[[], Figure]) -> Plot:

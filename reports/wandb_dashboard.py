@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import ValidationError
 
+from sweep.files import write_json
 from sweep.rundir import SPEC_COPY, RunInfo
 from sweep.spec import SpecError, TrackingConfig
 from sweep.tracking import STEP_METRIC, TRIAL_JOB, WandbTarget, resolve_wandb
@@ -270,4 +271,4 @@ def _save_online(dashboard: Dashboard, *, url: str | None) -> str:
 
 
 def _write(path: Path, dashboard: Dashboard, *, url: str | None) -> None:
-    path.write_text(json.dumps({"url": url, "dashboard": dashboard.to_json()}, indent=2) + "\n", encoding="utf-8")
+    write_json(path, {"url": url, "dashboard": dashboard.to_json()})

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from sweep.files import write_json
 from sweep.record import Status
 from sweep.select import Selection
 from sweep.study import SweepPlan
@@ -65,9 +64,7 @@ def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) ->
 
 
 def write_best(summary: dict[str, Any], run_dir: Path) -> None:
-    tmp = run_dir / f".{BEST_JSON}.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, run_dir / BEST_JSON)
+    write_json(run_dir / BEST_JSON, summary)
 
 
 def _row(row: TrialRow | None) -> dict[str, Any] | None:

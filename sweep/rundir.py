@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from sweep.files import write_json, write_whole
 from sweep.spec import SweepSpec
 from sweep.study import STUDY_DB, SweepStudy, load_study, shown_url, storage_url
 
@@ -27,9 +27,7 @@ def write_spec_copy(spec: SweepSpec, run_dir: Path) -> None:
     A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
     once read from inside the run directory; this one loads with `load_spec` from anywhere.
     """
-    tmp = run_dir / f".{SPEC_COPY}.tmp"
-    tmp.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
-    os.replace(tmp, run_dir / SPEC_COPY)
+    write_whole(run_dir / SPEC_COPY, yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
 
 
 class NotARunDirectory(FileNotFoundError):
@@ -47,8 +45,7 @@ class RunInfo:
         return storage_url(self.storage, run_dir)
 
     def write(self, run_dir: Path) -> None:
-        record = {"study_name": self.study_name, "storage": self.storage}
-        (run_dir / RUN_JSON).write_text(json.dumps(record, indent=2) + "\n")
+        write_json(run_dir / RUN_JSON, {"study_name": self.study_name, "storage": self.storage})
 
     @classmethod
     def read(cls, run_dir: Path) -> RunInfo:

@@ -7,7 +7,6 @@ view and `sweep status` agree with the Optuna storage by construction.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pandas as pd
 from optuna.trial import FrozenTrial
 
+from sweep.files import write_whole
 from sweep.record import Attr, Status, status_of
 from sweep.study import SweepPlan, SweepStudy
 
@@ -119,12 +119,10 @@ def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
 
 
 def write_tables(rows: list[TrialRow], run_dir: Path) -> None:
-    """Writes trials.parquet and trials.csv; each appears whole or not at all (rename is atomic)."""
+    """Writes trials.parquet and trials.csv, each whole or not at all."""
     frame = trials_frame(rows)
-    for name, write in ((TRIALS_PARQUET, frame.to_parquet), (TRIALS_CSV, frame.to_csv)):
-        tmp = run_dir / f".{name}.tmp"
-        write(tmp, index=False)
-        os.replace(tmp, run_dir / name)
+    write_whole(run_dir / TRIALS_PARQUET, frame.to_parquet(index=False))
+    write_whole(run_dir / TRIALS_CSV, frame.to_csv(index=False))
 
 
 def read_table(run_dir: Path) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sweep.files import write_whole
 from sweep.promote import launch
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.errors import PromotionError
@@ -147,11 +148,11 @@ def write_plan(plan: Plan, run_dir: Path) -> Path:
 
     directory = plan_dir(run_dir, plan.id)
     plan.write(directory)
-    (directory / RUN_JSON).write_text(plan.run.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (directory / SUMMARY_MD).write_text(summary_markdown(plan), encoding="utf-8")
-    (directory / ARGS_TXT).write_text(args_text(plan), encoding="utf-8")
+    write_whole(directory / RUN_JSON, plan.run.model_dump_json(indent=2) + "\n")
+    write_whole(directory / SUMMARY_MD, summary_markdown(plan))
+    write_whole(directory / ARGS_TXT, args_text(plan))
     script = directory / LAUNCH_SH
-    script.write_text(launch_script(plan), encoding="utf-8")
+    write_whole(script, launch_script(plan))
     script.chmod(0o755)
     return directory
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from sweep.best import BEST_JSON
+from sweep.files import write_whole
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -105,9 +105,7 @@ class Plan(StrictConfig):
     def write(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / PLAN_JSON
-        tmp = directory / f".{PLAN_JSON}.tmp"
-        tmp.write_text(self.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        write_whole(path, self.model_dump_json(indent=2) + "\n")
         return path
 
     def require_real_inputs(self) -> None:

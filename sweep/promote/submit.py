@@ -11,13 +11,13 @@ runs/<name>/promotion/<id>/jobs.json for `sweep jobs`.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sweep.files import write_json, write_whole
 from sweep.promote.address import ClusterAddress, jobs_client
 from sweep.promote.secrets import secret_env
 from train_entry.fullrun.config import JobConfig
@@ -62,9 +62,7 @@ def read_records(plan_dir: Path) -> list[JobRecord]:
 
 def append_record(plan_dir: Path, record: JobRecord) -> None:
     records = [asdict(existing) for existing in read_records(plan_dir)] + [asdict(record)]
-    tmp = plan_dir / f".{JOBS_JSON}.tmp"
-    tmp.write_text(json.dumps(records, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, plan_dir / JOBS_JSON)
+    write_json(plan_dir / JOBS_JSON, records)
 
 
 @dataclass(frozen=True)
@@ -104,7 +102,7 @@ def submit_plan(
     job_id = submission_id(plan_id, latest + 1)
     job_dir = plan_dir / JOBS_DIR / job_id
     job_dir.mkdir(parents=True, exist_ok=True)
-    (job_dir / JOB_JSON).write_text(job_for(job_id).model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_whole(job_dir / JOB_JSON, job_for(job_id).model_dump_json(indent=2) + "\n")
     try:
         client.submit_job(
             entrypoint=f"{python} -m train_entry.fullrun.job --config {JOB_JSON}",
