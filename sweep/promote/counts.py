@@ -38,9 +38,13 @@ def model_flops_per_token(model: ModelShape) -> float:
     for attention scores and their weighted sum, counted over the whole sequence. The convention of
     Narayanan et al. 2021 ("Efficient Large-Scale Language Model Training on GPU Clusters", eq. 3)
     and PaLM (Chowdhery et al. 2022, appendix B), in which published MFU figures are stated."""
-    matmul = model.num_layers * layer_matrix_params(model) + embedding_params(model)
-    attention = 12 * model.num_layers * model.hidden_size * model.seq_length
-    return 6.0 * matmul + attention
+    layers = 6.0 * model.num_layers * layer_matrix_params(model)
+    return layers + output_layer_flops_per_token(model) + attention_flops_per_token(model)
+
+
+def output_layer_flops_per_token(model: ModelShape) -> float:
+    """The output layer's part of model_flops_per_token (forward + backward)."""
+    return 6.0 * embedding_params(model)
 
 
 def attention_flops_per_token(model: ModelShape) -> float:

@@ -3,7 +3,11 @@
 compute = executed FLOPs per GPU / (peak bf16 x MFU), where executed FLOPs are the model FLOPs
 (counts.model_flops_per_token) plus recomputation: full recomputation repeats every forward (+1/3),
 selective repeats the attention core's forward (+1/3 of the attention FLOPs).
-bubble  = compute x (PP - 1) / (VPP x microbatches)   (Narayanan et al. 2021, section 2.2).
+imbalance = the pipeline moves at the pace of its slowest stage. Megatron splits the layers evenly
+          over the stages (the plan keeps that split: no --decoder-last-pipeline-num-layers), and the
+          last stage also runs the output layer, 6 x vocab x hidden FLOPs per token, so each of the
+          other PP - 1 stages idles that long: (PP - 1) x output-layer FLOPs / (peak x MFU) per GPU.
+bubble  = (compute + imbalance) x (PP - 1) / (VPP x microbatches)   (Narayanan et al. 2021, section 2.2).
 Communication, ring collectives moving (n-1)/n of a buffer per GPU at the link's bandwidth per
 direction; a group is on NVLink while it fits in a node, on the network otherwise (Megatron's
 rank order is TP, CP, DP, PP from the innermost):
@@ -30,6 +34,7 @@ from sweep.promote.counts import (
     layer_matrix_params,
     layer_norm_params,
     model_flops_per_token,
+    output_layer_flops_per_token,
 )
 from sweep.promote.memory import BYTES_MAIN_GRAD, BYTES_WEIGHT
 from train_entry.config import StrictConfig
@@ -43,6 +48,8 @@ class StepTime(StrictConfig):
     """Seconds per optimizer step, by cause."""
 
     compute_s: float
+    imbalance_s: float
+    """Waiting for the last pipeline stage, which runs the output layer besides its share of layers."""
     bubble_s: float
     tp_comm_s: float
     cp_comm_s: float
@@ -66,7 +73,8 @@ def step_time(
     attention = attention_flops_per_token(model)
     recompute = {"none": 0.0, "selective": attention / 3, "full": model_flops_per_token(model) / 3}[par.recompute]
     compute = (model_flops_per_token(model) + recompute) * tokens_per_step / gpus / rate
-    bubble = compute * (pp - 1) / (vpp * microbatches)
+    imbalance = (pp - 1) * output_layer_flops_per_token(model) * tokens_per_step / gpus / rate
+    bubble = (compute + imbalance) * (pp - 1) / (vpp * microbatches)
 
     def bandwidth(group_span: int) -> float:
         """Bytes/s per GPU of a group whose members lie `group_span` consecutive ranks apart at most."""
@@ -102,9 +110,10 @@ def step_time(
     # Adjacent stages are TP x CP x DP ranks apart: one node holds both only when that gap is within it.
     pp_comm = 2 * microbatches * vpp * pp_message / bandwidth(tp * cp * data_parallel + 1) if pp > 1 else 0.0
 
-    total = compute + bubble + tp_comm + cp_comm + dp_comm + pp_comm
+    total = compute + imbalance + bubble + tp_comm + cp_comm + dp_comm + pp_comm
     return StepTime(
         compute_s=compute,
+        imbalance_s=imbalance,
         bubble_s=bubble,
         tp_comm_s=tp_comm,
         cp_comm_s=cp_comm,

@@ -94,7 +94,7 @@ def _blend_table(plan: Plan) -> Table:
 
 def _layout_table(plan: Plan) -> Table:
     table = Table(title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)")
-    for column in ("", "layout", "memory/GPU GB", "step s", "compute", "bubble", "TP", "CP", "DP", "PP"):
+    for column in ("", "layout", "memory/GPU GB", "step s", "compute", "last stage", "bubble", "TP", "CP", "DP", "PP"):
         table.add_column(column, justify="left" if column in ("", "layout") else "right")
     for index, layout in enumerate(plan.layouts):
         table.add_row("chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout))
@@ -109,7 +109,15 @@ def _layout_cells(layout: RankedLayout) -> list[str]:
         f"{step.total_s:.2f}",
         *(
             f"{value:.2f}"
-            for value in (step.compute_s, step.bubble_s, step.tp_comm_s, step.cp_comm_s, step.dp_comm_s, step.pp_comm_s)
+            for value in (
+                step.compute_s,
+                step.imbalance_s,
+                step.bubble_s,
+                step.tp_comm_s,
+                step.cp_comm_s,
+                step.dp_comm_s,
+                step.pp_comm_s,
+            )
         ),
     ]
 

@@ -5,9 +5,11 @@ import pytest
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import PRESETS as CLUSTERS
 from sweep.promote.clusters import Cluster
-from sweep.promote.counts import model_flops_per_token
+from sweep.promote.counts import model_flops_per_token, output_layer_flops_per_token
+from sweep.promote.layout import LayoutRequest, search_layouts
 from sweep.promote.memory import memory_per_gpu
 from sweep.promote.step_time import step_time
+from sweep.promote.summary import NEAR_TIE
 from sweep.promote.targets import PRESETS
 from train_entry.megatron.config import ModelShape, Parallelism
 
@@ -82,9 +84,18 @@ def test_step_compute_and_bubble_follow_the_stated_formulas():
     step = step_time(SMALL, par, data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5))
     flops = model_flops_per_token(SMALL) * 8 * 32 / 8  # global batch tokens over 8 GPUs
     assert step.compute_s == pytest.approx(flops / 0.5e12)
-    assert step.bubble_s == pytest.approx(step.compute_s * (2 - 1) / 4)  # (PP-1)/(VPP x microbatches)
+    # The last of the 2 stages also runs the output layer: the other stage waits that long.
+    assert step.imbalance_s == pytest.approx(output_layer_flops_per_token(SMALL) * 8 * 32 / 8 / 0.5e12)
+    # (PP-1)/(VPP x microbatches) of the stage time, which the last stage sets.
+    assert step.bubble_s == pytest.approx((step.compute_s + step.imbalance_s) * (2 - 1) / 4)
     assert step.total_s == pytest.approx(
-        step.compute_s + step.bubble_s + step.tp_comm_s + step.cp_comm_s + step.dp_comm_s + step.pp_comm_s
+        step.compute_s
+        + step.imbalance_s
+        + step.bubble_s
+        + step.tp_comm_s
+        + step.cp_comm_s
+        + step.dp_comm_s
+        + step.pp_comm_s
     )
     # TP on NVLink: 8 collectives per layer and microbatch, each moving half of 32 x 64 x 2 bytes.
     assert step.tp_comm_s == pytest.approx(2 * 4 * 8 * (32 * 64 * 2 / 2) / 100e9)
@@ -92,7 +103,7 @@ def test_step_compute_and_bubble_follow_the_stated_formulas():
 
 def test_no_pipeline_no_bubble_and_no_tensor_parallel_no_tp_traffic():
     step = step_time(SMALL, layout(tensor=1, pipeline=1), data_parallel=8, cluster=CLUSTER, assumptions=Assumptions())
-    assert (step.bubble_s, step.tp_comm_s, step.pp_comm_s, step.cp_comm_s) == (0, 0, 0, 0)
+    assert (step.imbalance_s, step.bubble_s, step.tp_comm_s, step.pp_comm_s, step.cp_comm_s) == (0, 0, 0, 0, 0)
 
 
 def test_recomputation_costs_compute():
@@ -108,3 +119,22 @@ def test_70b_compute_per_step_at_the_cited_mfu():
     par = Parallelism(tensor=8, pipeline=4, context=1, global_batch_size=1440, sequence_parallel=True)
     step = step_time(model, par, data_parallel=15, cluster=CLUSTERS["h100-480"], assumptions=Assumptions())
     assert step.compute_s == pytest.approx(481.43e9 * 1440 * 8192 / 480 / (989e12 * 0.43), rel=1e-4)
+
+
+def test_nvidias_published_70b_layout_is_within_the_near_tie_band_of_the_chosen_one():
+    # NeMo's Llama 3 70B pretraining recipe (nemo/collections/llm/recipes/llama3_70b.py, sequence
+    # 8192): TP 4 x PP 4 (VPP 5) x CP 2, sequence parallel, micro-batch 1. On 480 H100s that is DP 15.
+    model = PRESETS["llama3.1-70b"].model
+    search = search_layouts(
+        model, CLUSTERS["h100-480"], global_batch_size=1440, request=LayoutRequest(), assumptions=Assumptions()
+    )
+    nemo = next(
+        layout
+        for layout in search.ranked
+        if (layout.parallelism.tensor, layout.parallelism.pipeline, layout.parallelism.virtual_pipeline) == (4, 4, 5)
+        and (layout.parallelism.context, layout.parallelism.micro_batch_size, layout.parallelism.recompute)
+        == (2, 1, "none")
+    )
+    assert nemo.step.total_s <= search.ranked[0].step.total_s * (1 + NEAR_TIE)
+    # A 20-stage pipeline waits 19 output layers' time per step: it no longer wins on paper.
+    assert search.ranked[0].parallelism.pipeline <= 4
