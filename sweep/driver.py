@@ -59,9 +59,13 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
     wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
     if notice:
         console.print(notice, style="yellow")
+    info = RunInfo(study_name=name, storage=spec.search.storage)
+    url = info.url(run_dir)  # an unset ${NAME} in the storage URL stops here, before anything is written
     try:
         with _locked(run_dir):
-            return _run(spec, name=name, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console)
+            return _run(
+                spec, info, url=url, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console
+            )
     except (RunLocked, StudyMismatch) as exc:
         console.print(f"error: {exc}", style="red")
         return 2
@@ -69,16 +73,16 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
 
 def _run(
     spec: SweepSpec,
+    info: RunInfo,
     *,
-    name: str,
+    url: str,
     run_dir: Path,
     address: str | None,
     fresh: bool,
     wandb: WandbTarget | None,
     console: Console,
 ) -> int:
-    info = RunInfo(study_name=name, storage=spec.search.storage)
-    url = info.url(run_dir)
+    name = info.study_name
     if fresh:
         _discard(run_dir, url=url, name=name)
     log = _log_handler(run_dir / DRIVER_LOG)

@@ -8,6 +8,7 @@ spec means the same thing from any working directory.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -22,6 +23,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
@@ -36,6 +39,29 @@ Config = TypeVar("Config", bound=BaseModel)
 
 class SpecError(ValueError):
     """A spec that cannot be run; the message names the file, key path, value and what is valid."""
+
+
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`${NAME}` in a storage URL: read from the environment when the study is opened, and written to
+disk only in this form, so a database password never lands in the run directory."""
+STORAGE_EXAMPLE = "postgresql://optuna:${OPTUNA_DB_PASSWORD}@db.internal/optuna"
+
+
+def _storage_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise ValueError(
+            f"not a SQLAlchemy database URL; e.g. sqlite:////abs/path/optuna.db or {STORAGE_EXAMPLE}"
+        ) from None
+    if parsed.password is not None and not ENV_REFERENCE.fullmatch(str(parsed.password)):
+        raise ValueError(
+            "the URL holds a literal password, which would be written into the run directory (spec copy, "
+            f"run.json); write it as an environment reference and export it, e.g. {STORAGE_EXAMPLE}"
+        )
+    return url
 
 
 def _resolve(path: Path, info: ValidationInfo) -> Path:
@@ -217,8 +243,9 @@ class SearchConfig(StrictConfig):
     pruner: PrunerConfig = PrunerConfig()
     forgetting_guard: ForgettingGuard | None = ForgettingGuard()
     seed: int = 0
-    storage: str | None = None
-    """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory."""
+    storage: Annotated[str | None, AfterValidator(_storage_url)] = None
+    """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory.
+    A password is written `${NAME}` and read from the environment variable NAME."""
     max_retries: int = Field(1, ge=0)
     """Times a trial that raises is retried before it is recorded FAILED."""
 

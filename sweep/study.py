@@ -8,6 +8,7 @@ pruner, built from the spec.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from sweep.pruning import make_pruner
 from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
-from sweep.spec import SearchConfig, SweepSpec
+from sweep.spec import ENV_REFERENCE, SearchConfig, SpecError, SweepSpec
 from train_entry.config import StrictConfig
 from train_entry.trial_config import ProxyConfig
 
@@ -37,8 +38,17 @@ SQLITE_BUSY_TIMEOUT_S = 60
 
 
 def storage_url(storage: str | None, run_dir: Path) -> str:
-    """The spec's storage URL, or by default a SQLite file in the run directory."""
-    return storage or f"sqlite:///{(run_dir / STUDY_DB).resolve()}"
+    """The spec's storage URL with its `${NAME}` references filled in from the environment, or by
+    default a SQLite file in the run directory."""
+    if storage is None:
+        return f"sqlite:///{(run_dir / STUDY_DB).resolve()}"
+    missing = sorted({name for name in ENV_REFERENCE.findall(storage) if name not in os.environ})
+    if missing:
+        raise SpecError(
+            f"search.storage {storage!r} refers to {', '.join(missing)}, which is not set in the environment; "
+            "export it before running (the same for `sweep status`, `report` and `promote` on this run)"
+        )
+    return ENV_REFERENCE.sub(lambda match: os.environ[match.group(1)], storage)
 
 
 def planned_trials(search: SearchConfig) -> int:

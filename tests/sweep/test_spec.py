@@ -88,6 +88,12 @@ BAD_SPECS = {
     "grid over a range": ({"search": {"method": "grid"}}, "search", "grid needs listed values"),
     "unknown pruner": ({"search": {"pruner": {"type": "asha"}}}, "search.pruner.type", "'median'"),
     "base dir without config.json": ({"base": {"model": "corpora", "max_lr": 1e-3}}, "base.model", "config.json"),
+    "storage with a literal password": (
+        {"search": {"storage": "postgresql://optuna:hunter2@db.internal/optuna"}},
+        "search.storage",
+        "${OPTUNA_DB_PASSWORD}",
+    ),
+    "storage not a URL": ({"search": {"storage": "optuna.db"}}, "search.storage", "sqlite:////abs/path/optuna.db"),
 }
 
 
