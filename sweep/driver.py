@@ -187,7 +187,7 @@ def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str, wa
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     summary = best_summary(selection, rows, plan)
     write_best(summary, run_dir)
-    log_sweep(wandb, name=name, run_dir=run_dir, rows=rows, summary=summary, plan=plan)
+    log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run_dir, rows=rows, summary=summary, plan=plan)
     print_outcome(console, selection, rows, title=f"sweep {name}")
     cost = summary["cost"]
     console.print(

@@ -9,6 +9,7 @@ pruner, built from the spec.
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ STUDY_DB = "optuna.db"
 
 PLAN_ATTR = "plan"
 """The study user attr holding the SweepPlan."""
+SWEEP_ID_ATTR = "sweep_id"
+"""The study user attr holding a random id made with the study: a rerun of the same sweep finds it
+again, and a --fresh sweep under the same name gets a new one (it names the sweep's W&B run)."""
 
 SQLITE_BUSY_TIMEOUT_S = 60
 """How long a writer waits for SQLite's lock: the driver and every running trial share the file."""
@@ -119,6 +123,10 @@ class SweepStudy:
     def trials(self) -> list[FrozenTrial]:
         return self.study.get_trials(deepcopy=False)
 
+    @property
+    def sweep_id(self) -> str:
+        return self.study.user_attrs[SWEEP_ID_ATTR]
+
 
 def load_study(*, url: str, name: str) -> SweepStudy:
     """An existing sweep's study, with the sampler and pruner its stored plan names.
@@ -181,6 +189,8 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
             f"rerun with --fresh to start over, or --name for a new sweep"
         )
     sweep.study.set_user_attr(PLAN_ATTR, plan.model_dump(mode="json"))
+    if SWEEP_ID_ATTR not in study.user_attrs:
+        sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
     if spec.search.method == "grid":
         # Enqueued points are WAITING trials in storage, so the grid survives a crash; on a rerun
         # skip_if_exists enqueues only the points a crash kept from being enqueued.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,8 @@ if TYPE_CHECKING:  # wandb is imported only when tracking is on
 
 TRIAL_JOB = "proxy"
 SWEEP_JOB = "sweep"
+RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+"""Characters kept out of a W&B run id (it becomes part of URLs and file names)."""
 STEP_METRIC = "tokens_seen"
 """The x-axis of every logged metric: trials of different mixes and batch shapes compare by tokens read."""
 HISTORY_KEYS = tuple(Metrics.model_fields)
@@ -187,6 +190,7 @@ def log_sweep(
     target: WandbTarget | None,
     *,
     name: str,
+    sweep_id: str,
     run_dir: Path,
     rows: list[TrialRow],
     summary: dict[str, Any],
@@ -195,6 +199,8 @@ def log_sweep(
     """The sweep-level run: the trials table and the Pareto front as W&B tables, the optimum in its summary.
 
     `summary` is best.json's content, so W&B shows the selection the sweep made, not a recomputation.
+    Its run id comes from the study (`sweep_id`): running a finished sweep again resumes that run
+    and updates it, rather than adding a second sweep run to the group.
     """
     if target is None:
         return
@@ -203,7 +209,15 @@ def log_sweep(
     from sweep.table import TrialRow, row_dict
 
     config = {"sweep": name, **plan.model_dump(mode="json")}
-    run = open_run(target, name=f"{name}-sweep", group=name, job_type=SWEEP_JOB, config=config, directory=run_dir)
+    run = open_run(
+        target,
+        name=f"{name}-sweep",
+        group=name,
+        job_type=SWEEP_JOB,
+        config=config,
+        directory=run_dir,
+        run_id=f"{RUN_ID_UNSAFE.sub('-', name)[:48]}-{sweep_id}",
+    )
     columns = list(TrialRow.__dataclass_fields__)
     try:
         run.log(
@@ -220,9 +234,17 @@ def log_sweep(
 
 
 def open_run(
-    target: WandbTarget, *, name: str, group: str | None, job_type: str, config: dict[str, Any], directory: Path
+    target: WandbTarget,
+    *,
+    name: str,
+    group: str | None,
+    job_type: str,
+    config: dict[str, Any],
+    directory: Path,
+    run_id: str | None = None,
 ) -> Run:
-    """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to).
+    """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to);
+    with `run_id`, the run of that id is resumed when it exists.
 
     Online, a W&B server that cannot be reached or refuses the key gives an offline run instead
     (with a warning): tracking never fails a trial, and `wandb sync` uploads the run later.
@@ -239,6 +261,8 @@ def open_run(
         job_type=job_type,
         config=config,
         dir=str(directory),
+        id=run_id,
+        resume="allow" if run_id else None,
         # Terminal output stays with the trial's own log; our console shows the sweep.
         settings=wandb.Settings(silent=True, console="off"),
     )

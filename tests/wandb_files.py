@@ -35,6 +35,7 @@ class OfflineRun:
     """One offline run as W&B would upload it: its identity, config, logged history and summary."""
 
     path: Path
+    id: str = ""
     name: str = ""
     group: str = ""
     job_type: str = ""
@@ -89,7 +90,8 @@ def read_run(path: Path) -> OfflineRun:
     for record in records(log):
         kind = record.WhichOneof("record_type")
         if kind == "run":
-            run.name, run.group, run.job_type = record.run.display_name, record.run.run_group, record.run.job_type
+            run.id, run.name = record.run.run_id, record.run.display_name
+            run.group, run.job_type = record.run.run_group, record.run.job_type
             run.config.update(_values(record.run.config.update))
         elif kind == "config":
             run.config.update(_values(record.config.update))

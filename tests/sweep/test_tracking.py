@@ -231,3 +231,33 @@ def test_trials_on_other_ray_nodes_logged_with_the_key_only_the_driver_had(wandb
     for trial in sorted((wandb_sweep / "trials").iterdir()):
         attempts = [log.read_text(errors="replace") for log in trial.glob("wandb/run-*/logs/debug-internal.log")]
         assert any(server in log for log in attempts), trial
+
+
+def test_a_rerun_of_a_finished_sweep_resumes_its_sweep_run_and_a_fresh_sweep_gets_another(open_sweep, tmp_path):
+    from scripted import STEPS, scripted
+
+    from sweep.best import best_summary
+    from sweep.select import select
+    from sweep.study_trial import run_study_trial
+    from sweep.table import trial_rows
+    from sweep.tracking import log_sweep
+
+    sweep = open_sweep(sampler="random", pruner={"type": "none"})
+    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), forgetting=0.01))
+    rows = trial_rows(sweep)
+    summary = best_summary(select(rows, forgetting_budget=0.02, space=sweep.plan.space), rows, sweep.plan)
+    target = WandbTarget(mode="offline", project="cpt-sweep-tests", entity=None)
+
+    def log(run_dir: Path, sweep_id: str) -> None:
+        log_sweep(
+            target, name="lr mix.v2", sweep_id=sweep_id, run_dir=run_dir, rows=rows, summary=summary, plan=sweep.plan
+        )
+
+    assert open_sweep(sampler="random", pruner={"type": "none"}).sweep_id == sweep.sweep_id  # kept by a rerun
+    log(tmp_path / "first", sweep.sweep_id)
+    log(tmp_path / "first", sweep.sweep_id)
+    log(tmp_path / "fresh", "0f1e2d3c")  # what --fresh's new study draws
+    first = offline_runs(tmp_path / "first")
+    assert len(first) == 2 and {run.id for run in first} == {f"lr-mix-v2-{sweep.sweep_id}"}
+    (fresh,) = offline_runs(tmp_path / "fresh")
+    assert fresh.id == "lr-mix-v2-0f1e2d3c" and fresh.name == "lr mix.v2-sweep"
