@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -56,3 +60,18 @@ def test_digest_reads_file_contents_and_frames_its_parts(tmp_path: Path) -> None
     assert digest("ab", "c") != digest("a", "bc")
     second.write_text("other bytes")
     assert digest(first, 1) != digest(second, 1)
+
+
+def test_a_build_removes_what_killed_builders_on_this_host_left_and_nothing_else(tmp_path: Path) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # its pid no longer runs
+    host = socket.gethostname()
+    killed = tmp_path / f".entry.{host}-{dead.pid}.k1l2.tmp"
+    running = tmp_path / f".entry.{host}-{os.getpid()}.r3n4.tmp"  # a live build of the same entry
+    elsewhere = tmp_path / f".entry.another-host-{dead.pid}.e5l6.tmp"  # a shared cache: not ours to judge
+    for scratch in (killed, running, elsewhere):
+        scratch.mkdir()
+        (scratch / "half.bin").write_bytes(b"partial")
+
+    cached_dir(tmp_path / "entry", lambda directory: (directory / "data").write_text("built"))
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["entry", running.name, elsewhere.name])
