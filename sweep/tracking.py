@@ -272,4 +272,6 @@ def open_run(
         if target.mode != "online":
             raise
         _log.warning("W&B online failed for %s (%s); logging it offline under %s/wandb instead", name, exc, directory)
+        if run_id is not None:
+            wandb.teardown()  # W&B's service process still holds the failed attempt's run id
         return init(mode="offline")
