@@ -79,7 +79,7 @@ def resolve_wandb(
     if mode == "disabled":
         return None, None
     notice = None
-    if mode == "online" and not api_key_configured(environ):
+    if mode == "online" and api_key(environ) is None:
         mode = "offline"
         source = "WANDB_MODE=online" if env_mode else "tracking.wandb.mode is online"
         notice = (
@@ -89,23 +89,26 @@ def resolve_wandb(
     return WandbTarget(mode=mode, project=config.project, entity=config.entity), notice
 
 
-def api_key_configured(environ: Mapping[str, str] = os.environ) -> bool:
-    """W&B's own places for a key: the environment, then the netrc entry `wandb login` writes."""
+def api_key(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The key W&B itself would use: WANDB_API_KEY, else the netrc entry `wandb login` wrote for the host."""
     if environ.get("WANDB_API_KEY"):
-        return True
+        return environ["WANDB_API_KEY"]
     from wandb.sdk.lib import urls, wbauth
 
-    return wbauth.read_netrc_auth(host=environ.get("WANDB_BASE_URL") or urls.DEFAULT_BASE_URL) is not None
+    return wbauth.read_netrc_auth(host=environ.get("WANDB_BASE_URL") or urls.DEFAULT_BASE_URL)
 
 
 def worker_env(target: WandbTarget | None, *, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """Environment variables for the Ray job's runtime_env: the credentials, only when logging online.
 
-    A netrc key is not forwarded: on a cluster, log in (`wandb login`) on each node or set the variable.
+    A key from the driver's netrc (`wandb login`) travels as WANDB_API_KEY, so trials on nodes
+    where nobody logged in still log online.
     """
     if target is None or target.mode != "online":
         return {}
-    return {name: environ[name] for name in CREDENTIAL_ENV if environ.get(name)}
+    env = {name: environ[name] for name in CREDENTIAL_ENV if environ.get(name)}
+    key = api_key(environ)
+    return {**env, "WANDB_API_KEY": key} if key else env
 
 
 def wandb_trial_config(

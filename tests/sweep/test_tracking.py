@@ -61,10 +61,11 @@ def test_online_without_a_key_falls_back_to_offline_with_one_notice(no_netrc):
 def test_a_netrc_login_counts_as_a_key(no_netrc):
     no_netrc.write_text(f"machine api.forge.coreweave.com\n  login user\n  password {KEY}\n")
     os.chmod(no_netrc, 0o600)
-    target, notice = resolve_wandb(
-        WandbConfig(mode="online"), environ={"WANDB_BASE_URL": "https://api.forge.coreweave.com"}
-    )
+    environ = {"WANDB_BASE_URL": "https://api.forge.coreweave.com"}
+    target, notice = resolve_wandb(WandbConfig(mode="online"), environ=environ)
     assert target.mode == "online" and notice is None
+    # Nodes where nobody ran `wandb login` get the driver's key through the runtime environment.
+    assert worker_env(target, environ=environ) == {**environ, "WANDB_API_KEY": KEY}
 
 
 def test_wandb_mode_overrides_the_spec_mode(no_netrc):
