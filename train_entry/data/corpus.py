@@ -6,18 +6,25 @@ usable document at all is an input error (CorpusError), reported with what was f
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import gzip
 import json
+import lzma
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 DEFAULT_MAX_DOCUMENT_BYTES = 1_000_000
 """Longer documents are skipped: one such line is more likely a dump than prose."""
 
 _SKIP_CHUNK = 1 << 20
 """Bytes read at a time while passing over the rest of an oversized line."""
+
+_DECOMPRESSORS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+"""Compressed corpora are read as they are (`train.jsonl.gz` is JSONL)."""
+_UNSUPPORTED_COMPRESSION = {".zst": "zstd -d", ".zstd": "zstd -d", ".lz4": "lz4 -d", ".br": "brotli -d"}
 
 
 class CorpusError(ValueError):
@@ -47,7 +54,8 @@ class CorpusReader:
     """The documents of one corpus file; `stats` counts them once iterated.
 
     `.jsonl` files hold one JSON object with a "text" field per line; any other file is plain
-    text with documents separated by one or more blank lines. Iterating a file with no usable
+    text with documents separated by one or more blank lines. Either may be compressed (.gz,
+    .bz2, .xz). Iterating a file with no usable
     document raises CorpusError at the end, so every consumer fails the same way.
     """
 
@@ -57,14 +65,20 @@ class CorpusReader:
         self.path = path
         self.max_document_bytes = max_document_bytes
         self.stats = CorpusStats()
+        self._first_keys: list[str] | None = None
+        """The first JSONL object's keys: named in the error when none has a "text" field."""
 
     @property
     def is_jsonl(self) -> bool:
-        return self.path.suffix == ".jsonl"
+        suffixes = self.path.suffixes
+        if suffixes and suffixes[-1] in _DECOMPRESSORS:
+            suffixes = suffixes[:-1]
+        return bool(suffixes) and suffixes[-1] == ".jsonl"
 
     def __iter__(self) -> Iterator[str]:
         self.stats = CorpusStats()
-        with self.path.open("rb") as stream:
+        self._first_keys = None
+        with self._open() as stream:
             lines = _lines(stream, self.max_document_bytes, self.stats)
             yield from self._jsonl(lines) if self.is_jsonl else self._plain(lines)
         if self.stats.documents == 0:
@@ -83,6 +97,8 @@ class CorpusReader:
             except json.JSONDecodeError:
                 record = None
             text = record.get("text") if isinstance(record, dict) else None
+            if isinstance(record, dict) and self._first_keys is None:
+                self._first_keys = sorted(record)
             if not isinstance(text, str):
                 if line.strip():
                     self.stats.skipped_malformed += 1
@@ -97,6 +113,17 @@ class CorpusReader:
                 self.stats.skipped_empty += 1
                 continue
             yield self._count(text)
+
+    def _open(self) -> BinaryIO:
+        suffix = self.path.suffix
+        if suffix in _UNSUPPORTED_COMPRESSION:
+            raise CorpusError(
+                f"{self.path}: {suffix} compression is not read here; decompress it first "
+                f"({_UNSUPPORTED_COMPRESSION[suffix]} {self.path.name}) or use .gz, .bz2 or .xz"
+            )
+        if suffix in _DECOMPRESSORS:
+            return cast(BinaryIO, _DECOMPRESSORS[suffix](self.path, "rb"))
+        return self.path.open("rb")
 
     def _plain(self, lines: Iterator[bytes | None]) -> Iterator[str]:
         parts: list[bytes] = []
@@ -144,6 +171,8 @@ class CorpusReader:
             if count
         ]
         detail = f"{s.lines} lines" + (": " + ", ".join(found) if found else "")
+        if self._first_keys is not None and "text" not in self._first_keys:
+            detail += f"; the first object's keys: {', '.join(self._first_keys) or 'none'}"
         expected = (
             'JSONL with a "text" string field per line'
             if self.is_jsonl

@@ -95,3 +95,31 @@ def test_an_empty_plain_text_file_is_an_error(tmp_path: Path) -> None:
 
     with pytest.raises(CorpusError, match=r"blank\.txt: no usable documents \(3 lines\); expected plain text"):
         list(CorpusReader(path))
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+def test_compressed_corpora_read_like_their_uncompressed_selves(tmp_path: Path, suffix: str) -> None:
+    import bz2
+    import gzip
+    import lzma
+
+    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
+    jsonl = b"\xef\xbb\xbf" + b"".join(json.dumps({"text": f"doc {k}"}).encode() + b"\n" for k in range(3))
+    plain = b"first paragraph\nstill first\n\n\nsecond document\n"
+    for name, data in (("train.jsonl", jsonl), ("train.txt", plain)):
+        (tmp_path / name).write_bytes(data)
+        (tmp_path / f"{name}{suffix}").write_bytes(compress(data))
+        plain_reader, compressed_reader = CorpusReader(tmp_path / name), CorpusReader(tmp_path / f"{name}{suffix}")
+        assert list(compressed_reader) == list(plain_reader) and compressed_reader.stats == plain_reader.stats
+    assert list(CorpusReader(tmp_path / f"train.jsonl{suffix}")) == ["doc 0", "doc 1", "doc 2"]
+
+
+def test_zstd_and_a_jsonl_without_text_are_errors_that_say_what_to_do(tmp_path: Path) -> None:
+    zstd = tmp_path / "train.jsonl.zst"
+    zstd.write_bytes(b"\x28\xb5\x2f\xfd not really zstd")
+    with pytest.raises(CorpusError, match=r"train.jsonl.zst: .zst compression is not read here.*zstd -d"):
+        list(CorpusReader(zstd))
+    content = tmp_path / "stack.jsonl"
+    content.write_text("".join(json.dumps({"content": "def f(): pass", "lang": "py"}) + "\n" for _ in range(2)))
+    with pytest.raises(CorpusError, match=r"the first object's keys: content, lang\); expected JSONL"):
+        list(CorpusReader(content))
