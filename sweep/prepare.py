@@ -18,7 +18,7 @@ from typing import Any
 from sweep.progress import step_progress
 from sweep.spec import SweepSpec
 from train_entry.data.cache import digest
-from train_entry.data.corpus import CorpusError, CorpusStats
+from train_entry.data.corpus import CorpusError, CorpusFile, CorpusStats
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio
@@ -83,25 +83,27 @@ def prepare(spec: SweepSpec) -> Prepared:
     root = cache_root()
     data = spec.data
     base = spec.base
-    general_side = [data.general.train] + ([data.non_english.train] if data.non_english else [])
+    general_side = [data.general.file("train")] + ([data.non_english.file("train")] if data.non_english else [])
 
     if base.tokenizer is not None:
         tokenizer_dir = base.tokenizer
     elif base.is_builtin:
-        tokenizer_dir = train_bpe(general_side, base.builtin.vocab_size, root / "tokenizers")
+        tokenizer_dir = train_bpe(
+            general_side, base.builtin.vocab_size, root / "tokenizers", max_document_bytes=data.max_document_bytes
+        )
     else:
         tokenizer_dir = Path(base.model)
     _check_vocab(base.model, tokenizer_dir, base.builtin.vocab_size if base.builtin else None)
 
     corpora = {
-        f"{side}.{split}": getattr(getattr(data, side), split)
+        f"{side}.{split}": getattr(data, side).file(split)
         for side in ("domain", "general", "non_english")
         if getattr(data, side) is not None
         for split in ("train", "valid")
     }
     indexed = {
-        name: build_indexed(path, tokenizer_dir, root / "datasets", data.max_document_bytes)
-        for name, path in corpora.items()
+        name: build_indexed(corpus, tokenizer_dir, root / "datasets", data.max_document_bytes)
+        for name, corpus in corpora.items()
     }
     prefixes = {
         split: CorpusPrefixes(
@@ -140,13 +142,13 @@ def prepare(spec: SweepSpec) -> Prepared:
     )
 
 
-def _warn_short_validation(spec: SweepSpec, corpora: dict[str, Path], indexed: dict) -> None:
+def _warn_short_validation(spec: SweepSpec, corpora: dict[str, CorpusFile], indexed: dict) -> None:
     """Validation text shorter than the fixed sets repeats itself: the losses still work, but say so."""
     wanted = spec.proxy.eval_sequences * (spec.proxy.seq_len + 1)
     for name, entry in indexed.items():
         if name.endswith(".valid") and entry.stats.tokens < wanted:
             print(
-                f"warning: data.{name} ({corpora[name]}) has {entry.stats.tokens:,} tokens, fewer than "
+                f"warning: data.{name} ({corpora[name].path}) has {entry.stats.tokens:,} tokens, fewer than "
                 f"proxy.eval_sequences x (seq_len + 1) = {wanted:,}: its validation sequences repeat text; "
                 f"add held-out text or lower proxy.eval_sequences",
                 file=sys.stderr,

@@ -28,7 +28,7 @@ from sqlalchemy.exc import ArgumentError
 
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusFile
 from train_entry.mix import Mix
 from train_entry.trial_config import ProxyConfig
 
@@ -138,11 +138,17 @@ class BaseConfig(StrictConfig):
 
 
 class CorpusConfig(StrictConfig):
-    """One corpus: JSONL with a "text" field per line, or plain text (blank-line separated)."""
+    """One corpus: JSONL with the text in `text_field` on each line, or plain text (blank-line
+    separated); either may be .gz, .bz2 or .xz compressed."""
 
     train: CorpusPath
     valid: CorpusPath
     """Held out: the fixed validation set every trial of a sweep is measured on."""
+    text_field: str = Field("text", min_length=1)
+    """The JSONL key holding a document's text ("content" in some code corpora); plain text ignores it."""
+
+    def file(self, split: Literal["train", "valid"]) -> CorpusFile:
+        return CorpusFile(getattr(self, split), self.text_field)
 
 
 class NonEnglishConfig(CorpusConfig):

@@ -93,6 +93,19 @@ BAD_SPECS = {
         "search.storage",
         "${OPTUNA_DB_PASSWORD}",
     ),
+    "empty text field": (
+        {
+            "data": {
+                "domain": {
+                    "train": "corpora/ecommerce/train.jsonl",
+                    "valid": "corpora/ecommerce/valid.jsonl",
+                    "text_field": "",
+                }
+            }
+        },
+        "data.domain.text_field",
+        "at least 1 character",
+    ),
     "storage not a URL": ({"search": {"storage": "optuna.db"}}, "search.storage", "sqlite:////abs/path/optuna.db"),
 }
 

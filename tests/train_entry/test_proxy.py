@@ -9,6 +9,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from sweep.cli import main
 from sweep.prepare import Prepared, prepare
 from sweep.spec import load_spec
+from train_entry.data.corpus import CorpusError
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
@@ -99,3 +100,32 @@ def test_cli_trial_prints_gain_and_forgetting(tiny_spec, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "domain_gain = +" in out and "forgetting = " in out
     assert (tmp_path / "result.json").is_file()
+
+
+def test_a_compressed_corpus_under_another_key_trains_the_same_as_the_plain_one(prepared, write_tiny_spec, tmp_path):
+    import gzip
+    import json
+
+    spec = load_spec(write_tiny_spec())
+    rekeyed = tmp_path / "listings.jsonl.gz"
+    with gzip.open(rekeyed, "wt", encoding="utf-8") as out:
+        for line in spec.data.domain.train.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line)
+            out.write(json.dumps({"content": record.pop("text"), **record}) + "\n")
+    domain = {"train": str(rekeyed), "valid": str(spec.data.domain.valid), "text_field": "content"}
+    # The valid file keeps "text": a text_field of "content" would find no document there.
+    with pytest.raises(CorpusError, match=r'valid.jsonl: no usable documents .* without a string "content"'):
+        prepare(load_spec(write_tiny_spec("content-both.yaml", data={"domain": domain})))
+
+    valid = tmp_path / "valid.jsonl.gz"
+    with gzip.open(valid, "wt", encoding="utf-8") as out:
+        for line in spec.data.domain.valid.read_text(encoding="utf-8").splitlines():
+            out.write(json.dumps({"content": json.loads(line)["text"]}) + "\n")
+    rekeyed_spec = write_tiny_spec("content.yaml", data={"domain": {**domain, "valid": str(valid)}})
+    from_rekeyed = prepare(load_spec(rekeyed_spec))
+    assert from_rekeyed.corpus_stats["domain.train"] == prepared.corpus_stats["domain.train"]
+    assert from_rekeyed.base_losses == prepared.base_losses
+    mix = MixRatio(1, 4)
+    plain = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "plain"))
+    rekeyed_run = _run(from_rekeyed.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "rekeyed"))
+    assert [m.model_dump() for m in rekeyed_run.history] == [m.model_dump() for m in plain.history]

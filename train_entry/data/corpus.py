@@ -50,23 +50,34 @@ class CorpusStats:
     """Tokens written to the indexed dataset, one end-of-document token per document included."""
 
 
+@dataclass(frozen=True)
+class CorpusFile:
+    """A corpus file and the JSONL field that holds each document's text (plain text has none)."""
+
+    path: Path
+    text_field: str = "text"
+
+
 class CorpusReader:
     """The documents of one corpus file; `stats` counts them once iterated.
 
-    `.jsonl` files hold one JSON object with a "text" field per line; any other file is plain
+    `.jsonl` files hold one JSON object per line, its text in `text_field`; any other file is plain
     text with documents separated by one or more blank lines. Either may be compressed (.gz,
     .bz2, .xz). Iterating a file with no usable
     document raises CorpusError at the end, so every consumer fails the same way.
     """
 
-    def __init__(self, path: Path, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES) -> None:
+    def __init__(
+        self, path: Path, *, max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES, text_field: str = "text"
+    ) -> None:
         if max_document_bytes <= 0:
             raise ValueError(f"max_document_bytes must be positive, got {max_document_bytes=}")
         self.path = path
         self.max_document_bytes = max_document_bytes
+        self.text_field = text_field
         self.stats = CorpusStats()
         self._first_keys: list[str] | None = None
-        """The first JSONL object's keys: named in the error when none has a "text" field."""
+        """The first JSONL object's keys: named in the error when none has the text field."""
 
     @property
     def is_jsonl(self) -> bool:
@@ -96,7 +107,7 @@ class CorpusReader:
                 continue
             except json.JSONDecodeError:
                 record = None
-            text = record.get("text") if isinstance(record, dict) else None
+            text = record.get(self.text_field) if isinstance(record, dict) else None
             if isinstance(record, dict) and self._first_keys is None:
                 self._first_keys = sorted(record)
             if not isinstance(text, str):
@@ -164,17 +175,17 @@ class CorpusReader:
             f"{count} {what}"
             for count, what in (
                 (s.skipped_non_utf8, "not UTF-8"),
-                (s.skipped_malformed, 'malformed JSON or without a string "text"'),
+                (s.skipped_malformed, f'malformed JSON or without a string "{self.text_field}"'),
                 (s.skipped_empty, "empty"),
                 (s.skipped_oversized, f"over max_document_bytes={self.max_document_bytes}"),
             )
             if count
         ]
         detail = f"{s.lines} lines" + (": " + ", ".join(found) if found else "")
-        if self._first_keys is not None and "text" not in self._first_keys:
+        if self._first_keys is not None and self.text_field not in self._first_keys:
             detail += f"; the first object's keys: {', '.join(self._first_keys) or 'none'}"
         expected = (
-            'JSONL with a "text" string field per line'
+            f'JSONL with a "{self.text_field}" string field per line (the corpus\'s text_field in the spec)'
             if self.is_jsonl
             else 'plain text with blank lines between documents (or a .jsonl file with a "text" field per line)'
         )

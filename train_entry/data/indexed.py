@@ -16,7 +16,7 @@ from pathlib import Path
 from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
 
 from train_entry.data.cache import cached_dir, digest
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusReader, CorpusStats
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusFile, CorpusReader, CorpusStats
 from train_entry.data.tokenizer import load_tokenizer, tokenizer_files
 
 PIPELINE_VERSION = 1
@@ -37,30 +37,30 @@ class IndexedCorpus:
 
 
 def build_indexed(
-    corpus: Path,
+    corpus: CorpusFile,
     tokenizer_dir: Path,
     cache_root: Path,
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
 ) -> IndexedCorpus:
     """`corpus` tokenised with the tokenizer in `tokenizer_dir`, an end-of-document token after each document.
 
-    Cached under cache_root by the corpus's bytes, the tokenizer's files, max_document_bytes and
-    the pipeline version; a second call with the same inputs reads the entry back. Raises
+    Cached under cache_root by the corpus's bytes and text field, the tokenizer's files,
+    max_document_bytes and the pipeline version; a second call with the same inputs reads the entry back. Raises
     CorpusError (and caches nothing) when the corpus has no usable document.
     """
-    corpus = Path(corpus)  # a str would be hashed as a name, not as content
-    named_files = [part for path in tokenizer_files(tokenizer_dir) for part in (path.name, path)]
-    key = digest(f"indexed-{PIPELINE_VERSION}", max_document_bytes, corpus, *named_files)
-    entry = cache_root / f"{corpus.parent.name}-{corpus.stem}-{key[:20]}"
+    path = Path(corpus.path)  # a str would be hashed as a name, not as content
+    named_files = [part for file in tokenizer_files(tokenizer_dir) for part in (file.name, file)]
+    key = digest(f"indexed-{PIPELINE_VERSION}", max_document_bytes, path, corpus.text_field, *named_files)
+    entry = cache_root / f"{path.parent.name}-{path.name.split('.')[0]}-{key[:20]}"
     cached_dir(entry, lambda directory: _write(corpus, tokenizer_dir, max_document_bytes, directory))
     stats = CorpusStats(**json.loads((entry / _STATS).read_text()))
     return IndexedCorpus(prefix=str(entry / _TOKENS), stats=stats)
 
 
-def _write(corpus: Path, tokenizer_dir: Path, max_document_bytes: int, directory: Path) -> None:
+def _write(corpus: CorpusFile, tokenizer_dir: Path, max_document_bytes: int, directory: Path) -> None:
     tokenizer = load_tokenizer(tokenizer_dir)
     eod = tokenizer.eos_token_id
-    reader = CorpusReader(corpus, max_document_bytes=max_document_bytes)
+    reader = CorpusReader(corpus.path, max_document_bytes=max_document_bytes, text_field=corpus.text_field)
     # uint16 while the vocabulary fits, as megatron-core's own preprocessing chooses.
     builder = IndexedDatasetBuilder(str(directory / f"{_TOKENS}.bin"), dtype=DType.optimal_dtype(len(tokenizer)))
     tokens = 0

@@ -17,7 +17,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from train_entry.data.cache import cached_dir, digest
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusError, CorpusReader
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusError, CorpusFile, CorpusReader
 
 if TYPE_CHECKING:
     from megatron.core.tokenizers import MegatronTokenizerBase
@@ -39,7 +39,7 @@ _WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".
 
 
 def train_bpe(
-    corpora: Sequence[Path],
+    corpora: Sequence[CorpusFile],
     vocab_size: int,
     cache_root: Path,
     *,
@@ -47,7 +47,7 @@ def train_bpe(
 ) -> Path:
     """A Hugging Face tokenizer directory holding a byte-level BPE trained on `corpora`.
 
-    Cached under cache_root by the corpora's bytes, vocab_size and the recipe version: training is
+    Cached under cache_root by the corpora's bytes and text fields, vocab_size and the recipe version: training is
     deterministic, so the same inputs always give the same tokenizer.
     """
     if vocab_size < MIN_VOCAB_SIZE:
@@ -57,13 +57,15 @@ def train_bpe(
         )
     if not corpora:
         raise ValueError("train_bpe needs at least one corpus file, got none")
-    corpora = [Path(path) for path in corpora]  # a str would be hashed as a name, not as content
-    key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, *corpora)
+    # A str would be hashed as a name, not as content.
+    corpora = [CorpusFile(Path(corpus.path), corpus.text_field) for corpus in corpora]
+    fields = [part for corpus in corpora for part in (corpus.path, corpus.text_field)]
+    key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, *fields)
     entry = cache_root / f"bpe-{vocab_size}-{key[:20]}"
     return cached_dir(entry, lambda directory: _train(corpora, vocab_size, max_document_bytes, directory))
 
 
-def _train(corpora: Sequence[Path], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
+def _train(corpora: Sequence[CorpusFile], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -74,7 +76,8 @@ def _train(corpora: Sequence[Path], vocab_size: int, max_document_bytes: int, di
         show_progress=False,
     )
     documents = itertools.chain.from_iterable(
-        CorpusReader(path, max_document_bytes=max_document_bytes) for path in corpora
+        CorpusReader(corpus.path, max_document_bytes=max_document_bytes, text_field=corpus.text_field)
+        for corpus in corpora
     )
     bpe.train_from_iterator(documents, trainer=trainer)
     PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOD_TOKEN, pad_token=PAD_TOKEN).save_pretrained(directory)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from megatron.core.datasets.indexed_dataset import IndexedDataset
 
+from train_entry.data.corpus import CorpusFile
 from train_entry.data.corpus import CorpusError, CorpusStats
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import load_tokenizer
@@ -27,7 +28,7 @@ def test_documents_round_trip_through_the_indexed_dataset(tmp_path: Path, tokeni
     tokenizer = load_tokenizer(tokenizer_dir)
     eod = tokenizer.eos_token_id
 
-    indexed = build_indexed(corpus, tokenizer_dir, tmp_path / "cache")
+    indexed = build_indexed(CorpusFile(corpus), tokenizer_dir, tmp_path / "cache")
     dataset = IndexedDataset(indexed.prefix)
 
     assert len(dataset) == len(TEXTS)
@@ -46,18 +47,18 @@ def test_a_second_build_reuses_the_entry_and_a_changed_corpus_gets_a_new_one(
 ) -> None:
     corpus = write_jsonl(tmp_path / "corpus.jsonl", TEXTS)
     cache = tmp_path / "cache"
-    first = build_indexed(corpus, tokenizer_dir, cache)
+    first = build_indexed(CorpusFile(corpus), tokenizer_dir, cache)
     written = os.stat(first.prefix + ".bin").st_mtime_ns
 
-    again = build_indexed(corpus, tokenizer_dir, cache)
+    again = build_indexed(CorpusFile(corpus), tokenizer_dir, cache)
 
     assert again == first
     assert os.stat(again.prefix + ".bin").st_mtime_ns == written
     write_jsonl(corpus, TEXTS + ["one more document"])
-    changed = build_indexed(corpus, tokenizer_dir, cache)
+    changed = build_indexed(CorpusFile(corpus), tokenizer_dir, cache)
     assert changed.prefix != first.prefix
     assert changed.stats.documents == len(TEXTS) + 1
-    assert build_indexed(corpus, tokenizer_dir, cache, max_document_bytes=50).prefix != changed.prefix
+    assert build_indexed(CorpusFile(corpus), tokenizer_dir, cache, max_document_bytes=50).prefix != changed.prefix
     assert IndexedDataset.exists(first.prefix)
 
 
@@ -86,8 +87,8 @@ def test_bad_lines_are_counted_and_the_counts_are_cached(tmp_path: Path, tokeniz
         skipped_oversized=1,
     )
 
-    built = build_indexed(corpus, tokenizer_dir, tmp_path / "cache", max_document_bytes=200)
-    reused = build_indexed(corpus, tokenizer_dir, tmp_path / "cache", max_document_bytes=200)
+    built = build_indexed(CorpusFile(corpus), tokenizer_dir, tmp_path / "cache", max_document_bytes=200)
+    reused = build_indexed(CorpusFile(corpus), tokenizer_dir, tmp_path / "cache", max_document_bytes=200)
 
     dataset = IndexedDataset(built.prefix)
     assert len(dataset) == 2
@@ -101,7 +102,7 @@ def test_a_corpus_with_nothing_usable_raises_and_leaves_no_cache_entry(tmp_path:
     cache = tmp_path / "cache"
 
     with pytest.raises(CorpusError) as raised:
-        build_indexed(corpus, tokenizer_dir, cache)
+        build_indexed(CorpusFile(corpus), tokenizer_dir, cache)
 
     assert str(corpus) in str(raised.value)
     assert "3 lines: 1 not UTF-8, 1 malformed JSON" in str(raised.value)
