@@ -24,13 +24,14 @@ from megatron.core.dist_checkpointing.strategies.fully_parallel import (
     FullyParallelSaveStrategyWrapper,
 )
 from megatron.core.distributed import DistributedDataParallel
-from megatron.core.optimizer import MegatronOptimizer
+from megatron.core.optimizer import ChainedOptimizer, MegatronOptimizer
 from megatron.core.optimizer_param_scheduler import OptimizerParamScheduler
 from megatron.core.safe_globals import register_safe_globals
 from megatron.core.utils import unwrap_model
 
 from train_entry.megatron.checkpoints import CheckpointError, iteration_dir, write_tracker
 from train_entry.megatron.config import FullRunConfig, ModelShape
+from train_entry.megatron.optimizer_state import finish_load, prepare_for_load
 
 CONTENT_METADATA = {
     # dp_reshardable: each rank writes its optimizer shard as is (no gathering); a resume may use
@@ -86,11 +87,13 @@ def load_resume(
     directory: Path,
     *,
     model: list[DistributedDataParallel],
-    optimizer: MegatronOptimizer,
+    optimizer: ChainedOptimizer,
     scheduler: OptimizerParamScheduler,
     shape: ModelShape,
 ) -> int:
     """Restore weights, optimizer, LR schedule from one of the run's own checkpoints; returns its iteration."""
+    # megatron-core builds the optimizer's part of the request from the state a first step creates.
+    prepare_for_load(optimizer)
     request = _model_state(model)
     request["optimizer"] = optimizer.sharded_state_dict(request, is_loading=True, metadata=_metadata())
     loaded = _load(request, directory)
@@ -101,6 +104,7 @@ def load_resume(
         )
     _load_weights(model, loaded)
     optimizer.load_state_dict(loaded["optimizer"])
+    finish_load(optimizer)
     scheduler.load_state_dict(loaded["opt_param_scheduler"])
     return int(loaded["iteration"])
 

@@ -1,4 +1,4 @@
-"""The full run on one GPU: a tiny Llama trained 20 iterations, killed after its checkpoint at 10, resumed.
+"""The full run on one GPU: a tiny Llama trained 30 iterations, killed after its checkpoints at 10 and 20, resumed.
 
 Skipped without CUDA (this is the only path megatron-core's model runs on). One process, an NCCL
 group of one, the same train() torchrun and Ray Train workers call.
@@ -36,7 +36,7 @@ def single_gpu_job(monkeypatch):
     return new_job
 
 
-def _tiny(blend_data, tmp_path, **checkpoint) -> FullRunConfig:
+def _tiny(blend_data, tmp_path, *, train_iters: int = 20, **checkpoint) -> FullRunConfig:
     return FullRunConfig.model_validate(
         {
             "model": {
@@ -49,7 +49,7 @@ def _tiny(blend_data, tmp_path, **checkpoint) -> FullRunConfig:
                 "seq_length": 64,
             },
             "parallelism": {"global_batch_size": 16, "micro_batch_size": 4},
-            "optimization": {"lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 2, "train_iters": 20},
+            "optimization": {"lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 2, "train_iters": train_iters},
             "data": blend_data({"general": 0.5, "domain": 0.5}, cache_dir=tmp_path / "index-cache"),
             "checkpoint": {"save_dir": str(tmp_path / "run"), "save_interval": 10, **checkpoint},
             "log_interval": 5,
@@ -59,28 +59,38 @@ def _tiny(blend_data, tmp_path, **checkpoint) -> FullRunConfig:
     )
 
 
-def test_trains_checkpoints_and_resumes_after_a_kill(single_gpu_job, blend_data, tmp_path):
-    config = _tiny(blend_data, tmp_path)
+def test_resumes_after_two_kills_in_a_row_and_follows_the_uninterrupted_run(single_gpu_job, blend_data, tmp_path):
+    uninterrupted: list[StepMetrics] = []
+    single_gpu_job()
+    train(_tiny(blend_data, tmp_path / "uninterrupted", train_iters=30), on_log=uninterrupted.append)
+
+    config = _tiny(blend_data, tmp_path / "killed", train_iters=30)
+    run = tmp_path / "killed" / "run"
     logged: list[StepMetrics] = []
 
-    def die_after_first_checkpoint(iteration, directory):
+    def die_after_its_first_checkpoint(iteration, directory):
         raise _Killed(iteration)
 
-    single_gpu_job()
-    with pytest.raises(_Killed):
-        train(config, on_log=logged.append, on_checkpoint=die_after_first_checkpoint)
-    assert latest_iteration(tmp_path / "run") == 10
-    assert [m.iteration for m in logged] == [5, 10]
-
+    for killed_at in (10, 20):
+        single_gpu_job()
+        with pytest.raises(_Killed):
+            train(config, on_log=logged.append, on_checkpoint=die_after_its_first_checkpoint)
+        assert latest_iteration(run) == killed_at
     single_gpu_job()
     result = train(config, on_log=logged.append)
-    assert (result.start, result.start_iteration, result.iteration) == (StartKind.RESUME, 10, 20)
-    assert result.checkpoints == [str(iteration_dir(tmp_path / "run", 20))]
-    assert [m.iteration for m in logged] == [5, 10, 15, 20]
-    # The resumed run continued the schedule (it ends at min_lr) and the loss kept falling.
+    assert (result.start, result.start_iteration, result.iteration) == (StartKind.RESUME, 20, 30)
+    assert result.checkpoints == [str(iteration_dir(run, 30))]
+    assert [m.iteration for m in logged] == [m.iteration for m in uninterrupted] == [5, 10, 15, 20, 25, 30]
+    # The schedule went on where it stopped (it ends at min_lr), and with the same samples, weights and
+    # Adam state the losses are the uninterrupted run's, up to the GPU's nondeterministic reductions.
     assert logged[-1].lr == pytest.approx(3e-4)
+    for resumed, expected in zip(logged, uninterrupted, strict=True):
+        assert resumed.lr == pytest.approx(expected.lr, rel=1e-9), resumed.iteration
+        assert resumed.train_loss == pytest.approx(expected.train_loss, rel=2e-3), resumed.iteration
+        assert (resumed.valid_loss is None) == (expected.valid_loss is None), resumed.iteration
+        if expected.valid_loss is not None:
+            assert resumed.valid_loss == pytest.approx(expected.valid_loss, rel=2e-3), resumed.iteration
     assert logged[-1].train_loss < logged[0].train_loss
-    assert logged[-1].valid_loss < logged[1].valid_loss
 
 
 def test_starts_from_a_base_with_its_weights_and_a_fresh_schedule(single_gpu_job, blend_data, tmp_path):

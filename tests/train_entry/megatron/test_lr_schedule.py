@@ -42,13 +42,15 @@ def test_warms_up_linearly_then_decays_by_cosine_to_min_lr():
     assert optimizer.param_groups[0]["weight_decay"] == pytest.approx(0.1)
 
 
-def test_a_restored_schedule_continues_where_it_stopped():
+def test_a_schedule_restored_twice_in_a_row_follows_the_uninterrupted_curve():
     optimizer = _optimizer()
-    scheduler = build_scheduler(optimizer, OPTIMIZATION)
-    _lrs(scheduler, optimizer, 37)
-    saved = scheduler.state_dict()
-    continued = _lrs(scheduler, optimizer, 20)
-    fresh_optimizer = _optimizer()
-    restored = build_scheduler(fresh_optimizer, OPTIMIZATION)
-    restored.load_state_dict(saved)
-    assert _lrs(restored, fresh_optimizer, 20) == pytest.approx(continued)
+    uninterrupted = _lrs(build_scheduler(optimizer, OPTIMIZATION), optimizer, 60)
+    resumed, saved = [], None
+    for steps in (25, 20, 15):  # killed after 25 and after 45 iterations, restored from the saved state each time
+        fresh_optimizer = _optimizer()
+        scheduler = build_scheduler(fresh_optimizer, OPTIMIZATION)
+        if saved is not None:
+            scheduler.load_state_dict(saved)
+        resumed += _lrs(scheduler, fresh_optimizer, steps)
+        saved = scheduler.state_dict()
+    assert resumed == pytest.approx(uninterrupted, rel=1e-12)

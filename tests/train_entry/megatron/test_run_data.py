@@ -66,6 +66,9 @@ def test_a_resume_continues_with_the_sample_after_the_last_one_trained():
     uninterrupted = list(DataParallelMicroBatches(total=64, consumed=0, micro_batch_size=2, rank=1, size=2))
     resumed = list(DataParallelMicroBatches(total=64, consumed=24, micro_batch_size=2, rank=1, size=2))
     assert resumed == uninterrupted[6:]
+    # Killed again after 6 more micro-batches: the second resume starts where the first one stopped.
+    again = list(DataParallelMicroBatches(total=64, consumed=48, micro_batch_size=2, rank=1, size=2))
+    assert uninterrupted[:6] + resumed[:6] + again == uninterrupted
     with pytest.raises(ValueError, match="consumed=3"):
         DataParallelMicroBatches(total=64, consumed=3, micro_batch_size=2, rank=0, size=2)
 
