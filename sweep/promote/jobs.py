@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.promote.address import AddressError, jobs_client, parse_address
+from sweep.address import AddressError, jobs_client, parse_address
 from sweep.promote.errors import PromotionError
 from sweep.promote.plan import PROMOTION_DIR
 from sweep.promote.secrets import redact, secret_env

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sweep.promote.address import parse_address, security_warnings
+from sweep.address import parse_address, security_warnings
 from sweep.promote.errors import PromotionError
 
 if TYPE_CHECKING:

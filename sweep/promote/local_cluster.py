@@ -117,7 +117,7 @@ class LocalCluster:
         _reload_ray_config()
 
     def _wait_for_jobs_api(self) -> None:
-        from sweep.promote.address import jobs_client
+        from sweep.address import jobs_client
 
         deadline = time.monotonic() + DASHBOARD_TIMEOUT_S
         while True:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sweep.promote.address import parse_address
+from sweep.address import parse_address
 from sweep.promote.jobs import follow_logs
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import submit_plan

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sweep.files import write_json, write_whole
-from sweep.promote.address import ClusterAddress, jobs_client
+from sweep.address import ClusterAddress, jobs_client
 from sweep.promote.secrets import secret_env
 from train_entry.fullrun.config import JobConfig
 

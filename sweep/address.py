@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from sweep.promote.errors import PromotionError
 
 if TYPE_CHECKING:
     from ray.job_submission import JobSubmissionClient
@@ -26,8 +25,8 @@ ADDRESS_OVERRIDES = ("RAY_API_SERVER_ADDRESS", "RAY_ADDRESS")
 """Environment variables Ray's JobSubmissionClient prefers to the address it is given."""
 
 
-class AddressError(PromotionError):
-    """A cluster address that is malformed, or remote without --allow-remote."""
+class AddressError(ValueError):
+    """A cluster address that is malformed, or remote without --allow-remote; the CLI exits with code 2."""
 
 
 @dataclass(frozen=True, kw_only=True)
