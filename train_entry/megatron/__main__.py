@@ -3,8 +3,9 @@
     torchrun --nnodes 60 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
         -m train_entry.megatron --config plan/run.json
 
-A config that cannot run (bad JSON, a value out of range, a layout megatron-core rejects, a
-missing base checkpoint or tokenizer) exits with code 2 and one message, before any GPU work.
+A config that cannot run (bad JSON, a value out of range, a layout megatron-core rejects or this
+node's layers cannot run, a missing base checkpoint or tokenizer) exits with code 2 and one
+message, before any GPU work.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from train_entry.data.corpus import CorpusError
 from train_entry.megatron.checkpoints import CheckpointError, start_point
 from train_entry.megatron.config import FullRunConfig, RunConfigError
-from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.train import train
 
 INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError)
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         config = FullRunConfig.model_validate_json(text)
         # megatron-core's own checks and the start checkpoint, before the process group and the GPUs are touched.
         core_configs(config)
+        check_backend(config, transformer_engine=has_transformer_engine())
         start_point(config.checkpoint)
         result = train(config)
     except ValidationError as error:

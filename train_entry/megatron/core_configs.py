@@ -43,7 +43,8 @@ def core_configs(
     """megatron-core's TransformerConfig, OptimizerConfig and DistributedDataParallelConfig for `config`.
 
     transformer_engine (default: whether it is installed) picks flash attention and TE's fused
-    kernels; without it the model uses megatron-core's local attention and no fused kernels.
+    kernels; without it the model uses the SDPA / flash-attn core attention and megatron-core's own
+    fused kernels (check_backend says which layouts then cannot run).
     use_cpu_initialization creates the weights on the CPU (for CPU-only checks of the model).
     Raises CoreConfigError with megatron-core's message when it rejects the layout or shape.
     """
@@ -80,16 +81,23 @@ def core_configs(
             # Full recompute: every layer, one at a time, keeping only each layer's input.
             recompute_method="uniform" if par.recompute == "full" else None,
             recompute_num_layers=1 if par.recompute == "full" else None,
-            # Flash attention 2 comes through Transformer Engine's attention; megatron-core's
-            # local attention is the portable fallback.
+            # Flash attention 2 comes through Transformer Engine's attention; without TE the layer
+            # spec puts the SDPA / flash-attn core attention (attention.py) in its place.
             attention_backend=AttnBackend.flash if te else AttnBackend.local,
             transformer_impl="transformer_engine" if te else "local",
-            masked_softmax_fusion=te,
+            # Only megatron-core's unfused DotProductAttention has a separate softmax to fuse; neither
+            # TE's attention nor ours does.
+            masked_softmax_fusion=False,
+            # The fused RoPE kernel is TE's (megatron-core refuses the setting without it), and so is the
+            # fused weight-gradient GEMM that accumulates into the fp32 main grads (or Apex's).
             apply_rope_fusion=te,
             gradient_accumulation_fusion=te,
-            cross_entropy_loss_fusion=te,
-            bias_activation_fusion=te,
-            bias_dropout_fusion=te,
+            # These three are megatron-core's own kernels (torch.compile'd SwiGLU, residual add and
+            # vocabulary cross entropy, megatron.core.jit): they need no TE, and unfused each of them is
+            # several memory-bound passes over the activations or the [s, b, vocab] logits.
+            bias_activation_fusion=True,
+            bias_dropout_fusion=True,
+            cross_entropy_loss_fusion=True,
             # Interleaved 1F1B overlaps its p2p sends with compute; that needs unbatched p2p.
             overlap_p2p_comm=par.virtual_pipeline is not None,
             batch_p2p_comm=par.virtual_pipeline is None,
@@ -123,6 +131,33 @@ def core_configs(
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
+    """CoreConfigError when the layout needs Transformer Engine's layers and the run has none.
+
+    Without TE the layers are megatron-core's local ones with the SDPA core attention: that attention
+    does not split a sequence over a context-parallel group (TE's passes keys and values around the
+    ring), and the local RMSNorm (torch.nn.RMSNorm) refuses sequence parallelism. A plan is made for
+    the cluster and may use both; the entry refuses them on a node without TE before any GPU work.
+    """
+    if transformer_engine:
+        return
+    par = config.parallelism
+    for name, value, refused, instead in (
+        ("parallelism.context", par.context, par.context > 1, "set it to 1 (sweep promote --context-parallel 1)"),
+        (
+            "parallelism.sequence_parallel",
+            par.sequence_parallel,
+            par.sequence_parallel,
+            "set it to false (sweep promote --tensor-parallel 1 plans without it)",
+        ),
+    ):
+        if refused:
+            raise CoreConfigError(
+                f"{name}={value} needs Transformer Engine's layers, which this node lacks: install the "
+                f"full-run extra (pip install '.[full-run]') or {instead}"
+            )
 
 
 def _check_layers_split(config: FullRunConfig) -> None:

@@ -1,8 +1,8 @@
 """The Llama GPT model as megatron-core builds it: one chunk per virtual pipeline stage, bf16, DDP-wrapped.
 
 Transformer Engine's layer spec (flash attention, fused kernels) when TE is installed, megatron-core's
-own local spec otherwise; both save their layer norms under TE's checkpoint keys, so a base
-checkpoint loads into either.
+own local spec with flash attention through SDPA or flash-attn otherwise (attention.py); both save
+their layer norms under TE's checkpoint keys, so a base checkpoint loads into either.
 """
 
 from __future__ import annotations
@@ -20,14 +20,18 @@ from megatron.core.transformer.module import Float16Module
 from megatron.core.transformer.spec_utils import ModuleSpec
 from megatron.core.transformer.transformer_config import TransformerConfig
 
+from train_entry.megatron.attention import SDPAttention
 from train_entry.megatron.config import ModelShape
 
 
 def layer_spec(*, transformer_engine: bool) -> ModuleSpec:
-    """Llama's decoder layer (RMSNorm from the config, no QK norm) from TE's modules or megatron-core's."""
+    """Llama's decoder layer (RMSNorm from the config, no QK norm) from TE's modules, or from
+    megatron-core's local ones with the SDPA / flash-attn core attention in place of its unfused one."""
     if transformer_engine:
         return get_gpt_layer_with_transformer_engine_spec(qk_layernorm=False)
-    return get_gpt_layer_local_spec(qk_layernorm=False, normalization="RMSNorm")
+    spec = get_gpt_layer_local_spec(qk_layernorm=False, normalization="RMSNorm")
+    spec.submodules.self_attention.submodules.core_attention = SDPAttention
+    return spec
 
 
 def build_chunks(shape: ModelShape, transformer: TransformerConfig, *, transformer_engine: bool) -> list[GPTModel]:

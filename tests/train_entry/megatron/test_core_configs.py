@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from megatron.core.transformer.enums import AttnBackend
 
 from train_entry.megatron.config import FullRunConfig
-from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 
 
 def test_builds_megatron_core_configs_for_the_reference_layouts(full_run):
@@ -66,3 +66,28 @@ def test_fp32_run_builds_fp32_configs(full_run_data):
     data["optimization"] |= {"bf16": False}
     transformer, optimizer, ddp = core_configs(FullRunConfig.model_validate(data), transformer_engine=False)
     assert transformer.params_dtype is torch.float32 and not optimizer.bf16 and not ddp.grad_reduce_in_fp32
+
+
+@pytest.mark.parametrize(
+    ("parallelism", "named"),
+    [
+        ({"tensor": 8, "context": 2}, "parallelism.context=2"),
+        ({"tensor": 8, "sequence_parallel": True}, "sequence_parallel=True"),
+    ],
+)
+def test_without_transformer_engine_context_and_sequence_parallelism_are_refused_by_name(
+    full_run_data, parallelism, named
+):
+    config = FullRunConfig.model_validate(full_run_data(**parallelism))
+    with pytest.raises(CoreConfigError, match=rf"{named} needs Transformer Engine's layers, which this node lacks"):
+        check_backend(config, transformer_engine=False)
+    check_backend(config, transformer_engine=True)
+    check_backend(FullRunConfig.model_validate(full_run_data(tensor=8)), transformer_engine=False)
+
+
+def test_without_transformer_engine_megatron_cores_own_fusions_stay_on(full_run):
+    transformer, _, _ = core_configs(full_run, transformer_engine=False)
+    assert transformer.bias_activation_fusion and transformer.bias_dropout_fusion
+    assert transformer.cross_entropy_loss_fusion and transformer.cross_entropy_fusion_impl == "native"
+    # These two need TE's (or Apex's) kernels; megatron-core refuses apply_rope_fusion without them.
+    assert not transformer.apply_rope_fusion and not transformer.gradient_accumulation_fusion

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from train_entry.megatron.__main__ import main
+from train_entry.megatron.core_configs import has_transformer_engine
 
 
 def _write(tmp_path, data) -> str:
@@ -52,3 +53,9 @@ def test_a_base_that_is_no_megatron_checkpoint_exits_2(full_run_data, tmp_path, 
 def test_a_valid_config_needs_a_gpu(full_run_data, tmp_path):
     with pytest.raises(RuntimeError, match="trains on CUDA GPUs; this process sees none"):
         main(["--config", _write(tmp_path, _runnable(full_run_data, tmp_path, tensor=8))])
+
+
+@pytest.mark.skipif(has_transformer_engine(), reason="checks what a node without Transformer Engine refuses")
+def test_a_layout_that_needs_transformer_engine_exits_2_on_a_node_without_it(full_run_data, tmp_path, capsys):
+    assert main(["--config", _write(tmp_path, _runnable(full_run_data, tmp_path, tensor=8, context=2))]) == 2
+    assert "parallelism.context=2 needs Transformer Engine's layers" in capsys.readouterr().err

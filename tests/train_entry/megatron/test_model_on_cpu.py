@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from megatron.core.models.gpt import GPTModel
+from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+from megatron.core.transformer.dot_product_attention import DotProductAttention
 
+from train_entry.megatron.attention import SDPAttention
 from train_entry.megatron.config import FullRunConfig, ModelShape
 from train_entry.megatron.core_configs import core_configs
 from train_entry.megatron.model import build_chunks
@@ -60,3 +64,26 @@ def test_checkpoint_keys_are_transformer_engines_so_converted_bases_load(single_
         "output_layer.weight",
     } <= keys
     assert not any("input_layernorm" in key or "pre_mlp_layernorm" in key for key in keys)
+
+
+def test_without_transformer_engine_the_layers_attend_through_sdpa_under_the_local_specs_keys(
+    single_rank_group, full_run_data
+):
+    (chunk,) = _chunks(full_run_data, TINY)
+    layers = chunk.decoder.layers
+    assert [type(layer.self_attention.core_attention) for layer in layers] == [SDPAttention] * TINY.num_layers
+    transformer = layers[0].config
+    megatron_cores_own = GPTModel(
+        config=transformer,
+        transformer_layer_spec=get_gpt_layer_local_spec(qk_layernorm=False, normalization="RMSNorm"),
+        vocab_size=TINY.vocab_size,
+        max_sequence_length=TINY.seq_length,
+        share_embeddings_and_output_weights=not TINY.untie_embeddings_and_output_weights,
+        position_embedding_type="rope",
+    )
+    assert type(megatron_cores_own.decoder.layers[0].self_attention.core_attention) is DotProductAttention
+
+    def keys(model) -> set[str]:
+        return {value.key for value in model.sharded_state_dict().values() if hasattr(value, "key")}
+
+    assert keys(chunk) == keys(megatron_cores_own)
