@@ -201,6 +201,8 @@ def _auto_address() -> tuple[str, str]:
 
     path = Path(get_ray_address_file(None))
     try:
+        if not path.is_file():  # missing, or a FIFO planted in a shared temp folder that would block the read
+            raise FileNotFoundError(path)
         with path.open("rb") as file:
             text = file.read(MAX_ADDRESS_FILE_BYTES + 1).decode("utf-8", errors="replace").strip()
     except OSError:

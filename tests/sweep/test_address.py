@@ -4,6 +4,8 @@ connects anywhere or shows a password."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import ray
 from ray._private.services import get_node_ip_address
@@ -158,6 +160,10 @@ def test_auto_is_what_ray_address_says_when_it_is_set(no_local_cluster, monkeypa
 def test_auto_without_a_cluster_on_this_machine_says_how_to_start_one(no_local_cluster):
     with pytest.raises(AddressError, match="no Ray cluster was started on this machine .* `ray start --head`"):
         check_ray_address("auto", allow_remote=False)
+    os.mkfifo(no_local_cluster)  # planted in a shared temp folder: reading it would wait forever
+    with pytest.raises(AddressError, match="no Ray cluster was started on this machine"):
+        check_ray_address("auto", allow_remote=False)
+    no_local_cluster.unlink()
     no_local_cluster.write_text("9" * 5000)
     with pytest.raises(AddressError, match="does not hold a cluster address"):
         check_ray_address("auto", allow_remote=False)
