@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -81,7 +82,7 @@ def train_toy(
     optimizer = adamw(model, optimization, runtime)
     start, losses = 0, []
     if resume_dir is not None:
-        state = torch.load(resume_dir / STATE_FILE, weights_only=False)
+        state = load_state(resume_dir)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         start, losses = state["step"], list(state["losses"])
@@ -120,12 +121,29 @@ def train_toy(
             if rank == 0:
                 directory = scratch / f"checkpoint-{done:08d}"
                 directory.mkdir(parents=True, exist_ok=True)
-                state = {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "step": done,
-                    "losses": losses,
-                }
-                torch.save(state, directory / STATE_FILE)
+                save_state(directory, model=model, optimizer=optimizer, step=done, losses=losses)
             on_checkpoint(done, mean_loss, directory)
     return ToyResult(start_step=start, step=steps, losses=losses)
+
+
+def save_state(
+    directory: Path,
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    step: int,
+    losses: list[tuple[int, float]],
+) -> None:
+    """Writes what a resume needs as tensors, dicts, lists and numbers only, so load_state can refuse the rest."""
+    state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "losses": losses}
+    torch.save(state, directory / STATE_FILE)
+
+
+def load_state(directory: Path) -> dict[str, Any]:
+    """The state save_state wrote; pickle.UnpicklingError for a file holding any other object.
+
+    Checkpoints sit on shared storage where anyone with write access could replace one, and a
+    full unpickle runs whatever code the file names: weights_only allows only tensors and plain
+    containers.
+    """
+    return torch.load(directory / STATE_FILE, weights_only=True)
