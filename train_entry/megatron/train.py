@@ -14,6 +14,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -34,7 +35,7 @@ from train_entry.config import StrictConfig
 from train_entry.megatron import checkpoint_io
 from train_entry.megatron.checkpoints import StartKind, StartPoint, start_point
 from train_entry.megatron.config import FullRunConfig
-from train_entry.megatron.core_configs import core_configs, has_transformer_engine
+from train_entry.megatron.core_configs import check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.data import build_datasets, micro_batches, to_device
 from train_entry.megatron.lr_schedule import build_scheduler
 from train_entry.megatron.model import build_chunks, wrap_for_training
@@ -110,8 +111,30 @@ def _init_process_group() -> bool:
     return True
 
 
-class _Run:
-    """One call of train(): the built state and the loop over it."""
+@contextmanager
+def single_gpu_job() -> Iterator[None]:
+    """A job of one process on this process's current GPU, for measurements outside a launched job.
+
+    An NCCL group of one over an in-memory store (no port, no torchrun environment), torn down on
+    exit together with the megatron-core parallel state a Trainer set up inside it.
+    """
+    if not torch.cuda.is_available():
+        raise RuntimeError("the full-run entry trains on CUDA GPUs; this process sees none")
+    dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        parallel_state.destroy_model_parallel()
+        dist.destroy_process_group()
+
+
+class Trainer:
+    """One rank's model chunks, distributed optimizer and LR schedule for a config, and its training iteration.
+
+    train() drives it over the blend and checkpoints it; the GPU benchmark and the plan's
+    calibration drive it over synthetic batches. Needs the job's process group; sets up
+    megatron-core's parallel state, which parallel_state.destroy_model_parallel() tears down.
+    """
 
     def __init__(self, config: FullRunConfig) -> None:
         self.config = config
@@ -119,8 +142,11 @@ class _Run:
         world_size = dist.get_world_size()
         self.data_parallel_size = par.data_parallel_size(world_size)
         self.num_microbatches = par.num_microbatches(world_size)
-        transformer_engine = has_transformer_engine()
-        self.transformer, optimizer_config, ddp_config = core_configs(config, transformer_engine=transformer_engine)
+        self.transformer_engine = has_transformer_engine()
+        check_backend(config, transformer_engine=self.transformer_engine)
+        self.transformer, optimizer_config, ddp_config = core_configs(
+            config, transformer_engine=self.transformer_engine
+        )
         parallel_state.initialize_model_parallel(
             tensor_model_parallel_size=par.tensor,
             pipeline_model_parallel_size=par.pipeline,
@@ -129,14 +155,14 @@ class _Run:
             distributed_timeout_minutes=int(DISTRIBUTED_TIMEOUT.total_seconds() // 60),
         )
         _seed(config.seed)
-        chunks = build_chunks(config.model, self.transformer, transformer_engine=transformer_engine)
+        chunks = build_chunks(config.model, self.transformer, transformer_engine=self.transformer_engine)
         self.model = wrap_for_training(chunks, self.transformer, ddp_config)
         self.optimizer = get_megatron_optimizer(optimizer_config, self.model)
         self.scheduler = build_scheduler(self.optimizer, config.optimization)
         self._wire_schedule_hooks()
         self.reads_data = [_attr(chunk, "pre_process") or _attr(chunk, "post_process") for chunk in self.model]
-        self.datasets = build_datasets(config, built_on_this_rank=any(self.reads_data))
-        self.forward_backward = get_forward_backward_func()
+        """Per model chunk: whether it reads micro-batches (the first and the last pipeline stage)."""
+        self.forward_backward_func = get_forward_backward_func()
         self.device = torch.device("cuda", torch.cuda.current_device())
 
     def _wire_schedule_hooks(self) -> None:
@@ -153,6 +179,65 @@ class _Run:
             config.param_sync_func = param_sync[0] if single else param_sync
         config.finalize_model_grads_func = finalize_model_grads
         config.grad_scale_func = self.optimizer.scale_loss
+
+    def forward_backward(self, iterators: list[Iterator[Any] | None], *, forward_only: bool) -> torch.Tensor:
+        """One global batch through the pipeline; the summed [token loss, tokens] of this rank's micro-batches.
+
+        iterators: one per model chunk, yielding micro-batches (dicts of tokens, labels, loss_mask,
+        position_ids) for the chunks in reads_data, None for the others.
+        """
+        seq_length = self.config.model.seq_length
+        reported = self.forward_backward_func(
+            forward_step_func=self._forward_step,
+            data_iterator=iterators if len(iterators) > 1 else iterators[0],
+            model=self.model,
+            num_microbatches=self.num_microbatches,
+            seq_length=seq_length,
+            micro_batch_size=self.config.parallelism.micro_batch_size,
+            decoder_seq_length=seq_length,
+            forward_only=forward_only,
+        )
+        total = torch.zeros(2, device=self.device)
+        for micro_batch in reported:  # only the last pipeline stage computes losses
+            total += micro_batch["lm loss"]
+        return total
+
+    def _forward_step(self, data_iterator: Iterator[Any] | None, model: DistributedDataParallel):
+        first, last = _attr(model, "pre_process"), _attr(model, "post_process")
+        if not (first or last):
+            return model(None, None, None), _unused_loss
+        batch = get_batch_on_this_cp_rank(to_device(next(data_iterator), self.device))
+        output = model(
+            batch["tokens"] if first else None,
+            batch["position_ids"] if first else None,
+            None,
+            labels=batch["labels"] if last else None,
+        )
+        return output, partial(_token_loss, batch["loss_mask"])
+
+    def gradients(self, iterators: list[Iterator[Any] | None]) -> torch.Tensor:
+        """Forward and backward of one global batch into fresh gradient buffers; its summed [token loss, tokens]."""
+        for chunk in self.model:
+            chunk.zero_grad_buffer()
+        self.optimizer.zero_grad()
+        return self.forward_backward(iterators, forward_only=False)
+
+    def train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
+        """One iteration: gradients, the optimizer step, the LR schedule's step; the mean loss and the grad norm."""
+        total = self.gradients(iterators)
+        updated, grad_norm, _ = self.optimizer.step()
+        if updated:
+            self.scheduler.step(increment=1)
+        return _mean_over_data_parallel(total), float(grad_norm or 0.0)
+
+
+class _Run:
+    """One call of train(): a Trainer, the blend it reads, its checkpoints and the loop over them."""
+
+    def __init__(self, config: FullRunConfig) -> None:
+        self.config = config
+        self.trainer = Trainer(config)
+        self.datasets = build_datasets(config, built_on_this_rank=any(self.trainer.reads_data))
 
     def run(
         self,
@@ -171,7 +256,7 @@ class _Run:
         train_loss = valid_loss = None
         while iteration < train_iters:
             step_started = time.perf_counter()
-            loss, grad_norm = self._train_step(iterators)
+            loss, grad_norm = self.trainer.train_step(iterators)
             iteration += 1
             window_loss, window_iterations = window_loss + loss, window_iterations + 1
             window_seconds += time.perf_counter() - step_started
@@ -186,7 +271,7 @@ class _Run:
                 metrics = StepMetrics(
                     iteration=iteration,
                     train_loss=train_loss,
-                    lr=self.optimizer.param_groups[0]["lr"],
+                    lr=self.trainer.optimizer.param_groups[0]["lr"],
                     grad_norm=grad_norm,
                     seconds_per_iteration=seconds,
                     tokens_per_second=batch * config.model.seq_length / seconds,
@@ -216,16 +301,17 @@ class _Run:
         chosen: list[StartPoint | None] = [start_point(self.config.checkpoint) if dist.get_rank() == 0 else None]
         dist.broadcast_object_list(chosen, src=0)
         start = chosen[0]
+        trainer = self.trainer
         if start.kind is StartKind.RESUME:
             checkpoint_io.load_resume(
                 start.directory,
-                model=self.model,
-                optimizer=self.optimizer,
-                scheduler=self.scheduler,
+                model=trainer.model,
+                optimizer=trainer.optimizer,
+                scheduler=trainer.scheduler,
                 shape=self.config.model,
             )
         elif start.kind is StartKind.BASE:
-            checkpoint_io.load_base(start.directory, model=self.model, optimizer=self.optimizer)
+            checkpoint_io.load_base(start.directory, model=trainer.model, optimizer=trainer.optimizer)
         _log_rank0(f"starting at iteration {start.iteration} from {start.kind.value} {start.directory or ''}")
         return start
 
@@ -238,70 +324,30 @@ class _Run:
                 consumed=consumed,
                 micro_batch_size=par.micro_batch_size,
                 rank=parallel_state.get_data_parallel_rank(),
-                size=self.data_parallel_size,
+                size=self.trainer.data_parallel_size,
                 num_workers=self.config.data.num_workers,
             )
             if reads
             else None
-            for reads in self.reads_data
+            for reads in self.trainer.reads_data
         ]
-
-    def _forward_backward(self, iterators: list[Iterator[Any] | None], *, forward_only: bool) -> torch.Tensor:
-        """One global batch through the pipeline; the summed [token loss, tokens] of this rank's micro-batches."""
-        seq_length = self.config.model.seq_length
-        reported = self.forward_backward(
-            forward_step_func=self._forward_step,
-            data_iterator=iterators if len(iterators) > 1 else iterators[0],
-            model=self.model,
-            num_microbatches=self.num_microbatches,
-            seq_length=seq_length,
-            micro_batch_size=self.config.parallelism.micro_batch_size,
-            decoder_seq_length=seq_length,
-            forward_only=forward_only,
-        )
-        total = torch.zeros(2, device=self.device)
-        for micro_batch in reported:  # only the last pipeline stage computes losses
-            total += micro_batch["lm loss"]
-        return total
-
-    def _forward_step(self, data_iterator: Iterator[Any] | None, model: DistributedDataParallel):
-        first, last = _attr(model, "pre_process"), _attr(model, "post_process")
-        if not (first or last):
-            return model(None, None, None), _unused_loss
-        batch = get_batch_on_this_cp_rank(to_device(next(data_iterator), self.device))
-        output = model(
-            batch["tokens"] if first else None,
-            batch["position_ids"] if first else None,
-            None,
-            labels=batch["labels"] if last else None,
-        )
-        return output, partial(_token_loss, batch["loss_mask"])
-
-    def _train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
-        for chunk in self.model:
-            chunk.zero_grad_buffer()
-        self.optimizer.zero_grad()
-        total = self._forward_backward(iterators, forward_only=False)
-        updated, grad_norm, _ = self.optimizer.step()
-        if updated:
-            self.scheduler.step(increment=1)
-        return _mean_over_data_parallel(total), float(grad_norm or 0.0)
 
     def _evaluate(self) -> float:
         """Mean token loss over the same eval_iters validation batches at every evaluation."""
         iterators = self._iterators(self.datasets.valid, consumed=0)
-        total = torch.zeros(2, device=self.device)
+        total = torch.zeros(2, device=self.trainer.device)
         for _ in range(self.config.eval_iters):
-            total += self._forward_backward(iterators, forward_only=True)
+            total += self.trainer.forward_backward(iterators, forward_only=True)
         return _shared_by_pipeline(_mean_over_data_parallel(total))
 
     def _save(self, iteration: int) -> Path:
+        trainer = self.trainer
         return checkpoint_io.save(
             Path(self.config.checkpoint.save_dir),
             iteration,
-            model=self.model,
-            optimizer=self.optimizer,
-            scheduler=self.scheduler,
+            model=trainer.model,
+            optimizer=trainer.optimizer,
+            scheduler=trainer.scheduler,
             config=self.config,
         )
 
