@@ -1,6 +1,9 @@
-"""The stated assumptions of the memory and step-time models, each with where its value comes from."""
+"""The stated assumptions of the memory and step-time models, each with where its value comes from,
+and the measurement that may replace the MFU assumption (`sweep promote --calibrate`)."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -11,6 +14,24 @@ MFU_SOURCE = (
     "Llama 3 405B at sequence 8192 on 8,192 H100s with Megatron-style TP 8 x PP 16 x DP 64; "
     "NVIDIA's Megatron-LM README (core_v0.16.1) reports 42-47% MFU on H100 for GPT-3 175B from 96 to 4,608 GPUs"
 )
+
+
+class Calibration(StrictConfig):
+    """One decoder layer of the target timed on a local GPU by the full-run entry's own code, at TP 1."""
+
+    card: str
+    """The GPU it ran on, as CUDA names it."""
+    attention: str
+    """The attention kernels that ran: transformer engine, flash-attn 2 or torch sdpa."""
+    micro_batch_size: int = Field(gt=0)
+    seq_length: int = Field(gt=0)
+    recompute: Literal["none", "selective", "full"]
+    """The plan's micro-batch and recomputation (its first, assumed-MFU choice), at the target's sequence."""
+    seconds_per_layer: float = Field(gt=0.0)
+    """Forward and backward of one layer on one micro-batch."""
+    tflops: float = Field(gt=0.0)
+    """The layer's FLOPs as the step-time model counts them (model FLOPs plus recomputation) over
+    that time, in TFLOP/s: the compute rate of the plan in place of peak x the assumed MFU."""
 
 
 class Assumptions(StrictConfig):
@@ -28,3 +49,6 @@ class Assumptions(StrictConfig):
     fragmentation (a few GB at this scale). A planning margin, not a measurement."""
     mfu_source: str = MFU_SOURCE
     """Where mfu comes from, printed with the estimate."""
+    calibration: Calibration | None = None
+    """None: mfu is the assumption above. Set by `sweep promote --calibrate`: mfu is then the measured
+    calibration.tflops over the cluster's peak, and no longer assumed."""

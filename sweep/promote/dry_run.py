@@ -96,6 +96,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
     parser.add_argument("--mfu", type=_mfu, help="assumed model FLOPs utilisation (default 0.43, cited in the summary)")
     parser.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="time the target's layer on this machine's CUDA GPU with the entry's own code and plan with the "
+        "measured rate instead of the assumed MFU",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="plan only: print it and write it under RUN/promotion/<id>/"
     )
     launch.add_arguments(parser)
@@ -168,7 +174,14 @@ def promote(args: argparse.Namespace) -> int:
     from sweep.promote.plan import make_plan
     from sweep.promote.summary import summary_tables
 
-    plan = make_plan(args.run, config_from_args(args))
+    config = config_from_args(args)
+    if args.calibrate:
+        if args.mfu:
+            raise PromotionError("--calibrate measures the compute rate that --mfu states: give one of them")
+        from sweep.promote.calibrate import calibrated
+
+        config = calibrated(args.run, config)
+    plan = make_plan(args.run, config)
     directory = write_plan(plan, args.run)
     console = make_console()
     console.print(summary_tables(plan))

@@ -144,7 +144,7 @@ def _estimate_table(plan: Plan) -> Table:
                 f"reserve {memory.reserve_gb:.1f}"
             ),
         ),
-        ("MFU assumed", f"{plan.assumptions.mfu:.0%} of peak for compute: {plan.assumptions.mfu_source}"),
+        ("compute rate", _compute_rate(plan)),
         (
             "not modelled",
             "data loading, checkpoint saves, failures and restarts, kernel efficiency varying with shard size",
@@ -160,3 +160,15 @@ def _estimate_table(plan: Plan) -> Table:
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _compute_rate(plan: Plan) -> str:
+    """The rate the layers' FLOPs are divided by, saying plainly whether it is assumed or measured."""
+    assumptions, peak = plan.assumptions, plan.cluster.peak_bf16_tflops
+    rate = f"{assumptions.mfu * peak:.0f} TFLOP/s per GPU = {assumptions.mfu:.1%} MFU of the {peak:g} TFLOP/s peak"
+    if assumptions.calibration is None:
+        return (
+            f"ASSUMED, not measured: {rate}, a figure reached with Transformer Engine's layers "
+            f"({assumptions.mfu_source}); `sweep promote ... --calibrate` on a GPU measures this target's layer instead"
+        )
+    return f"MEASURED, not assumed: {rate}, {assumptions.mfu_source}"
