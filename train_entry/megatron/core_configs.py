@@ -7,7 +7,7 @@ rules before any GPU is booked, and the entry builds its model and optimizer fro
 from __future__ import annotations
 
 import importlib.util
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -81,23 +81,7 @@ def core_configs(
             # Full recompute: every layer, one at a time, keeping only each layer's input.
             recompute_method="uniform" if par.recompute == "full" else None,
             recompute_num_layers=1 if par.recompute == "full" else None,
-            # Flash attention 2 comes through Transformer Engine's attention; without TE the layer
-            # spec puts the SDPA / flash-attn core attention (attention.py) in its place.
-            attention_backend=AttnBackend.flash if te else AttnBackend.local,
-            transformer_impl="transformer_engine" if te else "local",
-            # Only megatron-core's unfused DotProductAttention has a separate softmax to fuse; neither
-            # TE's attention nor ours does.
-            masked_softmax_fusion=False,
-            # The fused RoPE kernel is TE's (megatron-core refuses the setting without it), and so is the
-            # fused weight-gradient GEMM that accumulates into the fp32 main grads (or Apex's).
-            apply_rope_fusion=te,
-            gradient_accumulation_fusion=te,
-            # These three are megatron-core's own kernels (torch.compile'd SwiGLU, residual add and
-            # vocabulary cross entropy, megatron.core.jit): they need no TE, and unfused each of them is
-            # several memory-bound passes over the activations or the [s, b, vocab] logits.
-            bias_activation_fusion=True,
-            bias_dropout_fusion=True,
-            cross_entropy_loss_fusion=True,
+            **_kernels(transformer_engine=te),
             # Interleaved 1F1B overlaps its p2p sends with compute; that needs unbatched p2p.
             overlap_p2p_comm=par.virtual_pipeline is not None,
             batch_p2p_comm=par.virtual_pipeline is None,
@@ -131,6 +115,30 @@ def core_configs(
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
+    """TransformerConfig's choice of attention and fused kernels, with Transformer Engine or without it."""
+    te = transformer_engine
+    return {
+        # Flash attention 2 comes through Transformer Engine's attention; without TE the layer
+        # spec puts the SDPA / flash-attn core attention (attention.py) in its place.
+        "attention_backend": AttnBackend.flash if te else AttnBackend.local,
+        "transformer_impl": "transformer_engine" if te else "local",
+        # Only megatron-core's unfused DotProductAttention has a separate softmax to fuse; neither
+        # TE's attention nor ours does.
+        "masked_softmax_fusion": False,
+        # The fused RoPE kernel is TE's (megatron-core refuses the setting without it), and so is the
+        # fused weight-gradient GEMM that accumulates into the fp32 main grads (or Apex's).
+        "apply_rope_fusion": te,
+        "gradient_accumulation_fusion": te,
+        # These three are megatron-core's own kernels (torch.compile'd SwiGLU, residual add and
+        # vocabulary cross entropy, megatron.core.jit): they need no TE, and unfused each of them is
+        # several memory-bound passes over the activations or the [s, b, vocab] logits.
+        "bias_activation_fusion": True,
+        "bias_dropout_fusion": True,
+        "cross_entropy_loss_fusion": True,
+    }
 
 
 def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
