@@ -10,6 +10,7 @@ from rich.table import Table
 
 from sweep.promote.layout import RankedLayout, describe
 from sweep.promote.plan import Plan
+from train_entry.megatron.core_configs import transformer_engine_settings
 
 SUMMARY_MD = "summary.md"
 SUMMARY_WIDTH = 120
@@ -145,6 +146,7 @@ def _estimate_table(plan: Plan) -> Table:
             ),
         ),
         ("compute rate", _compute_rate(plan)),
+        *_transformer_engine_row(plan),
         (
             "not modelled",
             "data loading, checkpoint saves, failures and restarts, kernel efficiency varying with shard size",
@@ -172,3 +174,15 @@ def _compute_rate(plan: Plan) -> str:
             f"({assumptions.mfu_source}); `sweep promote ... --calibrate` on a GPU measures this target's layer instead"
         )
     return f"MEASURED, not assumed: {rate}, {assumptions.mfu_source}"
+
+
+def _transformer_engine_row(plan: Plan) -> list[tuple[str, str]]:
+    """A row naming the chosen layout's settings that the entry runs only with Transformer Engine."""
+    needed = transformer_engine_settings(plan.run)
+    if not needed:
+        return []
+    text = (
+        f"Transformer Engine on every node for {', '.join(needed)} (a node without it refuses them); "
+        "--tensor-parallel 1 --context-parallel 1 plans without them"
+    )
+    return [("needs TE", text)]

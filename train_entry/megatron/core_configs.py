@@ -141,31 +141,34 @@ def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
     }
 
 
-def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
-    """CoreConfigError when the layout needs Transformer Engine's layers and the run has none.
+def transformer_engine_settings(config: FullRunConfig) -> list[str]:
+    """The settings of `config`, as name=value, that only Transformer Engine's layers run.
 
     Without TE the layers are megatron-core's local ones with the SDPA core attention: that attention
     does not split a sequence over a context-parallel group (TE's passes keys and values around the
-    ring), and the local RMSNorm (torch.nn.RMSNorm) refuses sequence parallelism. A plan is made for
-    the cluster and may use both; the entry refuses them on a node without TE before any GPU work.
+    ring), and the local RMSNorm (torch.nn.RMSNorm) refuses sequence parallelism.
     """
-    if transformer_engine:
-        return
     par = config.parallelism
-    for name, value, refused, instead in (
-        ("parallelism.context", par.context, par.context > 1, "set it to 1 (sweep promote --context-parallel 1)"),
-        (
-            "parallelism.sequence_parallel",
-            par.sequence_parallel,
-            par.sequence_parallel,
-            "set it to false (sweep promote --tensor-parallel 1 plans without it)",
-        ),
-    ):
-        if refused:
-            raise CoreConfigError(
-                f"{name}={value} needs Transformer Engine's layers, which this node lacks: install the "
-                f"full-run extra (pip install '.[full-run]') or {instead}"
-            )
+    used = (
+        ("parallelism.context", par.context, par.context > 1),
+        ("parallelism.sequence_parallel", par.sequence_parallel, par.sequence_parallel),
+    )
+    return [f"{name}={value}" for name, value, on in used if on]
+
+
+def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
+    """CoreConfigError when the layout needs Transformer Engine's layers and the run has none.
+
+    A plan is made for the cluster and may use them; the entry refuses them on a node without TE
+    before any GPU work.
+    """
+    needed = transformer_engine_settings(config)
+    if needed and not transformer_engine:
+        raise CoreConfigError(
+            f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node has none: install "
+            "the full-run extra (pip install '.[full-run]'), or plan without them (sweep promote "
+            "--tensor-parallel 1 --context-parallel 1 turns sequence and context parallelism off)"
+        )
 
 
 def _check_layers_split(config: FullRunConfig) -> None:

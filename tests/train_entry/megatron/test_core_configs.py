@@ -72,14 +72,18 @@ def test_fp32_run_builds_fp32_configs(full_run_data):
     ("parallelism", "named"),
     [
         ({"tensor": 8, "context": 2}, "parallelism.context=2"),
-        ({"tensor": 8, "sequence_parallel": True}, "sequence_parallel=True"),
+        ({"tensor": 8, "sequence_parallel": True}, "parallelism.sequence_parallel=True"),
+        (
+            {"tensor": 8, "context": 2, "sequence_parallel": True},
+            "parallelism.context=2, parallelism.sequence_parallel=True",
+        ),
     ],
 )
 def test_without_transformer_engine_context_and_sequence_parallelism_are_refused_by_name(
     full_run_data, parallelism, named
 ):
     config = FullRunConfig.model_validate(full_run_data(**parallelism))
-    with pytest.raises(CoreConfigError, match=rf"{named} needs Transformer Engine's layers, which this node lacks"):
+    with pytest.raises(CoreConfigError, match=rf"Transformer Engine's layers are needed for {named}, and this node"):
         check_backend(config, transformer_engine=False)
     check_backend(config, transformer_engine=True)
     check_backend(FullRunConfig.model_validate(full_run_data(tensor=8)), transformer_engine=False)

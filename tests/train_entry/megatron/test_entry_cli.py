@@ -58,4 +58,4 @@ def test_a_valid_config_needs_a_gpu(full_run_data, tmp_path):
 @pytest.mark.skipif(has_transformer_engine(), reason="checks what a node without Transformer Engine refuses")
 def test_a_layout_that_needs_transformer_engine_exits_2_on_a_node_without_it(full_run_data, tmp_path, capsys):
     assert main(["--config", _write(tmp_path, _runnable(full_run_data, tmp_path, tensor=8, context=2))]) == 2
-    assert "parallelism.context=2 needs Transformer Engine's layers" in capsys.readouterr().err
+    assert "Transformer Engine's layers are needed for parallelism.context=2" in capsys.readouterr().err
