@@ -231,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         print("error: benchmarks/full_run_gpu.py measures a CUDA GPU, and this machine has none", file=sys.stderr)
         return 2
     card_tflops = matmul_tflops()
-    layers = args.layers_8b or layers_that_fit(LLAMA_3_1_8B, micro_batch_size=1, microbatches=8)
+    layers = args.layers_8b or layers_that_fit(LLAMA_3_1_8B, micro_batch_size=1, microbatches=4)
     cases = [
-        Case("llama3.1-8b layers", LLAMA_3_1_8B.model_copy(update={"num_layers": layers}), 1, 8),
+        Case("llama3.1-8b layers", LLAMA_3_1_8B.model_copy(update={"num_layers": layers}), 1, 4),
         Case("0.5B", HALF_B, 4, 8),
     ]
     results = [measure_what_fits(case, iterations=args.iterations, warmup=args.warmup) for case in cases]
