@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sweep.files import write_json, write_whole
 from sweep.address import ClusterAddress, jobs_client
+from sweep.files import write_json, write_whole
+from sweep.promote.errors import PromotionError
 from sweep.promote.secrets import secret_env
 from train_entry.fullrun.config import JobConfig
 
@@ -65,6 +66,44 @@ def append_record(plan_dir: Path, record: JobRecord) -> None:
     write_json(plan_dir / JOBS_JSON, records)
 
 
+def write_upload_dir(job_dir: Path, job_json: str) -> None:
+    """Writes job.json into job_dir, the folder Ray uploads as the job's working_dir, which then holds nothing else.
+
+    Ray uploads a working_dir whole and follows the links in it, so anything else there would
+    travel with the job: a planted `train_entry/` package would shadow the installed one under
+    `python -m`, a link to ~/.ssh would be read and sent. The folder is made here; one that an
+    earlier attempt left (its submission failed) may hold that attempt's job.json and nothing else.
+    PromotionError naming what it found otherwise, before anything is written.
+    """
+    for folder in (job_dir.parent, job_dir):
+        if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+            raise PromotionError(
+                f"{folder} is not a plain folder (a link or a file); the job's upload folder is made under the "
+                "plan's own directory: move it away and submit again"
+            )
+    job_dir.mkdir(parents=True, exist_ok=True)
+    found = sorted(entry for entry in job_dir.iterdir() if entry.name != JOB_JSON or not _plain_file(entry))
+    if found:
+        raise PromotionError(
+            f"{job_dir} is uploaded whole as the job's working_dir and may hold only {JOB_JSON}, but it holds "
+            f"{_described(found)}; move them out (they would travel with the job) and submit again"
+        )
+    write_whole(job_dir / JOB_JSON, job_json)
+
+
+def _plain_file(path: Path) -> bool:
+    return path.is_file() and not path.is_symlink()
+
+
+def _described(entries: list[Path], most: int = 5) -> str:
+    """'name' (kind) for the first `most` entries, then how many more: a name is at most 255 bytes, so this is short."""
+    kinds = [
+        f"{entry.name!r} ({'link' if entry.is_symlink() else 'folder' if entry.is_dir() else 'file'})"
+        for entry in entries[:most]
+    ]
+    return ", ".join(kinds) + (f" and {len(entries) - most} more" if len(entries) > most else "")
+
+
 @dataclass(frozen=True)
 class Submitted:
     submission_id: str
@@ -101,8 +140,7 @@ def submit_plan(
 
     job_id = submission_id(plan_id, latest + 1)
     job_dir = plan_dir / JOBS_DIR / job_id
-    job_dir.mkdir(parents=True, exist_ok=True)
-    write_whole(job_dir / JOB_JSON, job_for(job_id).model_dump_json(indent=2) + "\n")
+    write_upload_dir(job_dir, job_for(job_id).model_dump_json(indent=2) + "\n")
     try:
         client.submit_job(
             entrypoint=f"{python} -m train_entry.fullrun.job --config {JOB_JSON}",
