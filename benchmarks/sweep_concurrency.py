@@ -22,7 +22,7 @@ import torch
 import yaml
 
 from sweep.prepare import prepare
-from sweep.rundir import RUNS, RunInfo
+from sweep.rundir import RUNS, RunDir
 from sweep.spec import load_spec
 from sweep.study import load_study
 from train_entry.proxy import run_trial
@@ -54,9 +54,9 @@ def main() -> None:
         )
         sweep_s = time.perf_counter() - started
 
-        run_dir = workdir / RUNS / "bench"
-        info = RunInfo.read(run_dir)
-        study = load_study(url=info.url(run_dir), name=info.study_name)
+        run = RunDir(workdir / RUNS / "bench")
+        record = run.read_record()
+        study = load_study(url=record.url(run), name=record.study_name)
         points = [study.plan.space.point(t.params) for t in study.trials()]
         torch.set_num_threads(prepared.spec.resources.cpus)
         started = time.perf_counter()

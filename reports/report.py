@@ -9,6 +9,7 @@ the study), so a report of a running sweep is a consistent picture of that momen
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import os
 from collections.abc import Callable, Sequence
@@ -27,6 +28,8 @@ from sweep.table import TrialRow
 REPORT_DIR = "report"
 INDEX_HTML = "index.html"
 REPORT_MD = "report.md"
+MAX_FOLDER_NAME = 200
+"""Characters in a comparison folder's name: below the 255 bytes most file systems allow."""
 PLOT_DPI = 110
 """Sharp on a laptop screen while a page of five plots stays around 1 MB."""
 
@@ -81,8 +84,15 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
 
 
 def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
-    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run."""
-    return run_dirs[0].parent / ("compare-" + "-vs-".join(names)) / REPORT_DIR
+    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run.
+
+    Many runs' names would make a folder name longer than a file system allows: the folder is then
+    named by a digest of them.
+    """
+    folder = "compare-" + "-vs-".join(names)
+    if len(folder) > MAX_FOLDER_NAME:
+        folder = f"compare-{len(names)}-runs-{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
+    return run_dirs[0].parent / folder / REPORT_DIR
 
 
 def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:
@@ -155,10 +165,10 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
 def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
     selection = snapshot.selection
     summary = snapshot.summary
-    cost = summary["cost"]
+    cost = summary.cost
     budget = snapshot.plan.forgetting_budget
     optimum = selection.optimum
-    read_or_saved = cost["tokens_used"] + cost["tokens_saved_by_pruning"]
+    read_or_saved = cost.tokens_used + cost.tokens_saved_by_pruning
     wall = sum(row.wall_seconds or 0.0 for row in snapshot.rows)
     spec = snapshot.spec
     return {
@@ -173,12 +183,12 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "why": _why(snapshot),
         "boundary": selection.boundary,
         "budget": f"{budget:.4f}",
-        "counts": {status.lower(): n for status, n in summary["evidence"]["trials"].items() if n},
+        "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},
         "cost": {
-            "tokens_used": f"{cost['tokens_used']:,}",
-            "tokens_saved": f"{cost['tokens_saved_by_pruning']:,}",
-            "saved_share": f"{cost['tokens_saved_by_pruning'] / read_or_saved:.1%}" if read_or_saved else "0%",
-            "full_trial_tokens": f"{cost['full_trial_tokens']:,}",
+            "tokens_used": f"{cost.tokens_used:,}",
+            "tokens_saved": f"{cost.tokens_saved_by_pruning:,}",
+            "saved_share": f"{cost.tokens_saved_by_pruning / read_or_saved:.1%}" if read_or_saved else "0%",
+            "full_trial_tokens": f"{cost.full_trial_tokens:,}",
             "trial_seconds": f"{wall:,.0f}",
         },
         "setup": {
@@ -198,25 +208,25 @@ def _why(snapshot: RunSnapshot) -> list[str]:
     """The evidence for the optimum, in sentences a person can check against the plots."""
     selection = snapshot.selection
     optimum = selection.optimum
-    evidence = snapshot.summary["evidence"]
+    evidence = snapshot.summary.evidence
     if optimum is None:
         return []
     lines = [
         (
-            f"Highest domain_gain ({optimum.domain_gain:.4f}) of the {evidence['feasible_completed']} completed "
+            f"Highest domain_gain ({optimum.domain_gain:.4f}) of the {evidence.feasible_completed} completed "
             f"trial(s) within the forgetting budget {selection.forgetting_budget:.4f}; its forgetting is "
             f"{optimum.forgetting:.4f}."
         )
     ]
-    runner_up = evidence["runner_up"]
+    runner_up = evidence.runner_up
     if runner_up is None:
         lines.append("No runner-up: it is the only completed trial within the budget.")
     else:
         lines.append(
-            f"Runner-up: trial {runner_up['number']} (lr_fraction {runner_up['lr_fraction']:.4g}, mix "
-            f"{snapshot.mix_label(_row(snapshot, runner_up['number']))}) with domain_gain "
-            f"{runner_up['domain_gain']:.4f}, {optimum.domain_gain - runner_up['domain_gain']:.4f} less, "
-            f"forgetting {runner_up['forgetting']:.4f}."
+            f"Runner-up: trial {runner_up.number} (lr_fraction {runner_up.lr_fraction:.4g}, mix "
+            f"{snapshot.mix_label(runner_up)}) with domain_gain "
+            f"{runner_up.domain_gain:.4f}, {optimum.domain_gain - runner_up.domain_gain:.4f} less, "
+            f"forgetting {runner_up.forgetting:.4f}."
         )
     over = [row for row in selection.pareto if row.forgetting > selection.forgetting_budget]
     if over:
@@ -260,10 +270,6 @@ def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
         }
         for row in snapshot.rows
     ]
-
-
-def _row(snapshot: RunSnapshot, number: int) -> TrialRow:
-    return next(row for row in snapshot.rows if row.number == number)
 
 
 def _number(value: float | None) -> str:

@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from reports.tables import flat_items
-from sweep.best import best_summary
+from sweep.best import BestSummary, best_summary
 from sweep.record import history_of
-from sweep.rundir import SPEC_COPY, open_run
+from sweep.rundir import NotARunDirectory, RunDir, open_run
 from sweep.select import Selection, select
 from sweep.space import SearchSpace
 from sweep.study import SweepPlan
 from sweep.table import TrialRow, rows_of
+from sweep.yaml_file import YamlFileError, read_yaml
 from train_entry.trial_config import Metrics
 
 
@@ -41,7 +40,7 @@ class RunSnapshot:
     without_history: list[int]
     """Trials recorded before evaluations were kept (a run made by an older cpt-sweep)."""
     selection: Selection
-    summary: dict[str, Any]
+    summary: BestSummary
     """best.json's content, computed now: the same function `sweep run` writes it with."""
 
     @property
@@ -63,25 +62,35 @@ class RunSnapshot:
 
 def load_run(run_dir: Path) -> RunSnapshot:
     """Reads a run directory; NotARunDirectory when it holds no sweep."""
-    info, sweep = open_run(run_dir)
+    run = RunDir(run_dir)
+    record, sweep = open_run(run)
     plan = sweep.plan
     frozen_trials = sweep.trials()
     rows = rows_of(frozen_trials, plan)
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
-    spec_path = run_dir / SPEC_COPY
     return RunSnapshot(
-        name=info.study_name,
+        name=record.study_name,
         run_dir=run_dir,
         taken_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
         plan=plan,
-        spec=yaml.safe_load(spec_path.read_text()) if spec_path.is_file() else {},
+        spec=_spec_as_written(run),
         rows=rows,
         histories={number: history for number, history in histories.items() if history is not None},
         without_history=[number for number, history in histories.items() if history is None],
         selection=selection,
         summary=best_summary(selection, rows, plan),
     )
+
+
+def _spec_as_written(run: RunDir) -> dict[str, Any]:
+    if not run.spec_copy.is_file():
+        return {}
+    try:
+        spec = read_yaml(run.spec_copy, kind="spec copy")
+    except YamlFileError as exc:
+        raise NotARunDirectory(str(exc)) from None
+    return spec if isinstance(spec, dict) else {}
 
 
 def ratio_label(domain_share: float) -> str:

@@ -16,19 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import ValidationError
 
 from sweep.files import write_json
-from sweep.rundir import SPEC_COPY, RunInfo
+from sweep.rundir import RunDir
 from sweep.spec import SpecError, TrackingConfig
 from sweep.tracking import STEP_METRIC, TRIAL_JOB, WandbTarget, resolve_wandb
+from sweep.yaml_file import YamlFileError, read_yaml
 
 if TYPE_CHECKING:
     import wandb_workspaces.workspaces as ws
-
-DASHBOARD_JSON = "wandb_dashboard.json"
-"""Written into the (first) run directory: the definition, and once published, the view's URL."""
 
 
 @dataclass(frozen=True)
@@ -182,11 +179,11 @@ def to_workspace(dashboard: Dashboard, *, entity: str) -> ws.Workspace:
 
 def wandb_target(run_dir: Path) -> WandbTarget:
     """The W&B project and mode of a finished sweep, from the spec copy in its run directory."""
-    path = run_dir / SPEC_COPY
+    path = RunDir(run_dir).spec_copy
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path, kind="spec copy") or {}
         tracking = TrackingConfig.model_validate(raw.get("tracking") or {})
-    except (OSError, yaml.YAMLError, ValidationError, AttributeError) as exc:
+    except (YamlFileError, ValidationError, AttributeError) as exc:
         raise SpecError(f"{path}: cannot read its tracking section: {exc}") from None
     target, _ = resolve_wandb(tracking.wandb)
     if target is None:
@@ -208,7 +205,8 @@ class View:
 
     @property
     def record_path(self) -> Path:
-        return self.run_dirs[0] / DASHBOARD_JSON
+        run = RunDir(self.run_dirs[0])
+        return run.inside(run.wandb_dashboard)
 
 
 def plan_view(run_dirs: list[Path]) -> View:
@@ -219,7 +217,7 @@ def plan_view(run_dirs: list[Path]) -> View:
         shown = ", ".join(f"{run_dir}: {t.entity or '(default)'}/{t.project}" for run_dir, t in targets.items())
         raise SpecError(f"one W&B view shows one project; these sweeps log to different ones ({shown})")
     target = targets[run_dirs[0]]
-    sweeps = [RunInfo.read(run_dir).study_name for run_dir in run_dirs]
+    sweeps = [RunDir(run_dir).read_record().study_name for run_dir in run_dirs]
     return View(
         dashboard=build_dashboard(sweeps, project=target.project, entity=target.entity),
         run_dirs=tuple(run_dirs),
@@ -250,9 +248,10 @@ def publish(view: View) -> list[str]:
 def _recorded_url(path: Path) -> str | None:
     """The URL of the view saved before from this run directory, so that saving again updates it."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("url")
+        url = json.loads(path.read_text(encoding="utf-8")).get("url")
     except (OSError, ValueError, AttributeError):
         return None  # none saved yet (or an unreadable record: a new view is saved)
+    return url if isinstance(url, str) else None
 
 
 def _save_online(dashboard: Dashboard, *, url: str | None) -> str:

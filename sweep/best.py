@@ -1,27 +1,28 @@
-"""best.json: the optimum, the evidence for it, the Pareto front and what the sweep cost."""
+"""best.json: the optimum, the evidence for it, the Pareto front and what the sweep cost.
+
+Written by `sweep run` as a BestSummary and read back through the same type by promotion and
+reports, so a key is never looked up by a string that could drift.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-from pathlib import Path
-from typing import Any
+from pydantic import Field
 
-from sweep.files import write_json
+from sweep.files import CorruptFile, read_model, write_model
 from sweep.record import Status
+from sweep.rundir import RunDir
 from sweep.select import Selection
 from sweep.study import SweepPlan
-from sweep.table import TrialRow, row_dict
+from sweep.table import TrialRow
+from train_entry.config import StrictConfig
 
-BEST_JSON = "best.json"
 
-
-@dataclasses.dataclass(frozen=True)
-class Cost:
-    tokens_used: int
+class Cost(StrictConfig):
+    tokens_used: int = Field(ge=0)
     """Tokens read by every trial of the sweep, pruned ones included."""
-    tokens_saved_by_pruning: int
+    tokens_saved_by_pruning: int = Field(ge=0)
     """Tokens the pruned trials would still have read had each run the whole budget."""
-    full_trial_tokens: int
+    full_trial_tokens: int = Field(ge=0)
 
     @classmethod
     def of(cls, rows: list[TrialRow], plan: SweepPlan) -> Cost:
@@ -34,8 +35,28 @@ class Cost:
         )
 
 
-def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> dict[str, Any]:
-    counts = {status.value: sum(row.status is status for row in rows) for status in Status}
+class Evidence(StrictConfig):
+    forgetting_budget: float
+    trials: dict[Status, int]
+    """Trials by status."""
+    feasible_completed: int = Field(ge=0)
+    runner_up: TrialRow | None
+    """The second-best feasible trial: its distance to the optimum is how clear the choice is."""
+
+
+class BestSummary(StrictConfig):
+    verdict: str
+    """One plain sentence on the outcome."""
+    optimum: TrialRow | None
+    least_forgetting: TrialRow | None
+    """When nothing is feasible: the Pareto trial closest to the budget."""
+    boundary_warnings: list[str]
+    evidence: Evidence
+    pareto_front: list[TrialRow]
+    cost: Cost
+
+
+def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
     feasible = sorted(
         (
             row
@@ -46,26 +67,36 @@ def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) ->
         ),
         key=lambda row: -row.domain_gain,
     )
-    return {
-        "verdict": selection.verdict,
-        "optimum": _row(selection.optimum),
-        "least_forgetting": _row(selection.least_forgetting),
-        "boundary_warnings": selection.boundary,
-        "evidence": {
-            "forgetting_budget": plan.forgetting_budget,
-            "trials": counts,
-            "feasible_completed": len(feasible),
-            # The runner-up's distance is how clear the choice is.
-            "runner_up": _row(feasible[1]) if len(feasible) > 1 else None,
-        },
-        "pareto_front": [_row(row) for row in selection.pareto],
-        "cost": dataclasses.asdict(Cost.of(rows, plan)),
-    }
+    return BestSummary(
+        verdict=selection.verdict,
+        optimum=selection.optimum,
+        least_forgetting=selection.least_forgetting,
+        boundary_warnings=selection.boundary,
+        evidence=Evidence(
+            forgetting_budget=plan.forgetting_budget,
+            trials={status: sum(row.status is status for row in rows) for status in Status},
+            feasible_completed=len(feasible),
+            runner_up=feasible[1] if len(feasible) > 1 else None,
+        ),
+        pareto_front=selection.pareto,
+        cost=Cost.of(rows, plan),
+    )
 
 
-def write_best(summary: dict[str, Any], run_dir: Path) -> None:
-    write_json(run_dir / BEST_JSON, summary)
+def write_best(summary: BestSummary, run: RunDir) -> None:
+    write_model(run.inside(run.best_json), summary)
 
 
-def _row(row: TrialRow | None) -> dict[str, Any] | None:
-    return None if row is None else row_dict(row)
+class NoBestSummary(ValueError):
+    """A run without a readable best.json (unfinished, or not written by cpt-sweep)."""
+
+
+def read_best(run: RunDir) -> BestSummary:
+    if not run.best_json.is_file():
+        raise NoBestSummary(
+            f"{run.path} is not a finished sweep: no {run.best_json.name} (run `sweep run SPEC` to the end first)"
+        )
+    try:
+        return read_model(run.best_json, BestSummary, what="sweep summary")
+    except CorruptFile as exc:
+        raise NoBestSummary(str(exc)) from None

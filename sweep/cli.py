@@ -52,7 +52,7 @@ def _cmd_trial(args: argparse.Namespace) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from sweep.driver import run_sweep
 
-    return run_sweep(args.spec, name=args.name, address=args.address, fresh=args.fresh)
+    return run_sweep(args.spec, name=args.name, address=args.address, allow_remote=args.allow_remote, fresh=args.fresh)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -93,7 +93,7 @@ def _cmd_jobs(args: argparse.Namespace) -> int:
         return print_logs(args.words[1], address=args.address, allow_remote=args.allow_remote)
     if len(args.words) > 1:
         args.jobs_parser.error(f"expected `sweep jobs [RUN]` or `sweep jobs logs ID`, got {' '.join(args.words)!r}")
-    return print_jobs(Path(args.words[0]) if args.words else None)
+    return print_jobs(Path(args.words[0]) if args.words else None, allow_remote=args.allow_remote)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,9 +121,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
     run.add_argument("spec", type=Path, help="sweep spec YAML")
-    run.add_argument("--name", default=None, help="run directory name under runs/ (default: the spec's stem)")
-    run.add_argument("--address", default=None, help="join an existing Ray cluster (default: start Ray locally)")
-    run.add_argument("--fresh", action="store_true", help="discard runs/<name>/ and start over")
+    run.add_argument(
+        "--name",
+        default=None,
+        help="run directory name under runs/: letters, digits, '.', '_', '-' (default: the spec file's stem)",
+    )
+    run.add_argument(
+        "--address",
+        default=None,
+        help="join an existing Ray cluster: auto, HOST:PORT or ray://HOST:PORT; this machine only unless "
+        "--allow-remote (default: start Ray locally)",
+    )
+    run.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="accept a cluster on another machine: the W&B key and Ray's token travel to it",
+    )
+    run.add_argument(
+        "--fresh", action="store_true", help="start over: the old runs/<name>/ is moved to runs/.trash/<name>-<time>/"
+    )
     run.set_defaults(func=_cmd_run)
 
     status = verbs.add_parser("status", help="print the trials table of a running or finished sweep")
@@ -166,13 +182,19 @@ def build_parser() -> argparse.ArgumentParser:
     jobs = verbs.add_parser(
         "jobs",
         help="list submitted full-run jobs with their status, or follow one's log",
-        usage="sweep jobs [RUN] | sweep jobs logs ID [--address ADDR [--allow-remote]]",
+        usage="sweep jobs [RUN] [--allow-remote] | sweep jobs logs ID [--address ADDR] [--allow-remote]",
         description="`sweep jobs [RUN]` lists the jobs `sweep promote --submit` recorded under runs/ (or RUN) with "
-        "their live status; `sweep jobs logs ID` follows a job's log until it ends (secrets masked).",
+        "their live status; `sweep jobs logs ID` follows a job's log until it ends (secrets masked). Only loopback "
+        "clusters are contacted unless --allow-remote is given, whether their address is typed or recorded in a "
+        "jobs.json: Ray's client sends the cluster token with every request.",
     )
     jobs.add_argument("words", nargs="*", metavar="RUN | logs ID", help="a run directory, or `logs` and a job id")
     jobs.add_argument("--address", help="the job's cluster (default: the address its jobs.json recorded)")
-    jobs.add_argument("--allow-remote", action="store_true", help="accept a non-loopback --address")
+    jobs.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="contact a non-loopback cluster: the --address given, or one a jobs.json recorded",
+    )
     jobs.set_defaults(func=_cmd_jobs, jobs_parser=jobs)
     return parser
 

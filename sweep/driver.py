@@ -17,9 +17,9 @@ import fcntl
 import logging
 import math
 import os
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import optuna
@@ -29,14 +29,16 @@ from rich.console import Console
 
 from reports.console import make_console
 from reports.report import write_run_report
+from sweep.address import check_ray_address
 from sweep.best import best_summary, write_best
 from sweep.live import LiveView, TableWriter
 from sweep.prepare import Prepared, prepare
-from sweep.rundir import DRIVER_LOG, LOCK, RUNS, TUNE_DIR, RunInfo, write_spec_copy
+from sweep.rundir import RunDir, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import select
 from sweep.spec import SweepSpec, load_spec
-from sweep.study import StudyMismatch, SweepStudy, open_study, shown_url
+from sweep.storage import shown_url, sqlite_file
+from sweep.study import StudyMismatch, SweepStudy, open_study
 from sweep.table import trial_rows, write_tables
 from sweep.tracking import WandbTarget, log_sweep, resolve_wandb, worker_env
 from sweep.trainable import proxy_trainable
@@ -50,22 +52,25 @@ class RunLocked(RuntimeError):
     """Another `sweep run` holds this run directory."""
 
 
-def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: bool) -> int:
-    """Runs (or resumes) the sweep; exit code 0 when every planned trial has finished."""
+def run_sweep(spec_path: Path, *, name: str | None, address: str | None, allow_remote: bool, fresh: bool) -> int:
+    """Runs (or resumes) the sweep; exit code 0 when every planned trial has finished.
+
+    Everything that can be refused (the spec, the run name, the cluster address, the storage URL and
+    its environment) is checked before the run directory is created or touched.
+    """
     spec = load_spec(spec_path)
-    name = name or spec_path.stem
-    run_dir = RUNS / name
+    run = RunDir.named(name) if name is not None else RunDir.named(spec_path.stem, origin="the spec file's name")
+    if address is not None:
+        address = check_ray_address(address, allow_remote=allow_remote)
     console = make_console()
     wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
     if notice:
         console.print(notice, style="yellow")
-    info = RunInfo(study_name=name, storage=spec.search.storage)
-    url = info.url(run_dir)  # an unset ${NAME} in the storage URL stops here, before anything is written
+    record = RunRecord(study_name=run.path.name, storage=spec.search.storage)
+    url = record.url(run)  # an unset ${NAME} in the storage URL stops here, before anything is written
     try:
-        with _locked(run_dir):
-            return _run(
-                spec, info, url=url, run_dir=run_dir, address=address, fresh=fresh, wandb=wandb, console=console
-            )
+        with _locked(run):
+            return _run(spec, record, url=url, run=run, address=address, fresh=fresh, wandb=wandb, console=console)
     except (RunLocked, StudyMismatch) as exc:
         console.print(f"error: {exc}", style="red")
         return 2
@@ -73,44 +78,33 @@ def run_sweep(spec_path: Path, *, name: str | None, address: str | None, fresh: 
 
 def _run(
     spec: SweepSpec,
-    info: RunInfo,
+    record: RunRecord,
     *,
     url: str,
-    run_dir: Path,
+    run: RunDir,
     address: str | None,
     fresh: bool,
     wandb: WandbTarget | None,
     console: Console,
 ) -> int:
-    name = info.study_name
+    name = record.study_name
     if fresh:
-        _discard(run_dir, url=url, name=name)
-    log = _log_handler(run_dir / DRIVER_LOG)
+        _discard(run, url=url, name=name, console=console)
+    log = _log_handler(run.inside(run.driver_log))
     _route_logs(log)
     sweep = open_study(spec, url=url, name=name)  # refuses a study made for another spec
-    write_spec_copy(spec, run_dir)
-    info.write(run_dir)
+    run.write_spec_copy(spec)
+    run.write_record(record)
     searcher = StudySearcher(sweep)
-    write_tables(trial_rows(sweep), run_dir)  # the table agrees with the study from the start
+    write_tables(trial_rows(sweep), run)  # the table agrees with the study from the start
     console.print(
         f"sweep {name}: {sweep.plan.planned_trials} trials planned, {searcher.to_run} to run "
-        f"(study in {shown_url(url)}, run directory {run_dir})"
+        f"(study in {shown_url(url)}, run directory {run.path})"
     )
     if searcher.to_run > 0:
         prepared = prepare(spec)
-        _tune(
-            spec,
-            searcher,
-            sweep,
-            prepared=prepared,
-            wandb=wandb,
-            run_dir=run_dir,
-            url=url,
-            name=name,
-            address=address,
-            log=log,
-        )
-    return _finish(sweep, run_dir, console, name=name, wandb=wandb)
+        _tune(spec, searcher, sweep, prepared=prepared, wandb=wandb, run=run, url=url, address=address, log=log)
+    return _finish(sweep, run, console, name=name, wandb=wandb)
 
 
 def _tune(
@@ -120,9 +114,8 @@ def _tune(
     *,
     prepared: Prepared,
     wandb: WandbTarget | None,
-    run_dir: Path,
+    run: RunDir,
     url: str,
-    name: str,
     address: str | None,
     log: logging.Handler,
 ) -> None:
@@ -133,6 +126,9 @@ def _tune(
     runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
     if address is None:
         ray.init(
+            # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
+            # address file names, unchecked.
+            address="local",
             num_cpus=max(concurrency * resources.cpus, 1),
             num_gpus=math.ceil(resources.gpus * concurrency) if resources.gpus else None,
             object_store_memory=OBJECT_STORE_BYTES,
@@ -152,8 +148,8 @@ def _tune(
             prepared=prepared,
             wandb=wandb,
             url=url,
-            study_name=name,
-            run_dir=str(run_dir.resolve()),
+            study_name=sweep.study.study_name,
+            run=RunDir(run.path.resolve()),
         ),
         {"cpu": resources.cpus, "gpu": resources.gpus},
     )
@@ -166,12 +162,12 @@ def _tune(
             reuse_actors=True,  # a trial process keeps torch, the tokenizer and the study connection warm
         ),
         run_config=tune.RunConfig(
-            name=TUNE_DIR,
-            storage_path=str(run_dir.resolve()),
+            name=run.tune.name,
+            storage_path=str(run.path.resolve()),
             verbose=0,
             log_to_file=True,
             failure_config=tune.FailureConfig(max_failures=spec.search.max_retries),
-            callbacks=[TableWriter(sweep, run_dir), LiveView(sweep, concurrency=concurrency)],
+            callbacks=[TableWriter(sweep, run), LiveView(sweep, concurrency=concurrency)],
         ),
     )
     try:
@@ -180,21 +176,20 @@ def _tune(
         ray.shutdown()
 
 
-def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str, wandb: WandbTarget | None) -> int:
+def _finish(sweep: SweepStudy, run: RunDir, console: Console, *, name: str, wandb: WandbTarget | None) -> int:
     rows = trial_rows(sweep)
-    write_tables(rows, run_dir)
+    write_tables(rows, run)
     plan = sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     summary = best_summary(selection, rows, plan)
-    write_best(summary, run_dir)
-    log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run_dir, rows=rows, summary=summary, plan=plan)
+    write_best(summary, run)
+    log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
     print_outcome(console, selection, rows, title=f"sweep {name}")
-    cost = summary["cost"]
+    cost = summary.cost
     console.print(
-        f"tokens used {cost['tokens_used']:,}; saved by pruning {cost['tokens_saved_by_pruning']:,} "
-        f"(outputs in {run_dir})"
+        f"tokens used {cost.tokens_used:,}; saved by pruning {cost.tokens_saved_by_pruning:,} (outputs in {run.path})"
     )
-    console.print(f"report: {write_run_report(run_dir)}")
+    console.print(f"report: {write_run_report(run.path)}")
     finished = sum(row.finished for row in rows)
     if finished < plan.planned_trials:
         console.print(
@@ -205,28 +200,32 @@ def _finish(sweep: SweepStudy, run_dir: Path, console: Console, *, name: str, wa
 
 
 @contextmanager
-def _locked(run_dir: Path) -> Iterator[None]:
-    run_dir.mkdir(parents=True, exist_ok=True)
+def _locked(run: RunDir) -> Iterator[None]:
+    run.path.mkdir(parents=True, exist_ok=True)
     # flock dies with its process, so a driver killed with -9 never leaves a stale lock behind.
-    with open(run_dir / LOCK, "w") as handle:
+    with open(run.inside(run.lock), "w") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise RunLocked(f"another `sweep run` is using {run_dir}; wait for it or use --name") from None
+            raise RunLocked(f"another `sweep run` is using {run.path}; wait for it or use --name") from None
         yield
 
 
-def _discard(run_dir: Path, *, url: str, name: str) -> None:
-    """--fresh: the study and everything in the run directory but its lock."""
-    for path in run_dir.iterdir():
-        if path.name == LOCK:
-            continue
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    if not url.startswith("sqlite"):  # a server's study outlives the run directory
-        try:
-            optuna.delete_study(study_name=name, storage=url)
-        except KeyError:
-            pass  # nothing stored yet
+def _discard(run: RunDir, *, url: str, name: str, console: Console) -> None:
+    """--fresh: moves everything in the run directory but its lock to runs/.trash/, and a study on a
+    database server to a copy named after it; nothing is deleted that cannot be recovered."""
+    trash = run.move_to_trash(keep=run.lock)
+    if trash is not None:
+        console.print(f"--fresh: the previous run is kept in {trash}")
+    if sqlite_file(url) is not None:
+        return  # the study was a file in the run directory: it moved with it
+    kept = f"{name}-previous-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    try:
+        optuna.copy_study(from_study_name=name, from_storage=url, to_storage=url, to_study_name=kept)
+    except KeyError:
+        return  # nothing stored yet
+    optuna.delete_study(study_name=name, storage=url)
+    console.print(f"--fresh: the previous study is kept as {kept!r} in {shown_url(url)}")
 
 
 def _log_handler(path: Path) -> logging.Handler:

@@ -7,13 +7,13 @@ its outcome and after the searcher has recorded a failure), so neither keeps a s
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from ray.tune import Callback
 from rich.console import Console
 from rich.live import Live
 
 from reports.console import make_console
+from sweep.rundir import RunDir
 from sweep.select import select
 from sweep.study import SweepStudy
 from sweep.table import TrialRow, trial_rows, write_tables
@@ -26,12 +26,12 @@ REFRESH_S = 1.0
 class TableWriter(Callback):
     """Rewrites trials.parquet / trials.csv whenever a trial starts or ends."""
 
-    def __init__(self, sweep: SweepStudy, run_dir: Path) -> None:
+    def __init__(self, sweep: SweepStudy, run: RunDir) -> None:
         self._sweep = sweep
-        self._run_dir = run_dir
+        self._run = run
 
     def _write(self) -> None:
-        write_tables(trial_rows(self._sweep), self._run_dir)
+        write_tables(trial_rows(self._sweep), self._run)
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self._write()

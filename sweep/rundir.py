@@ -1,76 +1,234 @@
-"""The layout of a run directory, runs/<name>/, and the record that lets any reader find its study."""
+"""A run directory, runs/<name>/: the one place that names its files, and proves a path lies inside it.
+
+Everything a sweep knows lives there (the spec it ran, the study's record, Ray's state, the trials
+table, best.json, the report, promotion plans). A run directory is shared, copied and received
+from colleagues, so a name is one plain path component, a path is checked to stay inside the run
+before anything is written or removed through it, and `--fresh` moves an old run aside instead of
+deleting it.
+"""
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
+from pydantic import Field, field_validator
 
-from sweep.files import write_json, write_whole
+from sweep.files import CorruptFile, read_model, write_model, write_whole
 from sweep.spec import SweepSpec
-from sweep.study import STUDY_DB, SweepStudy, load_study, shown_url, storage_url
+from sweep.storage import StorageError, check_url, resolve, shown_url, sqlite_file
+from sweep.study import StudyNotFound, SweepStudy, load_study
+from train_entry.config import StrictConfig, shown
+from train_entry.trial_config import RESULT_JSON, TRIAL_CONFIG_JSON
 
+PROMOTION_DIR = "promotion"
+"""Promotion plans, one folder per plan id: named here and by `sweep jobs`, which looks in every run."""
 RUNS = Path("runs")
-SPEC_COPY = "spec.yaml"
-RUN_JSON = "run.json"
-TUNE_DIR = "tune"
-"""Ray Tune's experiment state and per-trial logs."""
-DRIVER_LOG = "driver.log"
-LOCK = "driver.lock"
+"""Where `sweep run` puts run directories, relative to the working directory."""
+TRASH = ".trash"
+"""Under RUNS: where `sweep run --fresh` moves the run it replaces (runs/.trash/<name>-<UTC time>)."""
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+"""One path component: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100."""
 
 
-def write_spec_copy(spec: SweepSpec, run_dir: Path) -> None:
-    """Writes the spec the run ran, every default filled in and every path absolute.
-
-    A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
-    once read from inside the run directory; this one loads with `load_spec` from anywhere.
-    """
-    write_whole(run_dir / SPEC_COPY, yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
+class RunDirError(ValueError):
+    """A run name or run directory that cannot be used; the message says the rule."""
 
 
-class NotARunDirectory(FileNotFoundError):
+class NotARunDirectory(RunDirError):
     """A path given as a run directory that holds no sweep (no run.json, or no study behind it)."""
 
 
+def check_run_name(name: str, *, origin: str = "--name") -> str:
+    if not RUN_NAME.fullmatch(name):
+        raise RunDirError(
+            f"run name {shown(name)} ({origin}) is not one plain path component: use letters, digits, '.', '_' "
+            "and '-', starting with a letter or digit, at most 100 characters (e.g. lr_mix-2026-11)"
+        )
+    return name
+
+
+class RunRecord(StrictConfig):
+    """run.json: what any reader needs to find the run's study."""
+
+    study_name: str = Field(pattern=rf"^{RUN_NAME.pattern}$")
+    """The run's name: it names folders (a comparison report's) and W&B runs, so it obeys the run-name rule."""
+    storage: str | None = None
+    """The spec's storage URL (passwords as `${NAME}`); None for the default SQLite file inside the run
+    directory, so the directory can be moved or copied whole."""
+
+    @field_validator("storage")
+    @classmethod
+    def _storage(cls, storage: str | None) -> str | None:
+        return None if storage is None else check_url(storage)
+
+    def url(self, run: RunDir) -> str:
+        """The study's storage URL with its passwords filled in from the environment."""
+        if self.storage is None:
+            return f"sqlite:///{run.study_db.resolve()}"
+        return resolve(self.storage)
+
+
 @dataclass(frozen=True)
-class RunInfo:
-    study_name: str
-    storage: str | None
-    """The spec's storage URL; None for the default SQLite file inside the run directory, so the
-    directory can be moved or copied whole."""
+class RunDir:
+    """The files of one run; every path it hands out for writing lies inside it (`inside`)."""
 
-    def url(self, run_dir: Path) -> str:
-        return storage_url(self.storage, run_dir)
-
-    def write(self, run_dir: Path) -> None:
-        write_json(run_dir / RUN_JSON, {"study_name": self.study_name, "storage": self.storage})
+    path: Path
 
     @classmethod
-    def read(cls, run_dir: Path) -> RunInfo:
-        path = run_dir / RUN_JSON
-        if not path.is_file():
+    def named(cls, name: str, *, origin: str = "--name") -> RunDir:
+        """runs/<name> for `sweep run`: the name checked, and a symlink in its place refused."""
+        path = RUNS / check_run_name(name, origin=origin)
+        if path.is_symlink():
+            raise RunDirError(f"{path} is a symbolic link; a run directory must be a real folder under {RUNS}/")
+        return cls(path)
+
+    # -------------------------------------------------------------------------------- the files
+
+    @property
+    def spec_copy(self) -> Path:
+        """The spec the run ran, defaults filled in and paths absolute."""
+        return self.path / "spec.yaml"
+
+    @property
+    def run_json(self) -> Path:
+        return self.path / "run.json"
+
+    @property
+    def study_db(self) -> Path:
+        """The default SQLite file of the Optuna study."""
+        return self.path / "optuna.db"
+
+    @property
+    def driver_log(self) -> Path:
+        return self.path / "driver.log"
+
+    @property
+    def lock(self) -> Path:
+        """Held (flock) by the one `sweep run` driving this run."""
+        return self.path / "driver.lock"
+
+    @property
+    def tune(self) -> Path:
+        """Ray Tune's experiment state and per-trial logs."""
+        return self.path / "tune"
+
+    @property
+    def trials(self) -> Path:
+        return self.path / "trials"
+
+    def trial(self, number: int) -> Path:
+        """A trial's own directory: its resolved config, result, index caches and W&B files."""
+        return self.trials / f"{number:04d}"
+
+    def trial_config(self, number: int) -> Path:
+        return self.trial(number) / TRIAL_CONFIG_JSON
+
+    def trial_result(self, number: int) -> Path:
+        return self.trial(number) / RESULT_JSON
+
+    @property
+    def trials_parquet(self) -> Path:
+        return self.path / "trials.parquet"
+
+    @property
+    def trials_csv(self) -> Path:
+        return self.path / "trials.csv"
+
+    @property
+    def best_json(self) -> Path:
+        """The optimum, its evidence, the Pareto front and the sweep's cost."""
+        return self.path / "best.json"
+
+    @property
+    def report(self) -> Path:
+        return self.path / "report"
+
+    @property
+    def wandb_dashboard(self) -> Path:
+        """The W&B view's definition (and its URL once published)."""
+        return self.path / "wandb_dashboard.json"
+
+    @property
+    def promotion(self) -> Path:
+        return self.path / PROMOTION_DIR
+
+    def plan(self, plan_id: str) -> Path:
+        """A promotion plan's directory: plan.json, its run config, summary and Megatron-LM arguments."""
+        return self.promotion / plan_id
+
+    # ----------------------------------------------------------------------------- reading, writing
+
+    def inside(self, path: Path) -> Path:
+        """`path`, once proven to lie inside this run directory with every symlink followed;
+        RunDirError before anything is touched otherwise."""
+        root = self.path.resolve()
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise RunDirError(f"{path}: cannot resolve it inside the run directory {self.path}: {exc}") from None
+        if resolved != root and root not in resolved.parents:
+            raise RunDirError(
+                f"{path} leads outside the run directory {self.path} (to {resolved}); refusing to touch it"
+            )
+        return path
+
+    def read_record(self) -> RunRecord:
+        if not self.run_json.exists():
             raise NotARunDirectory(
-                f"{run_dir} is not a sweep run directory (no {RUN_JSON}); give a directory made by "
+                f"{self.path} is not a sweep run directory (no {self.run_json.name}); give a directory made by "
                 f"`sweep run`, e.g. {RUNS / 'lr_mix'}"
             )
-        record = json.loads(path.read_text())
-        return cls(study_name=record["study_name"], storage=record["storage"])
+        try:
+            return read_model(self.run_json, RunRecord, what="run record", max_bytes=64 << 10)
+        except CorruptFile as exc:
+            raise NotARunDirectory(str(exc)) from None
+
+    def write_record(self, record: RunRecord) -> None:
+        write_model(self.inside(self.run_json), record)
+
+    def write_spec_copy(self, spec: SweepSpec) -> None:
+        """Writes the spec the run ran, every default filled in and every path absolute.
+
+        A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
+        once read from inside the run directory; this one loads with `load_spec` from anywhere.
+        """
+        text = yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+        write_whole(self.inside(self.spec_copy), text)
+
+    def move_to_trash(self, *, keep: Path) -> Path | None:
+        """--fresh: moves everything in the run directory but `keep` (its lock) to
+        runs/.trash/<name>-<UTC time>/, which it returns; None when there was nothing to move."""
+        entries = [entry for entry in self.path.iterdir() if entry != keep]
+        if not entries:
+            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        trash = self.path.parent / TRASH / f"{self.path.name}-{stamp}"
+        trash.mkdir(parents=True)
+        for entry in entries:
+            entry.rename(trash / entry.name)  # the same file system: nothing is copied or deleted
+        return trash
 
 
-def open_run(run_dir: Path) -> tuple[RunInfo, SweepStudy]:
+def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
     """A run's record and its study, for readers such as `sweep status` and `sweep report`.
 
     Never creates anything: opening a missing SQLite file would make an empty one.
     """
-    info = RunInfo.read(run_dir)
-    if info.storage is None and not (run_dir / STUDY_DB).is_file():
-        raise NotARunDirectory(f"{run_dir} has {RUN_JSON} but no study: {run_dir / STUDY_DB} is missing")
-    url = info.url(run_dir)
+    record = run.read_record()
     try:
-        return info, load_study(url=url, name=info.study_name)
-    except KeyError:  # no such study, or one without the plan `sweep run` stores
+        url = record.url(run)
+    except StorageError as exc:
+        raise NotARunDirectory(f"{run.run_json}: {exc}") from None
+    database = sqlite_file(url)
+    if database is not None and not database.is_file():
+        raise NotARunDirectory(f"{run.run_json}: no study: {database} is missing")
+    try:
+        return record, load_study(url=url, name=record.study_name)
+    except StudyNotFound as exc:
         raise NotARunDirectory(
-            f"{run_dir / RUN_JSON} names study {info.study_name!r}, but {shown_url(url)} holds no sweep of that name"
+            f"{run.run_json} names study {record.study_name!r} in {shown_url(url)}, but {exc}"
         ) from None

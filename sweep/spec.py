@@ -8,11 +8,10 @@ spec means the same thing from any working directory.
 from __future__ import annotations
 
 import math
-import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -23,16 +22,20 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
+from sweep.storage import check_url, quoted
+from sweep.yaml_file import YamlFileError, read_yaml
 from train_entry.builtin_base import BuiltinBaseConfig
-from train_entry.config import StrictConfig
+from train_entry.config import Seed, StrictConfig
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusFile
 from train_entry.mix import Mix
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
+MAX_TRIALS = 10_000
+"""Upper bound of a sweep's trials (and a grid's points): far above any proxy sweep, far below a typo."""
+MAX_LISTED = 1_000
+"""Upper bound of listed lr_fraction values and mix ratios."""
 
 Config = TypeVar("Config", bound=BaseModel)
 
@@ -41,27 +44,8 @@ class SpecError(ValueError):
     """A spec that cannot be run; the message names the file, key path, value and what is valid."""
 
 
-ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-"""`${NAME}` in a storage URL: read from the environment when the study is opened, and written to
-disk only in this form, so a database password never lands in the run directory."""
-STORAGE_EXAMPLE = "postgresql://optuna:${OPTUNA_DB_PASSWORD}@db.internal/optuna"
-
-
 def _storage_url(url: str | None) -> str | None:
-    if url is None:
-        return None
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise ValueError(
-            f"not a SQLAlchemy database URL; e.g. sqlite:////abs/path/optuna.db or {STORAGE_EXAMPLE}"
-        ) from None
-    if parsed.password is not None and not ENV_REFERENCE.fullmatch(str(parsed.password)):
-        raise ValueError(
-            "the URL holds a literal password, which would be written into the run directory (spec copy, "
-            f"run.json); write it as an environment reference and export it, e.g. {STORAGE_EXAMPLE}"
-        )
-    return url
+    return None if url is None else check_url(url)
 
 
 def _resolve(path: Path, info: ValidationInfo) -> Path:
@@ -73,11 +57,18 @@ def _resolve(path: Path, info: ValidationInfo) -> Path:
 
 
 def _corpus_file(path: Path, info: ValidationInfo) -> Path:
-    path = _resolve(path, info)
-    if not path.is_file():
-        raise ValueError(f"corpus file not found: {path}")
-    if path.stat().st_size == 0:
-        raise ValueError(f"corpus file is empty: {path}")
+    try:
+        path = _resolve(path, info)
+        if not path.exists():
+            raise ValueError(f"corpus file not found: {path}")
+        if path.is_dir():
+            raise ValueError(f"{path} is a directory; name a corpus file (JSONL or plain text) inside it")
+        if not path.is_file():
+            raise ValueError(f"{path} is not a regular file (a FIFO, socket or device); name a corpus file")
+        if path.stat().st_size == 0:
+            raise ValueError(f"corpus file is empty: {path}")
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a path too long, a folder we may not read
+        raise ValueError(f"cannot read corpus path {path}: {exc}") from None
     return path
 
 
@@ -121,10 +112,16 @@ class BaseConfig(StrictConfig):
             raise ValueError(f"tokenizer directory not found: {path}")
         return path
 
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_defaults(cls, data: Any) -> Any:
+        # Filled in before validation, so the field is set and a dumped spec loads back equal.
+        if isinstance(data, dict) and data.get("model", BUILTIN_BASE) == BUILTIN_BASE and data.get("builtin") is None:
+            return {**data, "builtin": {}}
+        return data
+
     @model_validator(mode="after")
     def _builtin_only_for_builtin(self) -> BaseConfig:
-        if self.is_builtin and self.builtin is None:
-            return self.model_copy(update={"builtin": BuiltinBaseConfig()})
         if not self.is_builtin and self.builtin is not None:
             raise ValueError(f"base.builtin applies only to model {BUILTIN_BASE!r}; remove it")
         return self
@@ -144,7 +141,7 @@ class CorpusConfig(StrictConfig):
     train: CorpusPath
     valid: CorpusPath
     """Held out: the fixed validation set every trial of a sweep is measured on."""
-    text_field: str = Field("text", min_length=1)
+    text_field: str = Field("text", min_length=1, max_length=256)
     """The JSONL key holding a document's text ("content" in some code corpora); plain text ignores it."""
 
     def file(self, split: Literal["train", "valid"]) -> CorpusFile:
@@ -162,11 +159,8 @@ class DataConfig(StrictConfig):
     """The English general-domain replay corpus."""
     non_english: NonEnglishConfig | None = None
     """Non-English general text; its share is split out of the general side of every mix."""
-    max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0)
-    """Lines (documents) longer than this are skipped and counted, not fatal."""
-
-
-# -------------------------------------------------------------------------------------- proxy
+    max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0, le=1 << 30)
+    """Lines (documents) longer than this are skipped and counted, not fatal; at most 1 GiB."""
 
 
 # ------------------------------------------------------------------------------------- search
@@ -211,16 +205,16 @@ class PrunerConfig(StrictConfig):
     """The Optuna pruner consulted on every reported evaluation."""
 
     type: Literal["median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none"] = "median"
-    n_startup_trials: int = Field(4, ge=0)
+    n_startup_trials: int = Field(4, ge=0, le=MAX_TRIALS)
     """Trials that finish before any pruning (median/percentile)."""
-    n_warmup_steps: int = Field(0, ge=0)
+    n_warmup_steps: int = Field(0, ge=0, le=1_000_000)
     """Steps within a trial before it may be pruned (median/percentile/wilcoxon)."""
-    interval_steps: int = Field(1, ge=1)
+    interval_steps: int = Field(1, ge=1, le=1_000_000)
     percentile: float = Field(50.0, gt=0.0, lt=100.0)
     """For type percentile: prune below this percentile of other trials at the same step."""
-    reduction_factor: int = Field(3, ge=2)
+    reduction_factor: int = Field(3, ge=2, le=100)
     """For successive_halving and hyperband."""
-    infeasible_penalty: float = Field(10.0, ge=0.0)
+    infeasible_penalty: float = Field(10.0, ge=0.0, le=1e6)
     """The pruner judges domain_gain - infeasible_penalty x (forgetting - budget) once forgetting
     is over the budget. On raw domain_gain a pruner would stop the low-LR, low-forgetting trials,
     the feasible ones, for gaining less than trials that break the budget; 0 judges raw gain."""
@@ -229,9 +223,9 @@ class PrunerConfig(StrictConfig):
 class ForgettingGuard(StrictConfig):
     """Stops a trial whose forgetting already exceeds the budget by a margin."""
 
-    margin: float = Field(0.05, ge=0.0)
+    margin: float = Field(0.05, ge=0.0, le=10.0)
     """Absolute forgetting above the budget that stops a trial (0.05 = five points)."""
-    min_steps: int = Field(1, ge=1)
+    min_steps: int = Field(1, ge=1, le=1_000_000)
     """No guard before this step: early evaluations after re-warming are noisy."""
 
 
@@ -239,27 +233,48 @@ class SearchConfig(StrictConfig):
     """How the sweep searches: space, sampler, pruner, budget."""
 
     method: Literal["optuna", "grid", "random"] = "optuna"
-    lr_fraction: LRFractionRange | list[LRFraction]
-    """A range (optuna, random) or listed values (grid)."""
-    mix: list[Mix] | MixRange
-    """Listed "general:domain" ratios (categorical) or a continuous {low, high} log-ratio range."""
-    num_trials: int = Field(16, gt=0)
-    concurrency: int = Field(2, gt=0)
+    lr_fraction: LRFractionRange | Annotated[list[LRFraction], Field(min_length=1, max_length=MAX_LISTED)]
+    """A range (optuna, random) or listed values (grid), each value once."""
+    mix: Annotated[list[Mix], Field(min_length=1, max_length=MAX_LISTED)] | MixRange
+    """Listed "general:domain" ratios (categorical), each ratio once, or a continuous {low, high} log-ratio range."""
+    num_trials: int = Field(16, gt=0, le=MAX_TRIALS)
+    """Trials the sweep ends with; a grid runs every combination, and fills this in when it is left out."""
+    concurrency: int = Field(2, gt=0, le=1024)
     sampler: Literal["tpe", "gp", "random", "nsga2"] = "tpe"
     pruner: PrunerConfig = PrunerConfig()
     forgetting_guard: ForgettingGuard | None = ForgettingGuard()
-    seed: int = 0
+    seed: Seed = 0
     storage: Annotated[str | None, AfterValidator(_storage_url)] = None
     """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory.
     A password is written `${NAME}` and read from the environment variable NAME."""
-    max_retries: int = Field(1, ge=0)
+    max_retries: int = Field(1, ge=0, le=100)
     """Times a trial that raises is retried before it is recorded FAILED."""
 
-    @field_validator("lr_fraction", "mix")
+    @model_validator(mode="before")
     @classmethod
-    def _nonempty(cls, value: Any) -> Any:
-        if isinstance(value, list) and not value:
-            raise ValueError("list at least one value")
+    def _grid_counts_its_points(cls, data: Any) -> Any:
+        # Filled in before validation, so that a dumped spec (or the plan stored in the study)
+        # carries the grid's own count and validates again when it is read back.
+        if not isinstance(data, dict) or data.get("method") != "grid" or "num_trials" in data:
+            return data
+        lr, mix = data.get("lr_fraction"), data.get("mix")
+        if isinstance(lr, list) and isinstance(mix, list) and lr and mix:
+            return {**data, "num_trials": len(lr) * len(mix)}
+        return data
+
+    @field_validator("lr_fraction")
+    @classmethod
+    def _lr_fractions_distinct(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            _refuse_repeats(value, key=lambda fraction: fraction)
+        return value
+
+    @field_validator("mix")
+    @classmethod
+    def _mixes_distinct(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            # 1:1 and 2:2 are one mix: the same domain_share, so the same trial.
+            _refuse_repeats(value, key=lambda mix: round(mix.domain_share, 12))
         return value
 
     @model_validator(mode="after")
@@ -268,7 +283,7 @@ class SearchConfig(StrictConfig):
             raise ValueError("method grid needs listed values for both lr_fraction and mix")
         if self.method != "grid" and isinstance(self.lr_fraction, list):
             raise ValueError(f"method {self.method} needs an lr_fraction range {{low, high, log}}")
-        if self.method == "grid" and "num_trials" in self.model_fields_set:
+        if self.method == "grid":
             grid = len(self.lr_fraction) * len(self.mix)
             if self.num_trials != grid:
                 # A grid runs every point exactly once; a different count would be silently ignored.
@@ -278,20 +293,32 @@ class SearchConfig(StrictConfig):
         return self
 
 
+def _refuse_repeats(values: list[Any], *, key: Callable[[Any], Any]) -> None:
+    seen: dict[Any, int] = {}
+    for index, value in enumerate(values):
+        first = seen.setdefault(key(value), index)
+        if first != index:
+            raise ValueError(
+                f"items {first} and {index} ({values[first]} and {value}) are the same value: a repeated value "
+                "would plan a trial twice and run it once; list each value once"
+            )
+
+
 # ------------------------------------------------------------------------- objective / where
 
 
 class ObjectiveConfig(StrictConfig):
-    forgetting_budget: float = Field(ge=0.0)
-    """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's)."""
+    forgetting_budget: float = Field(ge=0.0, le=1.0)
+    """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's; 1 = double)."""
 
 
 class ResourcesConfig(StrictConfig):
     """What one trial gets."""
 
-    cpus: int = Field(1, ge=1)
+    cpus: int = Field(1, ge=1, le=1024)
     """Also torch's thread count inside the trial."""
-    gpus: float = Field(0, ge=0)
+    gpus: float = Field(0, ge=0, le=64)
+    """A fraction shares one GPU between trials (0.5: two trials per GPU)."""
 
 
 class WandbConfig(StrictConfig):
@@ -301,8 +328,8 @@ class WandbConfig(StrictConfig):
     """online logs live when an API key is configured (WANDB_API_KEY or `wandb login`) and falls
     back to offline, with a notice, when none is; offline writes runs under the run directory for
     `wandb sync`; the WANDB_MODE environment variable overrides this."""
-    project: str = Field("cpt-sweep", min_length=1)
-    entity: str | None = None
+    project: str = Field("cpt-sweep", min_length=1, max_length=128)
+    entity: str | None = Field(None, min_length=1, max_length=128)
     """W&B user or team; default: the API key's own default entity."""
 
 
@@ -344,13 +371,9 @@ def load_config(path: str | Path, model: type[Config], *, kind: str = "spec") ->
     SpecError naming the file, key path and value. Relative paths resolve against the file's folder."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise SpecError(f"{path}: {kind} file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read {kind}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+        raw = read_yaml(path, kind=kind)
+    except YamlFileError as exc:
+        raise SpecError(str(exc)) from None
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a {kind} is a mapping with keys {', '.join(model.model_fields)}")
     try:
@@ -359,6 +382,8 @@ def load_config(path: str | Path, model: type[Config], *, kind: str = "spec") ->
         raise SpecError(_describe(path, exc, model, kind)) from None
 
 
+MAX_PROBLEMS_SHOWN = 20
+"""A spec with more problems than this is not one fix away: the first ones say what is wrong."""
 _SHAPE_ERRORS = {"list_type", "dict_type", "model_type", "model_attributes_type"}
 
 
@@ -372,8 +397,8 @@ def _describe(path: Path, exc: ValidationError, model: type[BaseModel], kind: st
         for key, error in zip(keys, errors)
         if error["type"] not in _SHAPE_ERRORS or not any(k != key and k.startswith(key) for k in keys)
     ]
-    lines = [f"{path}: {len(keep)} problem(s) in the {kind}:"]
-    for key, error in keep:
+    problems = []
+    for key, error in keep[:MAX_PROBLEMS_SHOWN]:
         key = key or "(top level)"
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
@@ -381,9 +406,12 @@ def _describe(path: Path, exc: ValidationError, model: type[BaseModel], kind: st
         elif error["type"] == "missing":
             message = "required key is missing"
         value = error.get("input")
-        shown = "" if error["type"] == "missing" or isinstance(value, dict) else f" = {value!r}"
-        lines.append(f"  {key}{shown}: {message}")
-    return "\n".join(lines)
+        given = "" if error["type"] == "missing" or isinstance(value, dict) else f" = {quoted(value)}"
+        problems.append(f"{key}{given}: {message}")
+    if len(problems) == 1:  # one problem, one line
+        return f"{path}: {problems[0]}"
+    more = [f"... and {len(keep) - MAX_PROBLEMS_SHOWN} more"] if len(keep) > MAX_PROBLEMS_SHOWN else []
+    return "\n  ".join([f"{path}: {len(keep)} problem(s) in the {kind}:", *problems, *more])
 
 
 def _is_union_tag(part: Any) -> bool:

@@ -8,28 +8,24 @@ pruner, built from the spec.
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import optuna
-from optuna.storages import BaseStorage, RDBStorage
+from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial
-from sqlalchemy import event
-from sqlalchemy.engine import make_url
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.pruning import make_pruner
 from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
-from sweep.spec import ENV_REFERENCE, SearchConfig, SpecError, SweepSpec
+from sweep.spec import SearchConfig, SweepSpec
+from sweep.storage import open_storage, shown_url
 from train_entry.config import StrictConfig
 from train_entry.trial_config import ProxyConfig
-
-STUDY_DB = "optuna.db"
-"""The default SQLite file in the run directory."""
 
 PLAN_ATTR = "plan"
 """The study user attr holding the SweepPlan."""
@@ -37,35 +33,10 @@ SWEEP_ID_ATTR = "sweep_id"
 """The study user attr holding a random id made with the study: a rerun of the same sweep finds it
 again, and a --fresh sweep under the same name gets a new one (it names the sweep's W&B run)."""
 
-SQLITE_BUSY_TIMEOUT_S = 60
-"""How long a writer waits for SQLite's lock: the driver and every running trial share the file."""
-
-
-def storage_url(storage: str | None, run_dir: Path) -> str:
-    """The spec's storage URL with its `${NAME}` references filled in from the environment, or by
-    default a SQLite file in the run directory."""
-    if storage is None:
-        return f"sqlite:///{(run_dir / STUDY_DB).resolve()}"
-    missing = sorted({name for name in ENV_REFERENCE.findall(storage) if name not in os.environ})
-    if missing:
-        raise SpecError(
-            f"search.storage {storage!r} refers to {', '.join(missing)}, which is not set in the environment; "
-            "export it before running (the same for `sweep status`, `report` and `promote` on this run)"
-        )
-    return ENV_REFERENCE.sub(lambda match: os.environ[match.group(1)], storage)
-
-
-def planned_trials(search: SearchConfig) -> int:
-    """How many trials the sweep ends with: every grid point, or `num_trials`."""
-    if search.method == "grid":
-        return len(SearchSpace.from_config(search).grid())
-    return search.num_trials
-
 
 class SweepPlan(StrictConfig):
     """What a sweep was asked for, stored with its study so that readers need only the storage."""
 
-    planned_trials: int
     forgetting_budget: float
     max_lr: float
     """The base's own peak LR: a trial's peak LR is lr_fraction x max_lr."""
@@ -76,12 +47,16 @@ class SweepPlan(StrictConfig):
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepPlan:
         return cls(
-            planned_trials=planned_trials(spec.search),
             forgetting_budget=spec.objective.forgetting_budget,
             max_lr=spec.base.max_lr,
             proxy=spec.proxy,
             search=spec.search,
         )
+
+    @property
+    def planned_trials(self) -> int:
+        """How many trials the sweep ends with (for a grid, every point: the spec fills it in)."""
+        return self.search.num_trials
 
     @property
     def full_trial_tokens(self) -> int:
@@ -128,14 +103,33 @@ class SweepStudy:
         return self.study.user_attrs[SWEEP_ID_ATTR]
 
 
+class StudyNotFound(LookupError):
+    """The storage holds no sweep of that name (or one this cpt-sweep cannot read); says which."""
+
+
 def load_study(*, url: str, name: str) -> SweepStudy:
     """An existing sweep's study, with the sampler and pruner its stored plan names.
 
     This is how a trial's process and `sweep status` open it: the storage and the study name
-    are all they need.
+    are all they need. The stored plan is validated like a spec: storage is shared, so it is
+    input like any other.
     """
-    storage = open_storage(url)
-    plan = SweepPlan.model_validate(storage.get_study_user_attrs(storage.get_study_id_from_name(name))[PLAN_ATTR])
+    try:
+        storage = open_storage(url)
+        study_id = storage.get_study_id_from_name(name)
+        stored = storage.get_study_user_attrs(study_id).get(PLAN_ATTR)
+    except KeyError:
+        raise StudyNotFound(f"it holds no study named {name!r}") from None
+    except SQLAlchemyError as exc:
+        raise StudyNotFound(f"it cannot be read as an Optuna storage ({type(exc).__name__})") from None
+    if stored is None:
+        raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
+    try:
+        plan = SweepPlan.model_validate(stored)
+    except ValidationError as exc:
+        raise StudyNotFound(
+            f"the sweep plan stored with study {name!r} is not one this cpt-sweep wrote: {exc.errors()[0]['msg']}"
+        ) from None
     study = optuna.load_study(study_name=name, storage=storage, **_optimizers(plan))
     return SweepStudy(study, storage, plan)
 
@@ -148,31 +142,9 @@ class StudyMismatch(RuntimeError):
     """The stored study was made for another plan: resuming it would mix two sweeps."""
 
 
-def shown_url(url: str) -> str:
-    """The storage URL with any password masked, for messages and logs."""
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def open_storage(url: str) -> BaseStorage:
-    if not url.startswith("sqlite"):
-        return RDBStorage(url)
-    storage = RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}})
-    # Write-ahead logging: `sweep status` reads while trials write, and a commit needs no fsync
-    # (synchronous=NORMAL), which a process killed with -9 cannot undo; only a power cut can.
-    with storage.engine.connect() as connection:
-        connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-    event.listen(storage.engine, "connect", _sqlite_normal_sync)
-    storage.engine.dispose()  # later connections come through the listener
-    return storage
-
-
-def _sqlite_normal_sync(dbapi_connection, _record) -> None:
-    dbapi_connection.execute("PRAGMA synchronous=NORMAL")
-
-
 def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
-    storage = open_storage(url)
+    storage = open_storage(url, creating=True)
     plan = SweepPlan.from_spec(spec)
     study = optuna.create_study(
         storage=storage,

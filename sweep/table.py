@@ -6,24 +6,25 @@ view and `sweep status` agree with the Optuna storage by construction.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from optuna.trial import FrozenTrial
+from pydantic import ConfigDict
 
 from sweep.files import write_whole
 from sweep.record import Attr, Status, status_of
+from sweep.rundir import RunDir
 from sweep.study import SweepPlan, SweepStudy
-
-TRIALS_PARQUET = "trials.parquet"
-TRIALS_CSV = "trials.csv"
+from train_entry.config import StrictConfig
 
 
-@dataclass(frozen=True)
-class TrialRow:
+class TrialRow(StrictConfig):
+    """One trial as the table, best.json and the report show it."""
+
+    # Measurements: a diverged trial's last loss may be non-finite, and the row shows it as it is.
+    model_config = ConfigDict(allow_inf_nan=True)
+
     number: int
     """Optuna's trial number: the trial's id across the study, the table and optuna-dashboard."""
     status: Status
@@ -104,26 +105,16 @@ def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]
     return [trial_row(frozen, plan) for frozen in frozen_trials if point_params(frozen, plan) is not None]
 
 
-def row_dict(row: TrialRow) -> dict[str, Any]:
-    """A row as plain JSON-ready data."""
-    return {**dataclasses.asdict(row), "status": row.status.value}
-
-
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
-    columns = [field.name for field in dataclasses.fields(TrialRow)]
-    frame = pd.DataFrame([row_dict(row) for row in rows], columns=columns)
+    frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
     # Nullable integer columns keep a missing step count missing rather than a float NaN.
     for column in ("best_step", "steps", "stopped_step", "tokens_seen"):
         frame[column] = frame[column].astype("Int64")
     return frame
 
 
-def write_tables(rows: list[TrialRow], run_dir: Path) -> None:
+def write_tables(rows: list[TrialRow], run: RunDir) -> None:
     """Writes trials.parquet and trials.csv, each whole or not at all."""
     frame = trials_frame(rows)
-    write_whole(run_dir / TRIALS_PARQUET, frame.to_parquet(index=False))
-    write_whole(run_dir / TRIALS_CSV, frame.to_csv(index=False))
-
-
-def read_table(run_dir: Path) -> pd.DataFrame:
-    return pd.read_parquet(run_dir / TRIALS_PARQUET)
+    write_whole(run.inside(run.trials_parquet), frame.to_parquet(index=False))
+    write_whole(run.inside(run.trials_csv), frame.to_csv(index=False))

@@ -24,6 +24,7 @@ from train_entry.trial_config import Metrics, TrialConfig
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
     from wandb.sdk.wandb_run import Run
 
+    from sweep.best import BestSummary
     from sweep.study import SweepPlan
     from sweep.table import TrialRow
 
@@ -163,7 +164,7 @@ class TrialRun:
             return
         if self._run is not None:  # a run left open by an earlier call on this object
             self._close(status=None, reason=None, exit_code=0)
-        self._run = open_run(
+        self._run = start_wandb_run(
             self._target,
             name=self._name,
             group=self._group,
@@ -196,7 +197,7 @@ def log_sweep(
     sweep_id: str,
     run_dir: Path,
     rows: list[TrialRow],
-    summary: dict[str, Any],
+    summary: BestSummary,
     plan: SweepPlan,
 ) -> None:
     """The sweep-level run: the trials table and the Pareto front as W&B tables, the optimum in its summary.
@@ -209,10 +210,10 @@ def log_sweep(
         return
     import wandb
 
-    from sweep.table import TrialRow, row_dict
+    from sweep.table import TrialRow
 
     config = {"sweep": name, **plan.model_dump(mode="json")}
-    run = open_run(
+    run = start_wandb_run(
         target,
         name=f"{name}-sweep",
         group=name,
@@ -221,22 +222,19 @@ def log_sweep(
         directory=run_dir,
         run_id=f"{RUN_ID_UNSAFE.sub('-', name)[:48]}-{sweep_id}",
     )
-    columns = list(TrialRow.__dataclass_fields__)
+    columns = list(TrialRow.model_fields)
+
+    def table(rows: list[TrialRow]) -> wandb.Table:
+        return wandb.Table(columns=columns, data=[list(row.model_dump(mode="json").values()) for row in rows])
+
     try:
-        run.log(
-            {
-                "trials": wandb.Table(columns=columns, data=[list(row_dict(row).values()) for row in rows]),
-                "pareto_front": wandb.Table(
-                    columns=columns, data=[[point[column] for column in columns] for point in summary["pareto_front"]]
-                ),
-            }
-        )
-        run.summary.update({key: value for key, value in summary.items() if key != "pareto_front"})
+        run.log({"trials": table(rows), "pareto_front": table(summary.pareto_front)})
+        run.summary.update(summary.model_dump(mode="json", exclude={"pareto_front"}))
     finally:
         run.finish()
 
 
-def open_run(
+def start_wandb_run(
     target: WandbTarget,
     *,
     name: str,

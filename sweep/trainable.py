@@ -8,11 +8,11 @@ of Ray or Optuna.
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 from ray import tune
 
 from sweep.prepare import Prepared
+from sweep.rundir import RunDir
 from sweep.searcher import NUMBER
 from sweep.study import load_study
 from sweep.study_trial import Report, run_study_trial
@@ -21,17 +21,14 @@ from sweep.tracking import TrialRun, WandbTarget, wandb_trial_config
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialResult
 
-TRIALS_DIR = "trials"
-"""Per-trial output (resolved config, index caches, W&B files) under the run directory."""
-
 
 def proxy_trainable(
-    config: dict, *, prepared: Prepared, wandb: WandbTarget | None, url: str, study_name: str, run_dir: str
+    config: dict, *, prepared: Prepared, wandb: WandbTarget | None, url: str, study_name: str, run: RunDir
 ) -> None:
     sweep = load_study(url=url, name=study_name)
     number = config[NUMBER]
     point = sweep.plan.space.point(sweep.frozen(number).params)
-    output_dir = Path(run_dir) / TRIALS_DIR / f"{number:04d}"
+    output_dir = run.inside(run.trial(number))
     trial_config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=output_dir)
     tracked = TrialRun(
         wandb,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from train_entry.config import StrictConfig
+from train_entry.config import Seed, StrictConfig
 
 
 class BuiltinBaseConfig(StrictConfig):
     """Shape and pretraining recipe of `builtin:tiny-llama`.
 
+    Upper bounds keep a typo from pretraining for days on a CPU; each is far above a proxy's size.
     Sized so that it nearly saturates on the bundled general corpus within a few CPU minutes:
     a saturated base is what makes continued pretraining trade domain gain against forgetting,
     as a real base does.
@@ -17,21 +18,21 @@ class BuiltinBaseConfig(StrictConfig):
 
     vocab_size: int = Field(4096, ge=258, le=65536)
     """Byte-level BPE vocabulary, trained on the general corpus only (so domain text is new)."""
-    hidden_size: int = Field(128, ge=16)
-    num_layers: int = Field(4, ge=1)
-    num_heads: int = Field(4, ge=1)
-    num_kv_heads: int = Field(2, ge=1)
+    hidden_size: int = Field(128, ge=16, le=16_384)
+    num_layers: int = Field(4, ge=1, le=256)
+    num_heads: int = Field(4, ge=1, le=256)
+    num_kv_heads: int = Field(2, ge=1, le=256)
     """Fewer KV heads than query heads: grouped-query attention, as in Llama 3."""
-    intermediate_size: int = Field(352, ge=16)
+    intermediate_size: int = Field(352, ge=16, le=65_536)
     """SwiGLU width, ~2.75 x hidden as in Llama."""
-    pretrain_steps: int = Field(1200, gt=0)
-    batch_size: int = Field(16, gt=0)
-    seq_len: int = Field(128, ge=8)
+    pretrain_steps: int = Field(1200, gt=0, le=1_000_000)
+    batch_size: int = Field(16, gt=0, le=65_536)
+    seq_len: int = Field(128, ge=8, le=131_072)
     """Also the model's max_position_embeddings; proxy seq_len may not exceed it."""
     warmup_steps: int = Field(60, ge=0)
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
     """Cosine floor as a fraction of max_lr (~max_lr/10 per Chinchilla)."""
-    seed: int = 0
+    seed: Seed = 0
 
     @model_validator(mode="after")
     def _shape_fits(self) -> BuiltinBaseConfig:

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer
 
+from train_entry.config import shown
+
 
 @dataclass(frozen=True)
 class MixRatio:
@@ -28,7 +30,9 @@ class MixRatio:
             general, domain = (float(part) for part in text.strip().split(":"))
             return cls(general, domain)
         except ValueError:
-            raise ValueError(f'mix ratio must be "general:domain" with two positive numbers, got {text!r}') from None
+            raise ValueError(
+                f'mix ratio must be "general:domain" with two positive numbers, got {shown(text)}'
+            ) from None
 
     @classmethod
     def from_domain_share(cls, domain_share: float) -> MixRatio:
@@ -80,7 +84,7 @@ def _coerce(value: Any) -> MixRatio:
     if isinstance(value, MixRatio):
         return value
     if not isinstance(value, str):
-        raise ValueError(f'a mix ratio is a "general:domain" string such as "4:1", got {value!r}')
+        raise ValueError(f'a mix ratio is a "general:domain" string such as "4:1", got {shown(value)}')
     return MixRatio.parse(value)
 
 

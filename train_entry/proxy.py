@@ -20,6 +20,8 @@ from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.loop import Optimization, mean_loss, train
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.trial_config import (
+    RESULT_JSON,
+    TRIAL_CONFIG_JSON,
     BaseLosses,
     CorpusPrefixes,
     Metrics,
@@ -38,7 +40,7 @@ def run_trial(
     started = time.perf_counter()
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "trial_config.json").write_text(config.model_dump_json(indent=2))
+    (output_dir / TRIAL_CONFIG_JSON).write_text(config.model_dump_json(indent=2))
 
     torch.set_num_threads(config.threads)
     runtime = Runtime.detect()
@@ -97,7 +99,7 @@ def run_trial(
         wall_seconds=time.perf_counter() - started,
         history=history,
     )
-    (output_dir / "result.json").write_text(result.model_dump_json(indent=2))
+    (output_dir / RESULT_JSON).write_text(result.model_dump_json(indent=2))
     return result
 
 

@@ -5,34 +5,43 @@ from __future__ import annotations
 import enum
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from train_entry.config import StrictConfig
+from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
+
+TRIAL_CONFIG_JSON = "trial_config.json"
+"""Written by a trial into its output directory before it trains: the config it is a function of."""
+RESULT_JSON = "result.json"
+"""Written by a trial into its output directory when it ends."""
 
 
 class ProxyConfig(StrictConfig):
-    """One proxy run: the continued-pretraining budget every trial of a sweep gets."""
+    """One proxy run: the continued-pretraining budget every trial of a sweep gets.
 
-    steps: int = Field(gt=0)
-    seq_len: int = Field(ge=8)
-    batch_size: int = Field(gt=0)
+    Upper bounds keep a typo from booking a machine for a year; each is far above any proxy.
+    """
+
+    steps: int = Field(gt=0, le=1_000_000)
+    seq_len: int = Field(ge=8, le=131_072)
+    batch_size: int = Field(gt=0, le=65_536)
+    """Sequences per optimizer step."""
     warmup_steps: int = Field(ge=0)
     schedule: Literal["cosine", "linear", "constant"] = "cosine"
     """Decay after linear warmup; cosine as in the reference recipe."""
     min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
     """LR floor as a fraction of the trial's peak LR (~peak/10 per Chinchilla)."""
-    weight_decay: float = Field(0.1, ge=0.0)
+    weight_decay: float = Field(0.1, ge=0.0, le=10.0)
     """AdamW decoupled weight decay, Llama's 0.1."""
-    grad_clip: float = Field(1.0, gt=0.0)
+    grad_clip: float = Field(1.0, gt=0.0, le=1e6)
     """Global gradient-norm clip, Llama's 1.0."""
     eval_interval: int = Field(gt=0)
     """Steps between evaluations; each one is reported (and may be pruned)."""
-    eval_sequences: int = Field(64, gt=0)
+    eval_sequences: int = Field(64, gt=0, le=100_000)
     """Sequences of seq_len tokens in each fixed validation set (domain and general)."""
-    divergence_factor: float = Field(3.0, gt=1.0)
+    divergence_factor: float = Field(3.0, gt=1.0, le=1e6)
     """A training loss above this multiple of the first step's loss ends the trial as diverged."""
-    seed: int = 0
+    seed: Seed = 0
     """Seeds torch and the blend's sample order, and fixes the sweep's validation sets."""
 
     @model_validator(mode="after")
@@ -92,6 +101,9 @@ class TrialStatus(str, enum.Enum):
 
 class Metrics(StrictConfig):
     """One evaluation, as passed to report()."""
+
+    # A measurement, not a setting: a loss may come out non-finite, and the trial reports it as it is.
+    model_config = ConfigDict(allow_inf_nan=True)
 
     step: int
     tokens_seen: int

@@ -2,7 +2,15 @@
 
 The list comes from every runs/<name>/promotion/<id>/jobs.json; the status from each job's
 cluster, asked once per address ("unreachable" when it does not answer). Log lines are
-followed through the Jobs API and masked for secrets before they are printed.
+followed through the Jobs API and masked for secrets before they are printed. Nothing here
+writes a file.
+
+An address read from jobs.json passes the check a typed --address does: Ray's client sends the
+cluster token with each request, so a planted address would collect it. A listing shows the job
+of a remote cluster as "not contacted" without --allow-remote and still exits 0: the other rows
+are true, and one record (planted or not) should not hide the user's other jobs, just as an
+unreachable cluster does not. `sweep jobs logs ID` asks for that one job, so there a remote
+address without --allow-remote is exit 2, naming the file and the address.
 """
 
 from __future__ import annotations
@@ -12,14 +20,27 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.address import AddressError, jobs_client, parse_address
+from sweep.address import AddressError, ClusterAddress, jobs_client, parse_address
 from sweep.promote.errors import PromotionError
+from sweep.promote.job_records import JOBS_JSON, JobRecord, read_records
 from sweep.promote.plan import PROMOTION_DIR
 from sweep.promote.secrets import redact, secret_env
-from sweep.promote.submit import JobRecord, read_records
 from sweep.rundir import RUNS
 
 UNREACHABLE = "unreachable"
+NOT_CONTACTED = "not contacted: remote address, pass --allow-remote"
+
+
+@dataclass(frozen=True)
+class FoundRecord:
+    run: str
+    path: Path
+    """The jobs.json it was read from, for messages."""
+    record: JobRecord
+
+    def address(self, *, allow_remote: bool) -> ClusterAddress:
+        """The recorded cluster, checked as a typed --address; AddressError naming the file otherwise."""
+        return parse_address(self.record.address, allow_remote=allow_remote, source=f"{self.path}: address")
 
 
 @dataclass(frozen=True)
@@ -29,37 +50,43 @@ class JobRow:
     status: str
 
 
-def records_of(run_dirs: Iterable[Path]) -> list[tuple[str, JobRecord]]:
-    """(run name, record) for every job submitted from these run directories, oldest first."""
+def records_of(run_dirs: Iterable[Path]) -> list[FoundRecord]:
+    """Every job submitted from these run directories, oldest first; CorruptFile naming a bad jobs.json."""
     found = [
-        (run_dir.name, record)
+        FoundRecord(run_dir.name, plan_dir / JOBS_JSON, record)
         for run_dir in run_dirs
         for plan_dir in sorted((run_dir / PROMOTION_DIR).glob("*"))
         for record in read_records(plan_dir)
     ]
-    return sorted(found, key=lambda item: item[1].submitted_at)
+    return sorted(found, key=lambda item: item.record.submitted_at)
 
 
-def job_rows(run_dirs: Iterable[Path]) -> list[JobRow]:
-    records = records_of(run_dirs)
+def job_rows(run_dirs: Iterable[Path], *, allow_remote: bool) -> list[JobRow]:
+    """Each recorded job with its status, asking each local (or allowed) cluster once."""
+    found = records_of(run_dirs)
     statuses: dict[str, dict[str, str] | None] = {}
-    for address in {record.address for _, record in records}:
+    rows = []
+    for item in found:
         try:
-            jobs = jobs_client(address).list_jobs()
-        except (AddressError, RuntimeError, ValueError):  # the cluster is gone, or its Jobs API refuses us
-            statuses[address] = None
+            url = item.address(allow_remote=allow_remote).url
+        except AddressError:
+            rows.append(JobRow(item.run, item.record, NOT_CONTACTED))
             continue
-        statuses[address] = {job.submission_id: job.status.value for job in jobs if job.submission_id}
-    return [
-        JobRow(
-            run,
-            record,
-            UNREACHABLE
-            if statuses[record.address] is None
-            else statuses[record.address].get(record.submission_id, "unknown"),
-        )
-        for run, record in records
-    ]
+        if url not in statuses:
+            statuses[url] = _jobs_on(url)
+        known = statuses[url]
+        status = UNREACHABLE if known is None else known.get(item.record.submission_id, "unknown")
+        rows.append(JobRow(item.run, item.record, status))
+    return rows
+
+
+def _jobs_on(url: str) -> dict[str, str] | None:
+    """{submission id: status} of every job the cluster at `url` knows; None when it does not answer."""
+    try:
+        jobs = jobs_client(url).list_jobs()
+    except (AddressError, RuntimeError, ValueError):  # the cluster is gone, or its Jobs API refuses us
+        return None
+    return {job.submission_id: job.status.value for job in jobs if job.submission_id}
 
 
 def run_dirs_for(run: Path | None) -> list[Path]:
@@ -70,11 +97,11 @@ def run_dirs_for(run: Path | None) -> list[Path]:
     return sorted(path for path in RUNS.glob("*") if path.is_dir())
 
 
-def find_address(job_id: str, run_dirs: Iterable[Path]) -> str:
-    """The cluster address jobs.json recorded for job_id; PromotionError naming the fix when none did."""
-    for _, record in records_of(run_dirs):
-        if record.submission_id == job_id:
-            return record.address
+def find_address(job_id: str, run_dirs: Iterable[Path], *, allow_remote: bool) -> str:
+    """The checked cluster address jobs.json recorded for job_id; PromotionError or AddressError naming the fix."""
+    for item in records_of(run_dirs):
+        if item.record.submission_id == job_id:
+            return item.address(allow_remote=allow_remote).url
     raise PromotionError(
         f"no jobs.json under runs/*/{PROMOTION_DIR}/ records a job {job_id!r}; give its cluster with --address"
     )
@@ -99,28 +126,33 @@ def follow_logs(address: str, job_id: str, *, on_line: Callable[[str], None], ti
     return client.get_job_status(job_id).value
 
 
-def print_jobs(run: Path | None) -> int:
+def print_jobs(run: Path | None, *, allow_remote: bool) -> int:
+    from rich.markup import escape
     from rich.table import Table
 
     from reports.console import make_console
 
-    rows = job_rows(run_dirs_for(run))
+    rows = job_rows(run_dirs_for(run), allow_remote=allow_remote)
     console = make_console()
     if not rows:
-        console.print("no submitted jobs" + (f" for {run}" if run else " under runs/"))
+        console.print("no submitted jobs" + (f" for {escape(str(run))}" if run else " under runs/"))
         return 0
     table = Table(title="full-run jobs")
     for column in ("run", "job", "status", "cluster", "submitted"):
         table.add_column(column)
     for row in rows:
         record = row.record
-        table.add_row(row.run, record.submission_id, row.status, record.address, record.submitted_at)
+        cells = (row.run, record.submission_id, row.status, record.address, record.submitted_at.isoformat())
+        table.add_row(*(escape(cell) for cell in cells))
     console.print(table)
     return 0
 
 
 def print_logs(job_id: str, *, address: str | None, allow_remote: bool) -> int:
-    url = parse_address(address, allow_remote=allow_remote).url if address else find_address(job_id, run_dirs_for(None))
+    if address:
+        url = parse_address(address, allow_remote=allow_remote).url
+    else:
+        url = find_address(job_id, run_dirs_for(None), allow_remote=allow_remote)
     status = follow_logs(url, job_id, on_line=print)
     print(f"job {job_id}: {status}")
     return 0 if status == "SUCCEEDED" else 1

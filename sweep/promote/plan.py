@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sweep.best import BEST_JSON
-from sweep.files import write_whole
+from sweep.best import NoBestSummary, read_best
+from sweep.files import CorruptFile, read_model, write_whole
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -23,17 +23,14 @@ from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import RankedLayout, search_layouts
 from sweep.promote.targets import Target, load_target
-from sweep.trainable import TRIALS_DIR
+from sweep.rundir import PROMOTION_DIR, RunDir  # noqa: F401  (PROMOTION_DIR: sweep.promote.jobs reads it here)
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, core_configs
 from train_entry.mix import Mix, MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
 
-PROMOTION_DIR = "promotion"
 PLAN_JSON = "plan.json"
-TRIAL_CONFIG_JSON = "trial_config.json"
-"""What train_entry.proxy.run_trial writes into each trial directory."""
 LAYOUTS_KEPT = 5
 """Ranked layouts stored in the plan: the chosen one and the next best, for review."""
 PLACEHOLDER_ROOT = "/PLACEHOLDER"
@@ -96,11 +93,11 @@ class Plan(StrictConfig):
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
-        """A plan from its plan.json, or from the directory holding it."""
+        """A plan from its plan.json, or from the directory holding it; CorruptFile when it is not one."""
         path = Path(path)
         if path.is_dir():
             path = path / PLAN_JSON
-        return cls.model_validate_json(path.read_text(encoding="utf-8"))
+        return read_model(path, cls, what="promotion plan")
 
     def write(self, directory: Path) -> Path:
         directory.mkdir(parents=True, exist_ok=True)
@@ -118,34 +115,39 @@ class Plan(StrictConfig):
 
 
 def plan_dir(run_dir: Path, plan_id: str) -> Path:
-    return run_dir / PROMOTION_DIR / plan_id
+    run = RunDir(run_dir)
+    return run.inside(run.plan(plan_id))
 
 
 def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:
     """The optimum from best.json and the resolved config its proxy trial ran (blend and schedule);
-    PromotionError when there is none."""
-    best_path = run_dir / BEST_JSON
-    if not best_path.is_file():
-        raise PromotionError(
-            f"{run_dir} is not a finished sweep: no {BEST_JSON} (run `sweep run SPEC` to the end first)"
-        )
-    best = json.loads(best_path.read_text(encoding="utf-8"))
-    row = best.get("optimum")
+    PromotionError when there is none, or when either file is not what the sweep wrote."""
+    run = RunDir(run_dir)
+    try:
+        best = read_best(run)
+    except NoBestSummary as exc:
+        raise PromotionError(str(exc)) from None
+    row = best.optimum
     if row is None:
-        raise PromotionError(f"{best_path} has no optimum to promote: {best.get('verdict', 'no feasible trial')}")
+        raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}")
+    if row.domain_gain is None or row.forgetting is None:
+        raise PromotionError(f"{run.best_json}: its optimum (trial {row.number}) has no final metrics")
     optimum = Optimum(
-        trial=row["number"],
-        lr_fraction=row["lr_fraction"],
-        mix=row["mix"],
-        domain_gain=row["domain_gain"],
-        forgetting=row["forgetting"],
+        trial=row.number,
+        lr_fraction=row.lr_fraction,
+        mix=row.mix,
+        domain_gain=row.domain_gain,
+        forgetting=row.forgetting,
     )
-    trial_path = run_dir / TRIALS_DIR / f"{optimum.trial:04d}" / TRIAL_CONFIG_JSON
+    trial_path = run.trial_config(optimum.trial)
     if not trial_path.is_file():
         raise PromotionError(
             f"the optimum's resolved trial config {trial_path} is missing; the run directory is incomplete"
         )
-    return optimum, TrialConfig.model_validate_json(trial_path.read_text(encoding="utf-8"))
+    try:
+        return optimum, read_model(trial_path, TrialConfig, what="trial config")
+    except CorruptFile as exc:
+        raise PromotionError(str(exc)) from None
 
 
 def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:

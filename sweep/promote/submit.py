@@ -10,20 +10,19 @@ runs/<name>/promotion/<id>/jobs.json for `sweep jobs`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from sweep.address import ClusterAddress, jobs_client
-from sweep.files import write_json, write_whole
+from sweep.files import write_whole
 from sweep.promote.errors import PromotionError
+from sweep.promote.job_records import JobRecord, append_record
 from sweep.promote.secrets import secret_env
 from train_entry.fullrun.config import JobConfig
 
-JOBS_JSON = "jobs.json"
 JOBS_DIR = "jobs"
 """Under the plan's directory: one folder per submission id, uploaded as that job's working_dir."""
 JOB_JSON = "job.json"
@@ -40,30 +39,6 @@ def attempt_of(plan_id: str, job_id: str) -> int | None:
     if match is None:
         return None
     return int(match.group(1)) if match.group(1) else 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class JobRecord:
-    """One submission as jobs.json keeps it: enough to find the job again, nothing secret."""
-
-    submission_id: str
-    plan_id: str
-    attempt: int
-    address: str
-    submitted_at: str
-    """UTC, ISO 8601."""
-
-
-def read_records(plan_dir: Path) -> list[JobRecord]:
-    path = plan_dir / JOBS_JSON
-    if not path.is_file():
-        return []
-    return [JobRecord(**record) for record in json.loads(path.read_text(encoding="utf-8"))]
-
-
-def append_record(plan_dir: Path, record: JobRecord) -> None:
-    records = [asdict(existing) for existing in read_records(plan_dir)] + [asdict(record)]
-    write_json(plan_dir / JOBS_JSON, records)
 
 
 def write_upload_dir(job_dir: Path, job_json: str) -> None:
@@ -160,7 +135,7 @@ def submit_plan(
             plan_id=plan_id,
             attempt=latest + 1,
             address=address.url,
-            submitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            submitted_at=datetime.now(UTC).replace(microsecond=0),
         ),
     )
     return Submitted(job_id, client.get_job_status(job_id).value, new=True)

@@ -9,7 +9,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 from optuna_dashboard import wsgi
 
-from sweep.rundir import RunInfo
+from sweep.rundir import RunDir
 
 
 def _get(app, path: str) -> tuple[str, dict]:
@@ -23,7 +23,8 @@ def _get(app, path: str) -> tuple[str, dict]:
 @pytest.mark.slow
 def test_optuna_dashboard_serves_the_sweeps_study_and_its_trials(wandb_sweep):
     # What `optuna-dashboard sqlite:///runs/<name>/optuna.db` opens.
-    url = RunInfo.read(wandb_sweep).url(wandb_sweep)
+    run = RunDir(wandb_sweep)
+    url = run.read_record().url(run)
     assert url == f"sqlite:///{(wandb_sweep / 'optuna.db').resolve()}"
     app = wsgi(url)
     status, listing = _get(app, "/api/studies")

@@ -25,7 +25,7 @@ from reports.report import (
 from reports.snapshot import load_run, ratio_label
 from sweep.cli import EXIT_INPUT_ERROR, main
 from sweep.record import Attr
-from sweep.rundir import SPEC_COPY, RunInfo, open_run
+from sweep.rundir import RunDir, RunRecord, open_run
 from sweep.study import open_study
 from sweep.study_trial import run_study_trial
 from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
@@ -52,12 +52,13 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, c
         forgetting_guard={"margin": 0.05, "min_steps": 50},
         **search,
     )
-    info = RunInfo(study_name=name, storage=None)
-    info.write(run_dir)
+    run = RunDir(run_dir)
+    record = RunRecord(study_name=name, storage=None)
+    run.write_record(record)
     raw = yaml.safe_load(DEFAULT_SPEC.read_text())
     raw["search"]["seed"] = seed
-    (run_dir / SPEC_COPY).write_text(yaml.safe_dump(raw))
-    sweep = open_study(spec, url=info.url(run_dir), name=name)
+    run.spec_copy.write_text(yaml.safe_dump(raw))
+    sweep = open_study(spec, url=record.url(run), name=name)
     for top, forgetting in curves:
         gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]
         run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting))
@@ -123,7 +124,7 @@ def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
 
     run_dir = make_run(runs, "agree")
     snapshot = load_run(run_dir)
-    write_best(snapshot.summary, run_dir)
+    write_best(snapshot.summary, RunDir(run_dir))
     best = json.loads((run_dir / "best.json").read_text())
     html = write_run_report(run_dir).read_text()
     assert best["verdict"] in html
@@ -140,7 +141,7 @@ def test_report_of_a_running_sweep_says_it_is_a_snapshot(runs):
 def add_trial_without_history(run_dir: Path) -> int:
     """A completed trial as an older cpt-sweep stored it: its latest evaluation only. User attrs
     cannot be deleted, so such a trial is built directly."""
-    _, sweep = open_run(run_dir)
+    _, sweep = open_run(RunDir(run_dir))
     trial = sweep.ask()
     trial.set_user_attr(Attr.LAST.value, {"step": 200, "tokens_seen": 9, "domain_gain": 0.1, "forgetting": 0.0})
     sweep.study.tell(trial.number, 0.1)
@@ -158,9 +159,9 @@ def test_trials_recorded_before_histories_were_kept_are_named_on_the_page(runs):
 def test_a_run_made_before_histories_were_kept_gets_a_report_without_curves_that_says_so(runs):
     run_dir = runs / "old"
     run_dir.mkdir(parents=True)
-    info = RunInfo(study_name="old", storage=None)
-    info.write(run_dir)
-    open_study(spec_with(sampler="random"), url=info.url(run_dir), name="old")
+    run, record = RunDir(run_dir), RunRecord(study_name="old", storage=None)
+    run.write_record(record)
+    open_study(spec_with(sampler="random"), url=record.url(run), name="old")
     add_trial_without_history(run_dir)
 
     index = write_run_report(run_dir)
@@ -209,7 +210,7 @@ def test_cli_report_on_a_path_that_is_not_a_run_exits_2_and_creates_nothing(tmp_
     assert "is not a sweep run directory (no run.json)" in capsys.readouterr().err
     assert list(empty.iterdir()) == []
 
-    RunInfo(study_name="gone", storage=None).write(empty)
+    RunDir(empty).write_record(RunRecord(study_name="gone", storage=None))
     assert main(["report", str(empty)]) == EXIT_INPUT_ERROR
     assert "optuna.db is missing" in capsys.readouterr().err
     assert [path.name for path in empty.iterdir()] == ["run.json"]  # no empty database made
@@ -217,9 +218,9 @@ def test_cli_report_on_a_path_that_is_not_a_run_exits_2_and_creates_nothing(tmp_
 
 def test_cli_report_on_a_study_that_is_not_there_exits_2(runs, capsys):
     run_dir = make_run(runs, "renamed")
-    RunInfo(study_name="other", storage=None).write(run_dir)
+    RunDir(run_dir).write_record(RunRecord(study_name="other", storage=None))
     assert main(["report", str(run_dir)]) == EXIT_INPUT_ERROR
-    assert "holds no sweep of that name" in capsys.readouterr().err
+    assert "it holds no study named 'other'" in capsys.readouterr().err
     shutil.rmtree(run_dir)
 
 

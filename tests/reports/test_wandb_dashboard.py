@@ -12,7 +12,8 @@ import wandb_workspaces.reports.v2 as wr
 import yaml
 from wandb_workspaces import expr
 
-from reports.wandb_dashboard import DASHBOARD_JSON, build_dashboard, plan_view, to_workspace
+from reports.wandb_dashboard import build_dashboard, plan_view, to_workspace
+from sweep.rundir import RunDir
 from sweep.spec import SpecError
 from tests.wandb_files import offline_runs
 
@@ -94,7 +95,7 @@ def test_offline_the_definition_is_written_with_commands_that_sync_every_run(
     monkeypatch.setenv("WANDB_MODE", "offline")
     assert main(["report", "runs/wandb_sweep", "--wandb"]) == 0
     out = capsys.readouterr().out
-    written = json.loads((run_dir / DASHBOARD_JSON).read_text())
+    written = json.loads(RunDir(run_dir).wandb_dashboard.read_text())
     assert written["url"] is None and written["dashboard"]["sweeps"] == ["wandb_sweep"]
     assert written["dashboard"]["project"] == "cpt-sweep-tests"
     sync = next(line.split()[2:] for line in out.splitlines() if line.strip().startswith("wandb sync"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,13 +108,52 @@ BAD_SPECS = {
         "at least 1 character",
     ),
     "storage not a URL": ({"search": {"storage": "optuna.db"}}, "search.storage", "sqlite:////abs/path/optuna.db"),
+    "negative proxy seed": ({"proxy": {"seed": -1}}, "proxy.seed", "greater than or equal to 0"),
+    "proxy seed past 2**32": ({"proxy": {"seed": 2**70}}, "proxy.seed", "less than 4294967296"),
+    "search seed past 2**32": ({"search": {"seed": 2**70}}, "search.seed", "less than 4294967296"),
+    "infinite GPUs": ({"resources": {"gpus": float("inf")}}, "resources.gpus", "finite number"),
+    "NaN forgetting budget": ({"objective": {"forgetting_budget": float("nan")}}, "objective", "finite number"),
+    "a million trials": ({"search": {"num_trials": 10**6}}, "search.num_trials", "less than or equal to 10000"),
+    "thousands of CPUs per trial": ({"resources": {"cpus": 5000}}, "resources.cpus", "less than or equal to 1024"),
+    "huge concurrency": ({"search": {"concurrency": 10**5}}, "search.concurrency", "less than or equal to 1024"),
+    "repeated grid value": (
+        {"search": {"method": "grid", "lr_fraction": [0.1, 0.1], "mix": ["1:1"]}},
+        "search.lr_fraction",
+        "items 0 and 1 (0.1 and 0.1) are the same value",
+    ),
+    "repeated mix ratio": ({"search": {"mix": ["1:1", "4:1", "2:2"]}}, "search.mix", "items 0 and 2 (1:1 and 2:2)"),
+    "corpus is a directory": (
+        {"data": {"domain": {"train": "corpora", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "is a directory",
+    ),
+    "corpus is the null device": (
+        {"data": {"domain": {"train": "/dev/null", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "not a regular file",
+    ),
+    "corpus is a FIFO": (
+        {"data": {"domain": {"train": "fifo.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "not a regular file",
+    ),
+    "corpus is a symlink loop": (
+        {"data": {"domain": {"train": "loop.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "Symlink loop",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", BAD_SPECS, ids=list(BAD_SPECS))
 def test_bad_spec_names_file_key_and_value(case, write_tiny_spec, session_cache, capsys, tmp_path, monkeypatch):
     overrides, key, fragment = BAD_SPECS[case]
-    (write_tiny_spec().parent / "empty.jsonl").write_bytes(b"")
+    folder = write_tiny_spec().parent
+    (folder / "empty.jsonl").write_bytes(b"")
+    if not (folder / "fifo.jsonl").exists():
+        os.mkfifo(folder / "fifo.jsonl")
+    if not (folder / "loop.jsonl").is_symlink():
+        (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")
     if case == "base dir without config.json":
         overrides = {"base": {**overrides["base"], "builtin": None}}
     path = write_tiny_spec(f"bad-{case.replace(' ', '-')}.yaml", **overrides)
@@ -167,3 +207,61 @@ def test_unusable_corpus_exits_2_naming_the_file(write_tiny_spec, capsys, tmp_pa
     err = capsys.readouterr().err
     assert "garbage.jsonl" in err and "no usable documents" in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_literal_storage_password_is_refused_without_printing_it(write_tiny_spec, capsys, tmp_path, monkeypatch):
+    path = write_tiny_spec("leak.yaml", search={"storage": "postgresql://optuna@db/optuna?password=hunter2"})
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert "search.storage" in error and "literal password" in error and "hunter2" not in error
+    assert not (tmp_path / "runs").exists()
+
+
+BILLION_LAUGHS = """
+a: &a ["1:1", "1:1", "1:1", "1:1", "1:1", "1:1", "1:1", "1:1", "1:1"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+search: {mix: *h}
+"""
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (BILLION_LAUGHS, "aliases expand to more than 100,000 values"),
+        ("loop: &x [*x]\n", "aliases expand to more than"),
+        ("objective: {forgetting_budget: 0.02}\nobjective: {forgetting_budget: 0.5}\n", "duplicate key 'objective'"),
+        ("search:\n  seed: 1\n  seed: 2\n", "duplicate key 'seed' (first at line 2)"),
+        ("[" * 5000 + "]" * 5000, ""),
+        ("unknown: '" + "x" * 500_000 + "'\n", "(500,002 characters)"),
+    ],
+    ids=["billion laughs", "recursive alias", "duplicate section", "duplicate key", "deep nesting", "huge value"],
+)
+def test_hostile_yaml_is_one_short_error(text, fragment, tmp_path):
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    message = str(raised.value)
+    assert str(path) in message and fragment in message
+    assert len(message) < 3000
+
+
+def test_a_spec_file_over_a_mebibyte_is_refused_unread(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("# padding\n" * 200_000)
+    with pytest.raises(SpecError, match="a spec file may hold at most 1,048,576"):
+        load_spec(path)
+
+
+def test_a_spec_with_many_problems_lists_the_first_twenty(write_tiny_spec):
+    path = write_tiny_spec("many.yaml", search={"mix": [f"{k}:0" for k in range(1, 200)]})
+    message = str(pytest.raises(SpecError, load_spec, path).value)
+    assert "199 problem(s)" in message and "... and 179 more" in message and len(message) < 5000

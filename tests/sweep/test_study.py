@@ -2,16 +2,18 @@
 
 import json
 
+import pandas as pd
 import pytest
 from optuna.trial import TrialState
 from scripted import STEPS, scripted
 
 from sweep.best import best_summary, write_best
 from sweep.record import Attr, Status, record_failure
+from sweep.rundir import RunDir
 from sweep.select import select
 from sweep.study import StudyMismatch
 from sweep.study_trial import run_study_trial
-from sweep.table import read_table, trial_rows, write_tables
+from sweep.table import trial_rows, write_tables
 
 GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]
 
@@ -45,8 +47,8 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     assert rows[1].stopped_step == 50 and rows[1].reason.startswith("forgetting guard")
     assert rows[3].reason == "RuntimeError: out of memory" and rows[4].number == running
 
-    write_tables(rows, tmp_path)
-    table = read_table(tmp_path)
+    write_tables(rows, RunDir(tmp_path))
+    table = pd.read_parquet(tmp_path / "trials.parquet")
     assert list(table["number"]) == [row.number for row in rows]
     assert list(table["status"]) == [row.status.value for row in rows]
     assert (tmp_path / "trials.csv").read_text().count("\n") == len(rows) + 1
@@ -115,7 +117,7 @@ def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp
     run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.5))  # guarded at step 50
     rows = trial_rows(sweep)
     selection = select(rows, forgetting_budget=0.02, space=sweep.plan.space)
-    write_best(best_summary(selection, rows, sweep.plan), tmp_path)
+    write_best(best_summary(selection, rows, sweep.plan), RunDir(tmp_path))
     best = json.loads((tmp_path / "best.json").read_text())
     assert best["optimum"]["number"] == 0
     assert [row["number"] for row in best["pareto_front"]] == [0]

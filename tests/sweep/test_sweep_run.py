@@ -12,6 +12,7 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
+import yaml
 from optuna.trial import TrialState
 
 pytestmark = pytest.mark.slow
@@ -130,3 +131,27 @@ def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplica
         assert after[before.number].params == before.params
     table = pd.read_parquet(run_dir / "trials.parquet")
     assert sorted(table["number"]) == [0, 1, 2, 3, 4]
+
+
+def test_a_grid_of_three_runs_every_point_and_fresh_keeps_the_old_run(write_tiny_spec, tmp_path):
+    """A grid whose size is not the default trial count, written without num_trials (as the spec's own
+    error message tells users to): every trial completes, each reloading the plan stored in the study."""
+    spec = write_tiny_spec("grid3.yaml", search={"method": "grid", "lr_fraction": [0.05, 0.1, 0.2], "mix": ["1:1"]})
+    raw = yaml.safe_load(spec.read_text())
+    del raw["search"]["num_trials"]
+    spec.write_text(yaml.safe_dump(raw))
+    run_dir = tmp_path / "runs" / "grid3"
+
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    trials = study_trials(run_dir, "grid3")
+    assert sorted(t.params["lr_fraction"] for t in trials) == [0.05, 0.1, 0.2]
+    assert all(t.state is TrialState.COMPLETE for t in trials), [t.user_attrs.get("reason") for t in trials]
+    first_best = (run_dir / "best.json").read_bytes()
+
+    code, output = run("run", str(spec), "--fresh", cwd=tmp_path)
+    assert code == 0, output
+    (kept,) = (tmp_path / "runs" / ".trash").iterdir()
+    assert kept.name.startswith("grid3-") and (kept / "best.json").read_bytes() == first_best
+    assert len(study_trials(kept, "grid3")) == 3  # the old study moved with its run
+    assert len(study_trials(run_dir, "grid3")) == 3

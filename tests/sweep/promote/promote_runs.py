@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweep.best import write_best
-from sweep.promote.plan import TRIAL_CONFIG_JSON
+from sweep.best import BestSummary, Cost, Evidence, write_best
 from sweep.record import Status
-from sweep.table import TrialRow, row_dict
-from sweep.trainable import TRIALS_DIR
+from sweep.rundir import RunDir
+from sweep.table import TrialRow
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
 
@@ -30,32 +29,24 @@ def write_run(
         domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21, best_step=200, steps=200, stopped_step=None,
         tokens_seen=204800, wall_seconds=60.0, attempts=1,
     )  # fmt: skip
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run = RunDir(run_dir)
+    run.trial(7).mkdir(parents=True, exist_ok=True)
     verdict = "optimum: trial 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
-    write_best(
-        {
-            "verdict": verdict,
-            "optimum": row_dict(row) if feasible else None,
-            "least_forgetting": None if feasible else row_dict(row),
-            "boundary_warnings": [],
-            "evidence": {
-                "forgetting_budget": 0.02,
-                "trials": {},
-                "feasible_completed": int(feasible),
-                "runner_up": None,
-            },
-            "pareto_front": [row_dict(row)],
-            "cost": {"tokens_used": 204800, "tokens_saved_by_pruning": 0, "full_trial_tokens": 204800},
-        },
-        run_dir,
+    summary = BestSummary(
+        verdict=verdict,
+        optimum=row if feasible else None,
+        least_forgetting=None if feasible else row,
+        boundary_warnings=[],
+        evidence=Evidence(forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), runner_up=None),
+        pareto_front=[row],
+        cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
     )
-    trial_dir = run_dir / TRIALS_DIR / "0007"
-    trial_dir.mkdir(parents=True, exist_ok=True)
+    write_best(summary, run)
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     config = TrialConfig(
         lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=MAX_LR,
         base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4), train=prefixes, valid=prefixes,
-        non_english_share=non_english_share, proxy=PROXY, output_dir=str(trial_dir),
+        non_english_share=non_english_share, proxy=PROXY, output_dir=str(run.trial(7)),
     )  # fmt: skip
-    (trial_dir / TRIAL_CONFIG_JSON).write_text(config.model_dump_json(indent=2))
+    run.trial_config(7).write_text(config.model_dump_json(indent=2))
     return run_dir

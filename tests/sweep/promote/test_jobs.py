@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from sweep.cli import main
+from sweep.promote.job_records import JobRecord, append_record, read_records
 from sweep.promote.local_cluster import free_port
-from sweep.promote.submit import JobRecord, append_record, attempt_of, read_records, submission_id
+from sweep.promote.submit import attempt_of, submission_id
 
 
 def test_submission_ids_count_attempts_of_one_plan_only():
@@ -18,7 +21,7 @@ def test_jobs_lists_a_recorded_job_whose_cluster_is_gone_as_unreachable(tmp_path
     plan_dir.mkdir(parents=True)
     record = JobRecord(
         submission_id="cpt-llama3.1-8b-h100-480-0123abcd", plan_id="llama3.1-8b-h100-480-0123abcd", attempt=1,
-        address=f"http://127.0.0.1:{free_port()}", submitted_at="2026-11-26T00:00:00+00:00",
+        address=f"http://127.0.0.1:{free_port()}", submitted_at=datetime(2026, 11, 26, tzinfo=UTC),
     )  # fmt: skip
     append_record(plan_dir, record)
     assert read_records(plan_dir) == [record]

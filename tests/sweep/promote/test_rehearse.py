@@ -16,10 +16,9 @@ from ray_processes import processes_mentioning
 
 from sweep.cli import main
 from sweep.prepare import prepare
-from sweep.promote.plan import TRIAL_CONFIG_JSON
 from sweep.promote.rehearse import JOB_LOG, REHEARSAL_DIR, RehearsalConfig
+from sweep.rundir import RunDir
 from sweep.spec import load_spec
-from sweep.trainable import TRIALS_DIR
 from tests.conftest import TINY_SPEC
 from train_entry.fullrun.job import RESULT_JSON
 from train_entry.fullrun.toy import STATE_FILE
@@ -38,9 +37,9 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
     spec = write_tiny_spec("rehearse.yaml", base={**TINY_SPEC["base"], "builtin": builtin})
     prepared = prepare(load_spec(spec))
     run_dir = write_run(tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1)
-    trial_dir = run_dir / TRIALS_DIR / "0007"
-    trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=trial_dir)
-    (trial_dir / TRIAL_CONFIG_JSON).write_text(trial.model_dump_json(indent=2))
+    run = RunDir(run_dir)
+    trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=run.trial(7))
+    run.trial_config(7).write_text(trial.model_dump_json(indent=2))
     return run_dir
 
 
