@@ -34,14 +34,14 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=4)
     args = parser.parse_args()
 
-    spec_path = args.spec.resolve()
-    raw = yaml.safe_load(spec_path.read_text())
-    raw["search"].update(num_trials=args.trials, concurrency=2, pruner={"type": "none"}, forgetting_guard=None)
+    spec = load_spec(args.spec)
+    raw = spec.model_dump(mode="json", exclude_none=True)  # corpus paths absolute: it loads from anywhere
+    raw["search"].update(num_trials=args.trials, pruner={"type": "none"}, forgetting_guard=None)
+    raw["execution"]["concurrency"] = 2
     raw["tracking"] = {"wandb": {"mode": "disabled"}}
-    # Next to the original so that its relative corpus paths still resolve.
-    bench_spec = spec_path.with_name(f".bench-{spec_path.stem}.yaml")
-    bench_spec.write_text(yaml.safe_dump(raw, sort_keys=False))
     workdir = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
+    bench_spec = workdir / "bench.yaml"
+    bench_spec.write_text(yaml.safe_dump(raw, sort_keys=False))
     try:
         prepared = prepare(load_spec(bench_spec))  # build or reuse the caches before timing
 
@@ -58,17 +58,16 @@ def main() -> None:
         record = run.read_record()
         study = load_study(url=record.url(run), name=record.study_name)
         points = [study.plan.space.point(t.params) for t in study.trials()]
-        torch.set_num_threads(prepared.spec.resources.cpus)
+        torch.set_num_threads(prepared.spec.execution.cpus)
         started = time.perf_counter()
         for k, point in enumerate(points):
             config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=workdir / f"seq{k}")
             run_trial(config, lambda metrics: False)
         sequential_s = time.perf_counter() - started
     finally:
-        bench_spec.unlink(missing_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"trials: {len(points)} x {raw['proxy']['steps']} steps, cpus per trial {prepared.spec.resources.cpus}")
+    print(f"trials: {len(points)} x {spec.proxy.steps} steps, cpus per trial {prepared.spec.execution.cpus}")
     print(f"sweep (Ray Tune, concurrency 2): {sweep_s:.1f} s")
     print(f"one after another, one process:  {sequential_s:.1f} s")
     print(f"speed-up: {sequential_s / sweep_s:.2f}x")

@@ -23,35 +23,48 @@ from sweep.prepare import prepare
 from sweep.spec import load_spec
 from train_entry.data.blend import build_train_stream
 from train_entry.data.tokenizer import megatron_tokenizer
-from train_entry.loop import Optimization, train
+from train_entry.loop import fit
 from train_entry.mix import MixRatio
 from train_entry.model import Runtime, load_causal_lm
+from train_entry.trial_config import ProxyConfig
+
+PEAK_LR_FRACTION = 0.1
+"""Both loops train at lr_fraction 0.1 of the base's max_lr."""
 
 
-def trial_loop(prepared, optimization: Optimization, runtime: Runtime, cache_dir: Path) -> float:
-    proxy = prepared.spec.proxy
+def trial_loop(prepared, recipe: ProxyConfig, runtime: Runtime, cache_dir: Path) -> float:
     stream = build_train_stream(
         prepared.train,
         MixRatio(1, 1),
         prepared.non_english_share,
-        num_samples=optimization.steps * optimization.batch_size,
-        seq_len=proxy.seq_len,
-        seed=proxy.seed,
+        num_samples=recipe.steps * recipe.batch_size,
+        seq_len=recipe.seq_len,
+        seed=recipe.seed,
         tokenizer=megatron_tokenizer(prepared.tokenizer_dir),
         cache_dir=cache_dir,
     )
     model = load_causal_lm(prepared.base_dir, runtime)
     started = time.perf_counter()
-    train(model, stream, optimization, runtime, evaluate=lambda *_: False)
-    return optimization.steps * optimization.batch_size * proxy.seq_len / (time.perf_counter() - started)
+    fit(
+        model,
+        stream,
+        recipe,
+        runtime,
+        steps=recipe.steps,
+        batch_size=recipe.batch_size,
+        peak_lr=PEAK_LR_FRACTION * prepared.spec.base.max_lr,
+        eval_interval=recipe.steps,
+        divergence_factor=recipe.divergence_factor,
+        evaluate=lambda *_: False,
+    )
+    return recipe.steps * recipe.batch_size * recipe.seq_len / (time.perf_counter() - started)
 
 
-def bare_loop(prepared, optimization: Optimization, runtime: Runtime) -> float:
-    proxy = prepared.spec.proxy
+def bare_loop(prepared, recipe: ProxyConfig, runtime: Runtime) -> float:
     model = load_causal_lm(prepared.base_dir, runtime)
     vocab = model.config.vocab_size
-    batches = [torch.randint(0, vocab, (optimization.batch_size, proxy.seq_len + 1)) for _ in range(optimization.steps)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=optimization.peak_lr)
+    batches = [torch.randint(0, vocab, (recipe.batch_size, recipe.seq_len + 1)) for _ in range(recipe.steps)]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR_FRACTION * prepared.spec.base.max_lr)
     model.train()
     started = time.perf_counter()
     for batch in batches:
@@ -60,7 +73,7 @@ def bare_loop(prepared, optimization: Optimization, runtime: Runtime) -> float:
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    return optimization.steps * optimization.batch_size * proxy.seq_len / (time.perf_counter() - started)
+    return recipe.steps * recipe.batch_size * recipe.seq_len / (time.perf_counter() - started)
 
 
 def main() -> None:
@@ -73,32 +86,28 @@ def main() -> None:
 
     prepared = prepare(load_spec(args.spec))
     spec = prepared.spec
-    torch.set_num_threads(spec.resources.cpus)
+    torch.set_num_threads(spec.execution.cpus)
     runtime = Runtime.detect()
-    optimization = Optimization(
-        steps=args.steps,
-        batch_size=spec.proxy.batch_size,
-        peak_lr=0.1 * spec.base.max_lr,
-        warmup_steps=min(spec.proxy.warmup_steps, args.steps - 1),
-        min_lr_ratio=spec.proxy.min_lr_ratio,
-        schedule=spec.proxy.schedule,
-        weight_decay=spec.proxy.weight_decay,
-        grad_clip=spec.proxy.grad_clip,
-        eval_interval=args.steps,
-        divergence_factor=spec.proxy.divergence_factor,
+    # The spec's proxy, cut to --steps (a warmup that still fits).
+    recipe = spec.proxy.model_copy(
+        update={
+            "steps": args.steps,
+            "warmup_steps": min(spec.proxy.warmup_steps, args.steps - 1),
+            "eval_interval": args.steps,
+        }
     )
     trial, bare = [], []
     for round_ in range(args.rounds):
         # Alternate which loop goes first, so neither always runs on a warmer machine.
         if round_ % 2:
-            bare.append(bare_loop(prepared, optimization, runtime))
-        trial.append(trial_loop(prepared, optimization, runtime, args.cache_dir))
+            bare.append(bare_loop(prepared, recipe, runtime))
+        trial.append(trial_loop(prepared, recipe, runtime, args.cache_dir))
         if not round_ % 2:
-            bare.append(bare_loop(prepared, optimization, runtime))
+            bare.append(bare_loop(prepared, recipe, runtime))
     ratios = [t / b for t, b in zip(trial, bare)]
     print(
         f"model {prepared.base_dir.name}, batch {spec.proxy.batch_size} x {spec.proxy.seq_len}, "
-        f"{spec.resources.cpus} thread(s), {args.steps} steps x {args.rounds} rounds on {runtime.device}"
+        f"{spec.execution.cpus} thread(s), {args.steps} steps x {args.rounds} rounds on {runtime.device}"
     )
     print(
         f"trial loop  tokens/s  median {statistics.median(trial):,.0f}  (min {min(trial):,.0f}, max {max(trial):,.0f})"

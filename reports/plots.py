@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 
 from reports.snapshot import RunSnapshot, ratio_label
 from sweep.record import Status
-from sweep.spec import LRFractionRange
+from sweep.space import LRFractionRange, MixRange
 from sweep.table import TrialRow
 
 STATUS_COLOURS = {
@@ -232,7 +232,7 @@ def _lr_axis(snapshot: RunSnapshot) -> _Axis:
 
 def _mix_axis(snapshot: RunSnapshot) -> _Axis:
     space = snapshot.space.mix
-    if isinstance(space, tuple):
+    if not isinstance(space, MixRange):
         listed = sorted(space, key=lambda m: m.domain_share)
         shares = [m.domain_share for m in listed]
         return _Axis(

@@ -194,8 +194,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "setup": {
             "base": spec.get("base", {}).get("model", "?"),
             "domain corpus": spec.get("data", {}).get("domain", {}).get("train", "?"),
-            "search": f"{snapshot.plan.search.method} ({snapshot.plan.search.sampler}), "
-            f"pruner {snapshot.plan.search.pruner.type}",
+            "search": f"sampler {snapshot.plan.search.sampler}, pruner {snapshot.plan.search.pruner.type}",
             "proxy": f"{snapshot.plan.proxy.steps} steps × {snapshot.plan.proxy.batch_size} × "
             f"{snapshot.plan.proxy.seq_len} tokens",
             "forgetting budget": f"{budget:.4f}",

@@ -17,7 +17,7 @@ from sweep.best import BestSummary, best_summary
 from sweep.record import history_of
 from sweep.rundir import NotARunDirectory, RunDir, open_run
 from sweep.select import Selection, select
-from sweep.space import SearchSpace
+from sweep.space import MixRange, SearchSpace
 from sweep.study import SweepPlan
 from sweep.table import TrialRow, rows_of
 from sweep.yaml_file import YamlFileError, read_yaml
@@ -57,7 +57,7 @@ class RunSnapshot:
 
     def mix_label(self, row: TrialRow) -> str:
         """The mix as listed in the spec ("4:1"), or normalised to one side = 1 for a sampled range."""
-        return row.mix if isinstance(self.space.mix, tuple) else ratio_label(row.domain_share)
+        return ratio_label(row.domain_share) if isinstance(self.space.mix, MixRange) else row.mix
 
 
 def load_run(run_dir: Path) -> RunSnapshot:

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from sweep.config_file import SpecError
 from sweep.files import write_json
 from sweep.rundir import RunDir
-from sweep.spec import SpecError, TrackingConfig
-from sweep.tracking import STEP_METRIC, TRIAL_JOB, WandbTarget, resolve_wandb
+from sweep.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
 from sweep.yaml_file import YamlFileError, read_yaml
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ authentication can run any code on it. So an address is refused unless it is loc
 says --allow-remote, whether it was typed on the command line or read from a file (a run
 directory is shared, copied and received from colleagues: its jobs.json may be planted).
 
-Two kinds of address reach Ray. A Jobs API URL (`sweep promote --submit`, `sweep jobs`) is the
+Two kinds of address reach Ray. A Jobs API URL (`sweep promote submit`, `sweep jobs`) is the
 head's dashboard, http://HOST:8265; it is local when it is a loopback address, where Ray's
 dashboard listens by default. A cluster address (`sweep run --address`) is the GCS HOST:6379, a
 Ray Client ray://HOST:10001, or `auto`; it is local when it names this machine, because Ray
@@ -165,7 +165,7 @@ def _check_ray_host(raw: str, *, source: str, allow_remote: bool) -> None:
         raise AddressError(f"{source} 'local': leave --address out to start Ray on this machine")
     parts = urlsplit(raw if "://" in raw else f"{RAY_CLIENT_SCHEME}://{raw}")
     if parts.scheme != RAY_CLIENT_SCHEME:
-        hint = "; a Jobs API URL is for `sweep promote --submit`" if parts.scheme in SCHEMES else ""
+        hint = "; a Jobs API URL is for `sweep promote submit`" if parts.scheme in SCHEMES else ""
         raise AddressError(
             f"{source} {_shown(raw)}: scheme {parts.scheme!r} is not a Ray cluster address{hint}; give {RAY_ADDRESS_FORMS}"
         )

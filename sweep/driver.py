@@ -1,4 +1,4 @@
-"""`sweep run`: create or resume runs/<name>/, run the remaining trials under Ray Tune, pick the optimum.
+"""`sweep run`'s engine: create or resume runs/<name>/, run the remaining trials under Ray Tune, pick the optimum.
 
 The run directory holds the spec it ran, the Optuna study (a SQLite file unless the spec names
 another storage), Ray Tune's experiment state and logs, and the outputs. Resuming never reads
@@ -6,9 +6,9 @@ Ray's state: the study says which trials finished, which were interrupted (re-ru
 same number) and how many are still to ask for. A lock on the run directory keeps two drivers
 from adopting each other's running trials.
 
-Trials open the study themselves, so with `--address` on a multi-node cluster the storage must
-be reachable from every node: a server URL in spec.search.storage (e.g. PostgreSQL), or a run
-directory on a shared file system.
+Trials open the study themselves, so with a cluster address the storage must be reachable from
+every node: a server URL in execution.storage (e.g. PostgreSQL), or a run directory on a shared
+file system. What a person sees while it runs is the caller's `SweepView`.
 """
 
 from __future__ import annotations
@@ -17,94 +17,98 @@ import fcntl
 import logging
 import math
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from typing import Protocol
 
 import optuna
 import ray
 from ray import tune
-from rich.console import Console
 
-from reports.console import make_console
-from reports.report import write_run_report
-from sweep.address import check_ray_address
-from sweep.best import best_summary, write_best
-from sweep.live import LiveView, TableWriter
+from sweep.best import BestSummary, best_summary, write_best
 from sweep.prepare import Prepared, prepare
-from sweep.rundir import RunDir, RunRecord
+from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
-from sweep.select import select
-from sweep.spec import SweepSpec, load_spec
+from sweep.select import Selection, select
+from sweep.spec import SweepSpec
 from sweep.storage import shown_url, sqlite_file
-from sweep.study import StudyMismatch, SweepStudy, open_study
-from sweep.table import trial_rows, write_tables
-from sweep.tracking import WandbTarget, log_sweep, resolve_wandb, worker_env
+from sweep.study import SweepStudy, open_study
+from sweep.table import TrialRow, trial_rows, write_tables
+from sweep.tracking import WandbTarget, log_sweep, worker_env
 from sweep.trainable import proxy_trainable
-from sweep.view import print_outcome
 
 OBJECT_STORE_BYTES = 200 * 1024**2
 """Trials exchange only small metrics through Ray; the default store would take a third of RAM."""
+REFRESH_S = 1.0
+"""How often a running sweep's view is refreshed: a study read per second is cheap next to a trial."""
 
 
-class RunLocked(RuntimeError):
-    """Another `sweep run` holds this run directory."""
+class SweepView(Protocol):
+    """What a person sees of a running sweep; `sweep run` shows a live table on a terminal."""
+
+    def message(self, text: str) -> None: ...
+
+    def start(self) -> None: ...
+
+    def update(self, rows: list[TrialRow], *, planned: int, trial_ended: bool) -> None:
+        """The trials as the study holds them now, of `planned`; `trial_ended` after a trial finished."""
+
+    def stop(self) -> None: ...
 
 
-def run_sweep(spec_path: Path, *, name: str | None, address: str | None, allow_remote: bool, fresh: bool) -> int:
-    """Runs (or resumes) the sweep; exit code 0 when every planned trial has finished.
+@dataclass(frozen=True)
+class SweepOutcome:
+    rows: list[TrialRow]
+    selection: Selection
+    summary: BestSummary
+    planned: int
 
-    Everything that can be refused (the spec, the run name, the cluster address, the storage URL and
-    its environment) is checked before the run directory is created or touched.
+    @property
+    def finished(self) -> int:
+        return sum(row.finished for row in self.rows)
+
+
+def run_sweep(
+    spec: SweepSpec, run: RunDir, *, address: str | None, fresh: bool, wandb: WandbTarget | None, view: SweepView
+) -> SweepOutcome:
+    """Runs (or resumes) the sweep in `run`; the caller has checked the run name and the address.
+
+    The storage URL and its environment are checked before the run directory is created or touched.
     """
-    spec = load_spec(spec_path)
-    run = RunDir.named(name) if name is not None else RunDir.named(spec_path.stem, origin="the spec file's name")
-    if address is not None:
-        address = check_ray_address(address, allow_remote=allow_remote)
-    console = make_console()
-    wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
-    if notice:
-        console.print(notice, style="yellow")
-    record = RunRecord(study_name=run.path.name, storage=spec.search.storage)
+    record = RunRecord(study_name=run.path.name, storage=spec.execution.storage)
     url = record.url(run)  # an unset ${NAME} in the storage URL stops here, before anything is written
-    try:
-        with _locked(run):
-            return _run(spec, record, url=url, run=run, address=address, fresh=fresh, wandb=wandb, console=console)
-    except (RunLocked, StudyMismatch) as exc:
-        console.print(f"error: {exc}", style="red")
-        return 2
-
-
-def _run(
-    spec: SweepSpec,
-    record: RunRecord,
-    *,
-    url: str,
-    run: RunDir,
-    address: str | None,
-    fresh: bool,
-    wandb: WandbTarget | None,
-    console: Console,
-) -> int:
-    name = record.study_name
-    if fresh:
-        _discard(run, url=url, name=name, console=console)
-    log = _log_handler(run.inside(run.driver_log))
-    _route_logs(log)
-    sweep = open_study(spec, url=url, name=name)  # refuses a study made for another spec
-    run.write_spec_copy(spec)
-    run.write_record(record)
-    searcher = StudySearcher(sweep)
-    write_tables(trial_rows(sweep), run)  # the table agrees with the study from the start
-    console.print(
-        f"sweep {name}: {sweep.plan.planned_trials} trials planned, {searcher.to_run} to run "
-        f"(study in {shown_url(url)}, run directory {run.path})"
-    )
-    if searcher.to_run > 0:
-        prepared = prepare(spec)
-        _tune(spec, searcher, sweep, prepared=prepared, wandb=wandb, run=run, url=url, address=address, log=log)
-    return _finish(sweep, run, console, name=name, wandb=wandb)
+    with _locked(run):
+        if fresh:
+            _discard(run, url=url, name=record.study_name, view=view)
+        log = _log_handler(run.inside(run.driver_log))
+        _route_logs(log)
+        sweep = open_study(spec, url=url, name=record.study_name)  # refuses a study made for another spec
+        run.write_spec_copy(spec)
+        run.write_record(record)
+        searcher = StudySearcher(sweep)
+        write_tables(trial_rows(sweep), run)  # the table agrees with the study from the start
+        view.message(
+            f"sweep {record.study_name}: {sweep.plan.planned_trials} trials planned, {searcher.to_run} to run "
+            f"(study in {shown_url(url)}, run directory {run.path})"
+        )
+        if searcher.to_run > 0:
+            prepared = prepare(spec)
+            _tune(
+                spec,
+                searcher,
+                sweep,
+                prepared=prepared,
+                wandb=wandb,
+                run=run,
+                url=url,
+                address=address,
+                log=log,
+                view=view,
+            )
+        return _finish(sweep, run, wandb=wandb)
 
 
 def _tune(
@@ -118,9 +122,9 @@ def _tune(
     url: str,
     address: str | None,
     log: logging.Handler,
+    view: SweepView,
 ) -> None:
-    resources = spec.resources
-    concurrency = spec.search.concurrency
+    execution = spec.execution
     # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
     # runtime environment (held by Ray, never written into the run directory).
     runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
@@ -129,8 +133,8 @@ def _tune(
             # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
             # address file names, unchecked.
             address="local",
-            num_cpus=max(concurrency * resources.cpus, 1),
-            num_gpus=math.ceil(resources.gpus * concurrency) if resources.gpus else None,
+            num_cpus=max(execution.concurrency * execution.cpus, 1),
+            num_gpus=math.ceil(execution.gpus * execution.concurrency) if execution.gpus else None,
             object_store_memory=OBJECT_STORE_BYTES,
             include_dashboard=False,
             log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
@@ -140,7 +144,7 @@ def _tune(
     else:
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
     _route_logs(log)  # ray.init sets up its own console handler again
-    # Ray Tune's own console reporter would fight the live view; its legacy reporter at verbose 0 is quiet.
+    # Ray Tune's own console reporter would fight the caller's view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     trainable = tune.with_resources(
         tune.with_parameters(
@@ -151,14 +155,14 @@ def _tune(
             study_name=sweep.study.study_name,
             run=RunDir(run.path.resolve()),
         ),
-        {"cpu": resources.cpus, "gpu": resources.gpus},
+        {"cpu": execution.cpus, "gpu": execution.gpus},
     )
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             num_samples=searcher.to_run,
-            max_concurrent_trials=concurrency,
+            max_concurrent_trials=execution.concurrency,
             reuse_actors=True,  # a trial process keeps torch, the tokenizer and the study connection warm
         ),
         run_config=tune.RunConfig(
@@ -166,8 +170,8 @@ def _tune(
             storage_path=str(run.path.resolve()),
             verbose=0,
             log_to_file=True,
-            failure_config=tune.FailureConfig(max_failures=spec.search.max_retries),
-            callbacks=[TableWriter(sweep, run), LiveView(sweep, concurrency=concurrency)],
+            failure_config=tune.FailureConfig(max_failures=execution.max_retries),
+            callbacks=[StudyWatch(sweep, run, view)],
         ),
     )
     try:
@@ -176,27 +180,55 @@ def _tune(
         ray.shutdown()
 
 
-def _finish(sweep: SweepStudy, run: RunDir, console: Console, *, name: str, wandb: WandbTarget | None) -> int:
+class StudyWatch(tune.Callback):
+    """Keeps trials.parquet / trials.csv current whenever a trial starts or ends, and the view with them.
+
+    It reads the study each time (Ray calls back after the trial has told its outcome and after the
+    searcher has recorded a failure), so it keeps no state of its own.
+    """
+
+    def __init__(self, sweep: SweepStudy, run: RunDir, view: SweepView) -> None:
+        self._sweep = sweep
+        self._run = run
+        self._view = view
+        self._last_refresh = 0.0
+
+    def setup(self, **info) -> None:
+        self._view.start()
+
+    def on_step_end(self, iteration, trials, **info) -> None:
+        if time.monotonic() - self._last_refresh >= REFRESH_S:
+            self._last_refresh = time.monotonic()
+            self._view.update(trial_rows(self._sweep), planned=self._sweep.plan.planned_trials, trial_ended=False)
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        write_tables(trial_rows(self._sweep), self._run)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self._trial_ended()
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._trial_ended()
+
+    def on_experiment_end(self, trials, **info) -> None:
+        self._view.stop()
+
+    def _trial_ended(self) -> None:
+        rows = trial_rows(self._sweep)
+        write_tables(rows, self._run)
+        self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=True)
+
+
+def _finish(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -> SweepOutcome:
     rows = trial_rows(sweep)
     write_tables(rows, run)
     plan = sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     summary = best_summary(selection, rows, plan)
     write_best(summary, run)
+    name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
-    print_outcome(console, selection, rows, title=f"sweep {name}")
-    cost = summary.cost
-    console.print(
-        f"tokens used {cost.tokens_used:,}; saved by pruning {cost.tokens_saved_by_pruning:,} (outputs in {run.path})"
-    )
-    console.print(f"report: {write_run_report(run.path)}")
-    finished = sum(row.finished for row in rows)
-    if finished < plan.planned_trials:
-        console.print(
-            f"{plan.planned_trials - finished} planned trial(s) did not finish; run the same command again", style="red"
-        )
-        return 1
-    return 0
+    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials)
 
 
 @contextmanager
@@ -211,12 +243,12 @@ def _locked(run: RunDir) -> Iterator[None]:
         yield
 
 
-def _discard(run: RunDir, *, url: str, name: str, console: Console) -> None:
+def _discard(run: RunDir, *, url: str, name: str, view: SweepView) -> None:
     """--fresh: moves everything in the run directory but its lock to runs/.trash/, and a study on a
     database server to a copy named after it; nothing is deleted that cannot be recovered."""
     trash = run.move_to_trash(keep=run.lock)
     if trash is not None:
-        console.print(f"--fresh: the previous run is kept in {trash}")
+        view.message(f"--fresh: the previous run is kept in {trash}")
     if sqlite_file(url) is not None:
         return  # the study was a file in the run directory: it moved with it
     kept = f"{name}-previous-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
@@ -225,17 +257,17 @@ def _discard(run: RunDir, *, url: str, name: str, console: Console) -> None:
     except KeyError:
         return  # nothing stored yet
     optuna.delete_study(study_name=name, storage=url)
-    console.print(f"--fresh: the previous study is kept as {kept!r} in {shown_url(url)}")
+    view.message(f"--fresh: the previous study is kept as {kept!r} in {shown_url(url)}")
 
 
-def _log_handler(path: Path) -> logging.Handler:
+def _log_handler(path) -> logging.Handler:
     handler = logging.FileHandler(path)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     return handler
 
 
 def _route_logs(handler: logging.Handler) -> None:
-    """Ray's and Optuna's log records go to the run directory, not over the live view."""
+    """Ray's and Optuna's log records go to the run directory, not over the caller's view."""
     for logger_name in ("ray", "optuna"):
         logger = logging.getLogger(logger_name)
         logger.handlers[:] = [handler]

@@ -57,7 +57,7 @@ class Prepared:
             valid=self.valid,
             non_english_share=self.non_english_share,
             proxy=self.spec.proxy,
-            threads=self.spec.resources.cpus,
+            threads=self.spec.execution.cpus,
             output_dir=str(output_dir.resolve()),
         )
 

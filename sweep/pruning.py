@@ -1,60 +1,142 @@
-"""Early stopping: the configured Optuna pruner and the forgetting guard, asked on every report.
+"""Early stopping: one Optuna pruner, the forgetting guard wrapped around the configured one, asked on
+every report.
 
-Ray's OptunaSearch creates its study with a NopPruner, so Optuna's pruners would never run;
-here the trial itself reports each evaluation into its Optuna trial and asks the study's pruner
-(the one component that decides early stopping), and the forgetting guard stops a trial that
-is already far over the forgetting budget. A stop becomes PRUNED in the study.
+Ray's OptunaSearch creates its study with a NopPruner, so Optuna's pruners would never run; here
+the trial itself reports each evaluation into its Optuna trial and asks the study's pruner, the
+one component that decides early stopping. It stops a trial already far over the forgetting
+budget (the guard), else whatever the configured pruner stops, and never at the final
+evaluation. A stop becomes PRUNED in the study, with the reason.
+
+Each pruner's settings are their own config class, told apart by `type`, so a setting the chosen
+pruner does not use is an error that names it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
 import optuna
 from optuna.pruners import BasePruner
+from optuna.study import Study
+from optuna.trial import FrozenTrial
+from pydantic import Discriminator, Field, Tag
 
-from sweep.record import record_evaluation
-from sweep.spec import ForgettingGuard, PrunerConfig
+from sweep.record import Attr, record_evaluation
+from train_entry.config import StrictConfig
 from train_entry.trial_config import Metrics, ProxyConfig
 
+MAX_STEPS = 1_000_000
 
-def make_pruner(config: PrunerConfig, *, proxy: ProxyConfig) -> BasePruner:
-    """The Optuna pruner named by `config.type`; steps are optimizer steps of the proxy run."""
-    if config.type == "median":
+
+class _Judging(StrictConfig):
+    """What every pruner compares across trials."""
+
+    infeasible_penalty: float = Field(10.0, ge=0.0, le=1e6)
+    """The pruner judges domain_gain - infeasible_penalty x (forgetting - budget) once forgetting
+    is over the budget. On raw domain_gain a pruner would stop the low-LR, low-forgetting trials,
+    the feasible ones, for gaining less than trials that break the budget; 0 judges raw gain."""
+
+
+class MedianPrunerConfig(_Judging):
+    """Stops a trial below the median of the others at the same step (Optuna's MedianPruner)."""
+
+    type: Literal["median"] = "median"
+    n_startup_trials: int = Field(4, ge=0, le=10_000)
+    """Trials that finish before any pruning."""
+    n_warmup_steps: int = Field(0, ge=0, le=MAX_STEPS)
+    """Steps within a trial before it may be pruned."""
+    interval_steps: int = Field(1, ge=1, le=MAX_STEPS)
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
         return optuna.pruners.MedianPruner(
-            n_startup_trials=config.n_startup_trials,
-            n_warmup_steps=config.n_warmup_steps,
-            interval_steps=config.interval_steps,
+            n_startup_trials=self.n_startup_trials,
+            n_warmup_steps=self.n_warmup_steps,
+            interval_steps=self.interval_steps,
         )
-    if config.type == "percentile":
+
+
+class PercentilePrunerConfig(MedianPrunerConfig):
+    """Stops a trial below a percentile of the others at the same step."""
+
+    type: Literal["percentile"] = "percentile"
+    percentile: float = Field(50.0, gt=0.0, lt=100.0)
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
         return optuna.pruners.PercentilePruner(
-            config.percentile,
-            n_startup_trials=config.n_startup_trials,
-            n_warmup_steps=config.n_warmup_steps,
-            interval_steps=config.interval_steps,
+            self.percentile,
+            n_startup_trials=self.n_startup_trials,
+            n_warmup_steps=self.n_warmup_steps,
+            interval_steps=self.interval_steps,
         )
-    # Rungs start at the first evaluation: pruning cannot happen between evaluations anyway.
-    if config.type == "successive_halving":
+
+
+class SuccessiveHalvingPrunerConfig(_Judging):
+    """Asynchronous successive halving; rungs start at the first evaluation (pruning cannot happen
+    between evaluations anyway)."""
+
+    type: Literal["successive_halving"] = "successive_halving"
+    reduction_factor: int = Field(3, ge=2, le=100)
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
         return optuna.pruners.SuccessiveHalvingPruner(
-            min_resource=proxy.eval_interval, reduction_factor=config.reduction_factor
+            min_resource=proxy.eval_interval, reduction_factor=self.reduction_factor
         )
-    if config.type == "hyperband":
+
+
+class HyperbandPrunerConfig(SuccessiveHalvingPrunerConfig):
+    type: Literal["hyperband"] = "hyperband"
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
         return optuna.pruners.HyperbandPruner(
-            min_resource=proxy.eval_interval, max_resource=proxy.steps, reduction_factor=config.reduction_factor
+            min_resource=proxy.eval_interval, max_resource=proxy.steps, reduction_factor=self.reduction_factor
         )
-    if config.type == "wilcoxon":
-        return optuna.pruners.WilcoxonPruner(n_startup_steps=config.n_warmup_steps // proxy.eval_interval)
-    return optuna.pruners.NopPruner()
 
 
-def guard_reason(guard: ForgettingGuard | None, metrics: Metrics, *, budget: float) -> str | None:
-    """Why the forgetting guard stops a trial at this evaluation, or None to let it run."""
-    if guard is None or metrics.step < guard.min_steps:
-        return None
-    if metrics.forgetting > budget + guard.margin:
-        return (
-            f"forgetting guard: forgetting {metrics.forgetting:.4f} exceeds budget {budget:.4f} "
-            f"+ margin {guard.margin:.4f} at step {metrics.step}"
-        )
-    return None
+class WilcoxonPrunerConfig(_Judging):
+    """Stops a trial whose evaluations are significantly worse than the best trial's (Wilcoxon test)."""
+
+    type: Literal["wilcoxon"] = "wilcoxon"
+    n_warmup_steps: int = Field(0, ge=0, le=MAX_STEPS)
+    """Steps before the test may stop a trial."""
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
+        return optuna.pruners.WilcoxonPruner(n_startup_steps=self.n_warmup_steps // proxy.eval_interval)
+
+
+class NoPrunerConfig(_Judging):
+    """Never stops a trial early (the forgetting guard still may)."""
+
+    type: Literal["none"] = "none"
+
+    def build(self, proxy: ProxyConfig) -> BasePruner:
+        return optuna.pruners.NopPruner()
+
+
+def _pruner_type(value: Any) -> str:
+    # `type` may be left out: the median pruner, as Optuna's own default.
+    return value.get("type", "median") if isinstance(value, dict) else value.type
+
+
+PrunerConfig = Annotated[
+    Annotated[MedianPrunerConfig, Tag("median")]
+    | Annotated[PercentilePrunerConfig, Tag("percentile")]
+    | Annotated[SuccessiveHalvingPrunerConfig, Tag("successive_halving")]
+    | Annotated[HyperbandPrunerConfig, Tag("hyperband")]
+    | Annotated[WilcoxonPrunerConfig, Tag("wilcoxon")]
+    | Annotated[NoPrunerConfig, Tag("none")],
+    Discriminator(_pruner_type),
+]
+"""The Optuna pruner consulted on every reported evaluation, by `type`."""
+
+
+class ForgettingGuardConfig(StrictConfig):
+    """Stops a trial whose forgetting already exceeds the budget by a margin."""
+
+    margin: float = Field(0.05, ge=0.0, le=10.0)
+    """Absolute forgetting above the budget that stops a trial (0.05 = five points)."""
+    min_steps: int = Field(1, ge=1, le=MAX_STEPS)
+    """No guard before this step: early evaluations after re-warming are noisy."""
 
 
 def pruning_value(metrics: Metrics, *, budget: float, penalty: float) -> float:
@@ -66,29 +148,63 @@ def pruning_value(metrics: Metrics, *, budget: float, penalty: float) -> float:
     return metrics.domain_gain - penalty * max(0.0, metrics.forgetting - budget)
 
 
-class PruningReporter:
-    """The report callback's Optuna half: record an evaluation, then ask the pruner and the guard.
+class GuardedPruner(BasePruner):
+    """The study's pruner: the forgetting guard, then the configured pruner; never the final evaluation.
 
-    Returns True when the trial should stop; `stop_reason` then says why. The evaluation at the
-    final step is recorded but never judged: stopping there saves nothing, and it would throw
-    away a trial that ran its whole budget, the only kind the optimum is chosen from.
+    `stop_reason` says why a trial stops (None: it runs on); `prune` is Optuna's view of the same
+    decision, so optuna-dashboard and Optuna's own should_prune agree with the sweep.
+    """
+
+    def __init__(
+        self, config: PrunerConfig, *, guard: ForgettingGuardConfig | None, budget: float, proxy: ProxyConfig
+    ) -> None:
+        self._name = config.type
+        self._inner = config.build(proxy)
+        self._guard = guard
+        self._budget = budget
+        self._final_step = proxy.steps
+
+    def prune(self, study: Study, trial: FrozenTrial) -> bool:
+        return self.stop_reason(study, trial) is not None
+
+    def stop_reason(self, study: Study, trial: FrozenTrial) -> str | None:
+        step = trial.last_step
+        if step is None or step >= self._final_step or Attr.LAST.value not in trial.user_attrs:
+            return None  # stopping at the end saves nothing, and would discard a trial that ran its budget
+        last = Metrics.model_validate(trial.user_attrs[Attr.LAST.value])
+        guard = self._guard
+        if guard is not None and step >= guard.min_steps and last.forgetting > self._budget + guard.margin:
+            return (
+                f"forgetting guard: forgetting {last.forgetting:.4f} exceeds budget {self._budget:.4f} "
+                f"+ margin {guard.margin:.4f} at step {step}"
+            )
+        if self._inner.prune(study, trial):
+            return (
+                f"pruned by the {self._name} pruner at step {step} "
+                f"(domain_gain {last.domain_gain:.4f}, forgetting {last.forgetting:.4f})"
+            )
+        return None
+
+
+class PruningReporter:
+    """The report callback's Optuna half: record an evaluation, then ask the study's pruner.
+
+    Returns True when the trial should stop; `stop_reason` then says why.
     """
 
     def __init__(
         self,
         *,
         trial: optuna.Trial,
-        pruner_type: str,
-        guard: ForgettingGuard | None,
+        frozen: Callable[[], FrozenTrial],
+        pruner: GuardedPruner,
         budget: float,
         penalty: float,
-        final_step: int,
         reported_steps: frozenset[int] = frozenset(),
     ) -> None:
         self._trial = trial
-        self._final_step = final_step
-        self._pruner_type = pruner_type
-        self._guard = guard
+        self._frozen = frozen
+        self._pruner = pruner
         self._budget = budget
         self._penalty = penalty
         # Steps stored by an earlier attempt of this trial (a retry, or a resume after a crash):
@@ -100,12 +216,5 @@ class PruningReporter:
         value = pruning_value(metrics, budget=self._budget, penalty=self._penalty)
         record_evaluation(self._trial, metrics, value=value, new_step=metrics.step not in self._reported)
         self._reported.add(metrics.step)
-        if metrics.step >= self._final_step:
-            return False
-        self.stop_reason = guard_reason(self._guard, metrics, budget=self._budget)
-        if self.stop_reason is None and self._trial.should_prune():
-            self.stop_reason = (
-                f"pruned by the {self._pruner_type} pruner at step {metrics.step} "
-                f"(domain_gain {metrics.domain_gain:.4f}, forgetting {metrics.forgetting:.4f})"
-            )
+        self.stop_reason = self._pruner.stop_reason(self._trial.study, self._frozen())
         return self.stop_reason is not None

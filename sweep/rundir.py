@@ -38,6 +38,10 @@ class RunDirError(ValueError):
     """A run name or run directory that cannot be used; the message says the rule."""
 
 
+class RunLocked(RunDirError):
+    """Another `sweep run` holds this run directory."""
+
+
 class NotARunDirectory(RunDirError):
     """A path given as a run directory that holds no sweep (no run.json, or no study behind it)."""
 
@@ -156,9 +160,13 @@ class RunDir:
     def promotion(self) -> Path:
         return self.path / PROMOTION_DIR
 
-    def plan(self, plan_id: str) -> Path:
-        """A promotion plan's directory: plan.json, its run config, summary and Megatron-LM arguments."""
-        return self.promotion / plan_id
+    def plan(self, plan_id: str) -> PlanDir:
+        """A promotion plan's directory: plan.json, its run config, summary, Megatron-LM arguments, jobs."""
+        return PlanDir(self.promotion / plan_id)
+
+    def plans(self) -> list[PlanDir]:
+        """Every promotion plan of the run, by id."""
+        return [PlanDir(path) for path in sorted(self.promotion.glob("*")) if path.is_dir()]
 
     # ----------------------------------------------------------------------------- reading, writing
 
@@ -232,3 +240,52 @@ def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
         raise NotARunDirectory(
             f"{run.run_json} names study {record.study_name!r} in {shown_url(url)}, but {exc}"
         ) from None
+
+
+@dataclass(frozen=True)
+class PlanDir:
+    """runs/<name>/promotion/<plan id>/: one plan of the run's optimum, and the jobs submitted from it."""
+
+    path: Path
+
+    @property
+    def id(self) -> str:
+        return self.path.name
+
+    @property
+    def plan_json(self) -> Path:
+        """The whole plan; `Plan.read` loads it."""
+        return self.path / "plan.json"
+
+    @property
+    def run_config(self) -> Path:
+        """The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs."""
+        return self.path / "run.json"
+
+    @property
+    def summary_md(self) -> Path:
+        return self.path / "summary.md"
+
+    @property
+    def megatron_args(self) -> Path:
+        """The run as Megatron-LM pretrain_gpt.py arguments, one flag per line."""
+        return self.path / "pretrain_gpt_args.txt"
+
+    @property
+    def launch_script(self) -> Path:
+        """A torchrun launch of Megatron-LM's pretrain_gpt.py with those arguments."""
+        return self.path / "pretrain_gpt.sh"
+
+    @property
+    def jobs_json(self) -> Path:
+        """Every submission of the plan: id, cluster address, time; nothing secret."""
+        return self.path / "jobs.json"
+
+    def job(self, submission_id: str) -> Path:
+        """The folder uploaded as a submission's working_dir: its job.json and nothing else."""
+        return self.path / "jobs" / submission_id
+
+    @property
+    def rehearsals(self) -> Path:
+        """One folder per rehearsal (its UTC time): the job's log, Ray Train's results and checkpoints."""
+        return self.path / "rehearsal"

@@ -16,17 +16,18 @@ from sweep.spec import SearchConfig
 
 
 def make_sampler(search: SearchConfig) -> BaseSampler:
-    """The sampler for `search.method` and `search.sampler`, seeded with `search.seed`."""
-    if search.method != "optuna" or search.sampler == "random":
+    """The sampler `search.sampler` names, seeded with `search.seed`."""
+    if search.sampler in ("random", "grid"):
         # A grid runs enqueued points only; every enqueued param is fixed, so nothing is sampled.
         return optuna.samplers.RandomSampler(seed=search.seed)
     # A quarter of the trials sampled at random before the model steers: the default 10 of TPE
     # and GP would leave a 16-trial sweep almost unguided.
     startup = max(4, search.num_trials // 4)
     if search.sampler == "tpe":
-        # constant_liar keeps concurrent trials from being proposed at the same point.
+        # constant_liar keeps concurrent trials from being proposed at the same point; with one
+        # trial at a time no trial is running when the next is asked for, and it changes nothing.
         return optuna.samplers.TPESampler(
-            seed=search.seed, n_startup_trials=startup, constant_liar=search.concurrency > 1, multivariate=True
+            seed=search.seed, n_startup_trials=startup, constant_liar=True, multivariate=True
         )
     if search.sampler == "gp":
         return optuna.samplers.GPSampler(seed=search.seed, n_startup_trials=startup)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweep.record import Status
-from sweep.space import Point, SearchSpace
+from sweep.space import SearchSpace
 from sweep.table import TrialRow
 from train_entry.mix import MixRatio
 
@@ -49,12 +49,13 @@ class Selection:
 
 
 def select(rows: list[TrialRow], *, forgetting_budget: float, space: SearchSpace) -> Selection:
-    completed = [row for row in rows if row.status is Status.COMPLETED and row.domain_gain is not None]
+    completed = _completed(rows)
     pareto = sorted(_pareto_front(completed), key=lambda row: (row.forgetting, -row.domain_gain, row.number))
-    feasible = [row for row in completed if row.forgetting <= forgetting_budget]
-    optimum = min(feasible, key=lambda row: (-row.domain_gain, row.forgetting, row.number), default=None)
+    optimum = best_feasible(rows, forgetting_budget)
     boundary = (
-        space.edges(Point(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share))) if optimum else []
+        space.edges(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share), shown_mix=optimum.mix)
+        if optimum
+        else []
     )
     return Selection(
         optimum=optimum,
@@ -63,6 +64,16 @@ def select(rows: list[TrialRow], *, forgetting_budget: float, space: SearchSpace
         boundary=boundary,
         forgetting_budget=forgetting_budget,
     )
+
+
+def best_feasible(rows: list[TrialRow], forgetting_budget: float) -> TrialRow | None:
+    """The optimum alone: the highest-gain completed trial within the budget (a tie to the one that forgot less)."""
+    feasible = [row for row in _completed(rows) if row.forgetting <= forgetting_budget]
+    return min(feasible, key=lambda row: (-row.domain_gain, row.forgetting, row.number), default=None)
+
+
+def _completed(rows: list[TrialRow]) -> list[TrialRow]:
+    return [row for row in rows if row.status is Status.COMPLETED and row.domain_gain is not None]
 
 
 def _pareto_front(rows: list[TrialRow]) -> list[TrialRow]:

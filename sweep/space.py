@@ -1,7 +1,9 @@
-"""The search space: the spec's `search` schema turned into Optuna distributions, a grid, and back.
+"""The search space (the spec's `space:` section): what a sweep searches, and its one translation into
+Optuna distributions, a grid, and back into points.
 
 This is the one place that knows how lr_fraction and the mix ratio are parameterised in Optuna,
-so the sampler, the trial and the trials table all read a trial's point the same way.
+so the sampler, the trial and the trials table all read a trial's point the same way. Bounds are
+inclusive, in the spec and in Optuna.
 """
 
 from __future__ import annotations
@@ -9,18 +11,58 @@ from __future__ import annotations
 import enum
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from sweep.spec import LRFractionRange, MixRange, SearchConfig
-from train_entry.mix import MixRatio
+from train_entry.config import StrictConfig
+from train_entry.mix import Mix, MixRatio
 
+MAX_LISTED = 1_000
+"""Upper bound of listed lr_fraction values and mix ratios."""
 EDGE_ZONE = 0.05
 """Share of a continuous range (in its sampling scale) next to a bound that counts as "on" it:
 an optimum that close to a bound says the best value may lie beyond it."""
+
+
+def _fraction(value: float) -> float:
+    if not 0.0 < value <= 1.0:
+        raise ValueError(f"lr_fraction must be in (0, 1], got {value}")
+    return value
+
+
+LRFraction = Annotated[float, AfterValidator(_fraction)]
+"""Peak LR / the base's max_lr."""
+
+
+class LRFractionRange(StrictConfig):
+    low: LRFraction
+    high: LRFraction
+    log: bool = True
+    """Sample on a log scale: LR effects are multiplicative."""
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LRFractionRange:
+        if self.low > self.high:
+            raise ValueError(f"low must not exceed high, got low={self.low}, high={self.high}")
+        return self
+
+
+class MixRange(StrictConfig):
+    """A continuous range of mix ratios, searched on the log of general/domain."""
+
+    low: Mix
+    high: Mix
+
+    @model_validator(mode="after")
+    def _distinct(self) -> MixRange:
+        if self.low.log_ratio == self.high.log_ratio:
+            raise ValueError(f"low and high are the same ratio ({self.low}); list it instead")
+        return self
 
 
 class Param(str, enum.Enum):
@@ -41,18 +83,34 @@ class Point:
     mix: MixRatio
 
 
-@dataclass(frozen=True)
-class SearchSpace:
-    """Optuna's view of the spec's search section. Bounds are inclusive, as in the spec."""
+class SearchSpace(StrictConfig):
+    """What a sweep searches: lr_fraction and the general:domain mix, each a range or listed values."""
 
-    lr_fraction: LRFractionRange | tuple[float, ...]
-    mix: MixRange | tuple[MixRatio, ...]
+    lr_fraction: LRFractionRange | Annotated[list[LRFraction], Field(min_length=1, max_length=MAX_LISTED)]
+    """A range {low, high, log} (sampled), or listed values each given once (a grid, or a categorical)."""
+    mix: Annotated[list[Mix], Field(min_length=1, max_length=MAX_LISTED)] | MixRange
+    """Listed "general:domain" ratios, each ratio once (a categorical), or a {low, high} range searched
+    on log(general / domain)."""
 
+    @field_validator("lr_fraction")
     @classmethod
-    def from_config(cls, search: SearchConfig) -> SearchSpace:
-        lr = search.lr_fraction if isinstance(search.lr_fraction, LRFractionRange) else tuple(search.lr_fraction)
-        mix = search.mix if isinstance(search.mix, MixRange) else tuple(search.mix)
-        return cls(lr_fraction=lr, mix=mix)
+    def _lr_fractions_distinct(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            _refuse_repeats(value, key=lambda fraction: fraction)
+        return value
+
+    @field_validator("mix")
+    @classmethod
+    def _mixes_distinct(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            # 1:1 and 2:2 are one mix: the same domain_share, so the same trial.
+            _refuse_repeats(value, key=lambda mix: round(mix.domain_share, 12))
+        return value
+
+    @property
+    def listed(self) -> bool:
+        """Both axes list their values: the space is a finite grid."""
+        return isinstance(self.lr_fraction, list) and isinstance(self.mix, list)
 
     @property
     def distributions(self) -> dict[str, BaseDistribution]:
@@ -88,7 +146,7 @@ class SearchSpace:
 
     def grid(self) -> list[dict[str, Any]]:
         """Every combination of the listed values, lr_fraction-major, as Optuna params."""
-        if isinstance(self.lr_fraction, LRFractionRange) or isinstance(self.mix, MixRange):
+        if not self.listed:
             raise ValueError("a grid needs listed values for both lr_fraction and mix, got a range")
         return [
             {Param.LR_FRACTION.value: lr, Param.MIX.value: str(mix)}
@@ -104,13 +162,13 @@ class SearchSpace:
         share = 1.0 / (1.0 + math.exp(params[Param.MIX_LOG_RATIO.value]))
         return Point(lr, MixRatio.from_domain_share(share))
 
-    def edges(self, point: Point) -> list[str]:
+    def edges(self, lr_fraction: float, mix: MixRatio, *, shown_mix: str) -> list[str]:
         """Plain-language notes for each searched bound the point sits on (empty: interior)."""
         lr, share = self._axes()
-        notes = [note for note in (lr.edge(point.lr_fraction),) if note]
-        share_note = share.edge(point.mix.domain_share)
+        notes = [note for note in (lr.edge(lr_fraction),) if note]
+        share_note = share.edge(mix.domain_share)
         if share_note:
-            notes.append(f"{share_note} (mix {point.mix})")
+            notes.append(f"{share_note} (mix {shown_mix})")
         return notes
 
     def _axes(self) -> tuple[_Axis, _Axis]:
@@ -126,6 +184,17 @@ class SearchSpace:
         shares = [m.domain_share for m in ratios]
         share = _Axis("domain_share", min(shares), max(shares), log=False, listed=not isinstance(self.mix, MixRange))
         return lr, share
+
+
+def _refuse_repeats(values: list[Any], *, key: Callable[[Any], Any]) -> None:
+    seen: dict[Any, int] = {}
+    for index, value in enumerate(values):
+        first = seen.setdefault(key(value), index)
+        if first != index:
+            raise ValueError(
+                f"items {first} and {index} ({values[first]} and {value}) are the same value: a repeated value "
+                "would plan a trial twice and run it once; list each value once"
+            )
 
 
 @dataclass(frozen=True)

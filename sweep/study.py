@@ -18,11 +18,12 @@ from optuna.trial import FrozenTrial
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from sweep.pruning import make_pruner
+from sweep.config_file import SpecError
+from sweep.pruning import GuardedPruner
 from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
-from sweep.spec import SearchConfig, SweepSpec
+from sweep.spec import SearchConfig, SweepSpec, upgrade_legacy_layout
 from sweep.storage import open_storage, shown_url
 from train_entry.config import StrictConfig
 from train_entry.trial_config import ProxyConfig
@@ -35,13 +36,15 @@ again, and a --fresh sweep under the same name gets a new one (it names the swee
 
 
 class SweepPlan(StrictConfig):
-    """What a sweep was asked for, stored with its study so that readers need only the storage."""
+    """What a sweep was asked for (what and how, not where), stored with its study so that readers
+    need only the storage."""
 
     forgetting_budget: float
     max_lr: float
     """The base's own peak LR: a trial's peak LR is lr_fraction x max_lr."""
     proxy: ProxyConfig
     """Every trial's budget; the pruner's steps are its optimizer steps."""
+    space: SearchSpace
     search: SearchConfig
 
     @classmethod
@@ -50,8 +53,21 @@ class SweepPlan(StrictConfig):
             forgetting_budget=spec.objective.forgetting_budget,
             max_lr=spec.base.max_lr,
             proxy=spec.proxy,
+            space=spec.space,
             search=spec.search,
         )
+
+    @classmethod
+    def stored(cls, stored: dict[str, Any]) -> SweepPlan:
+        """The plan as a study stores it; one stored by cpt-sweep 0.1 (space inside search) is upgraded."""
+        if "space" not in stored and isinstance(stored.get("search"), dict):
+            upgraded, _ = upgrade_legacy_layout({"search": stored["search"]}, origin="the stored plan")
+            stored = {
+                **{key: value for key, value in stored.items() if key not in ("planned_trials", "search")},
+                "space": upgraded.get("space"),
+                "search": upgraded["search"],
+            }
+        return cls.model_validate(stored)
 
     @property
     def planned_trials(self) -> int:
@@ -62,10 +78,6 @@ class SweepPlan(StrictConfig):
     def full_trial_tokens(self) -> int:
         """Tokens one trial reads when it runs the whole proxy budget."""
         return self.proxy.steps * self.proxy.batch_size * self.proxy.seq_len
-
-    @property
-    def space(self) -> SearchSpace:
-        return SearchSpace.from_config(self.search)
 
 
 @dataclass(frozen=True)
@@ -125,8 +137,8 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     if stored is None:
         raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
     try:
-        plan = SweepPlan.model_validate(stored)
-    except ValidationError as exc:
+        plan = SweepPlan.stored(stored)
+    except (ValidationError, SpecError) as exc:
         raise StudyNotFound(
             f"the sweep plan stored with study {name!r} is not one this cpt-sweep wrote: {exc.errors()[0]['msg']}"
         ) from None
@@ -135,11 +147,22 @@ def load_study(*, url: str, name: str) -> SweepStudy:
 
 
 def _optimizers(plan: SweepPlan) -> dict[str, Any]:
-    return {"sampler": make_sampler(plan.search), "pruner": make_pruner(plan.search.pruner, proxy=plan.proxy)}
+    search = plan.search
+    pruner = GuardedPruner(
+        search.pruner, guard=search.forgetting_guard, budget=plan.forgetting_budget, proxy=plan.proxy
+    )
+    return {"sampler": make_sampler(search), "pruner": pruner}
 
 
-class StudyMismatch(RuntimeError):
+class StudyMismatch(ValueError):
     """The stored study was made for another plan: resuming it would mix two sweeps."""
+
+
+def _stored_plan(stored: Any) -> SweepPlan | None:
+    try:
+        return SweepPlan.stored(stored)
+    except (ValidationError, SpecError, TypeError):
+        return None  # a plan this cpt-sweep cannot read: not this sweep's
 
 
 def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
@@ -155,7 +178,7 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     )
     sweep = SweepStudy(study, storage, plan)
     stored = study.user_attrs.get(PLAN_ATTR)  # absent: a new study
-    if stored is not None and SweepPlan.model_validate(stored) != plan:
+    if stored is not None and _stored_plan(stored) != plan:
         raise StudyMismatch(
             f"study {name!r} in {shown_url(url)} was created by a different search, objective or proxy; "
             f"rerun with --fresh to start over, or --name for a new sweep"
@@ -163,7 +186,7 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     sweep.study.set_user_attr(PLAN_ATTR, plan.model_dump(mode="json"))
     if SWEEP_ID_ATTR not in study.user_attrs:
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
-    if spec.search.method == "grid":
+    if spec.search.sampler == "grid":
         # Enqueued points are WAITING trials in storage, so the grid survives a crash; on a rerun
         # skip_if_exists enqueues only the points a crash kept from being enqueued.
         for params in plan.space.grid():

@@ -37,14 +37,12 @@ def run_study_trial(
     trial = sweep.trial(number)
     trial.set_user_attr(Attr.ATTEMPTS.value, frozen.user_attrs.get(Attr.ATTEMPTS.value, 0) + 1)
     plan = sweep.plan
-    spec_search = plan.search
     reporter = PruningReporter(
         trial=trial,
-        pruner_type=spec_search.pruner.type,
-        guard=spec_search.forgetting_guard,
+        frozen=lambda: sweep.frozen(number),
+        pruner=sweep.study.pruner,
         budget=plan.forgetting_budget,
-        penalty=spec_search.pruner.infeasible_penalty,
-        final_step=plan.proxy.steps,
+        penalty=plan.search.pruner.infeasible_penalty,
         reported_steps=frozenset(frozen.intermediate_values),
     )
 

@@ -18,7 +18,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Self
 
-from sweep.spec import WandbConfig
+from pydantic import Field
+
+from train_entry.config import StrictConfig
 from train_entry.trial_config import Metrics, TrialConfig
 
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
@@ -27,6 +29,24 @@ if TYPE_CHECKING:  # wandb is imported only when tracking is on
     from sweep.best import BestSummary
     from sweep.study import SweepPlan
     from sweep.table import TrialRow
+
+
+class WandbConfig(StrictConfig):
+    """Weights & Biases: each trial a W&B run (job_type proxy, grouped by sweep), one run per sweep."""
+
+    mode: Literal["online", "offline", "disabled"] = "online"
+    """online logs live when an API key is configured (WANDB_API_KEY or `wandb login`) and falls
+    back to offline, with a notice, when none is; offline writes runs under the run directory for
+    `wandb sync`; the WANDB_MODE environment variable overrides this."""
+    project: str = Field("cpt-sweep", min_length=1, max_length=128)
+    entity: str | None = Field(None, min_length=1, max_length=128)
+    """W&B user or team; default: the API key's own default entity."""
+
+
+class TrackingConfig(StrictConfig):
+    wandb: WandbConfig | None = None
+    """Absent: no W&B at all (nothing imported, nothing written)."""
+
 
 TRIAL_JOB = "proxy"
 SWEEP_JOB = "sweep"

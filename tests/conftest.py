@@ -62,15 +62,10 @@ TINY_SPEC: dict[str, Any] = {
         "eval_interval": 20,
         "eval_sequences": 16,
     },
-    "search": {
-        "method": "optuna",
-        "lr_fraction": {"low": 0.05, "high": 0.2},
-        "mix": ["4:1", "1:1", "1:4"],
-        "num_trials": 4,
-        "concurrency": 2,
-    },
+    "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
-    "resources": {"cpus": 1},
+    "search": {"num_trials": 4},
+    "execution": {"concurrency": 2, "cpus": 1},
     "tracking": {"wandb": {"mode": "disabled"}},
 }
 
@@ -143,13 +138,8 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
     spec = write_spec(
         tiny_corpora,
         "wandb_sweep.yaml",
-        search={
-            "lr_fraction": {"low": 0.05, "high": 0.2},
-            "mix": ["4:1", "1:4"],
-            "num_trials": 4,
-            "sampler": "random",
-            "forgetting_guard": {"margin": 0.0, "min_steps": 1},
-        },
+        space={"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:4"]},
+        search={"num_trials": 4, "sampler": "random", "forgetting_guard": {"margin": 0.0, "min_steps": 1}},
         objective={"forgetting_budget": 0.0},
         tracking={"wandb": {"mode": "online", "project": "cpt-sweep-tests"}},
     )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, model_validator
 
-from train_entry.config import Seed, StrictConfig
+from train_entry.config import Seed
+from train_entry.optimizer import OptimizerConfig
 
 
-class BuiltinBaseConfig(StrictConfig):
-    """Shape and pretraining recipe of `builtin:tiny-llama`.
+class BuiltinBaseConfig(OptimizerConfig):
+    """Shape and pretraining recipe of `builtin:tiny-llama` (its optimizer settings are the proxy's kind).
 
     Upper bounds keep a typo from pretraining for days on a CPU; each is far above a proxy's size.
     Sized so that it nearly saturates on the bundled general corpus within a few CPU minutes:
@@ -30,8 +31,7 @@ class BuiltinBaseConfig(StrictConfig):
     seq_len: int = Field(128, ge=8, le=131_072)
     """Also the model's max_position_embeddings; proxy seq_len may not exceed it."""
     warmup_steps: int = Field(60, ge=0)
-    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
-    """Cosine floor as a fraction of max_lr (~max_lr/10 per Chinchilla)."""
+    """5 % of pretraining: from random weights the peak LR is safe after a short warmup."""
     seed: Seed = 0
 
     @model_validator(mode="after")

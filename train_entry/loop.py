@@ -1,9 +1,9 @@
-"""The training loop shared by base pretraining and proxy trials.
+"""The training loop shared by base pretraining and proxy trials, and the one training step every
+trainer takes (the rehearsal's DDP trainer included).
 
-AdamW with decoupled weight decay on matrices only, global-norm clipping, the LR from
-`schedule.lr_at` set every step, an evaluation callback every `eval_interval` steps and at the
-end. A non-finite loss, or one that blows up past `divergence_factor` x the first step's loss,
-ends the run as diverged instead of wasting the rest of its budget.
+`fit` sets the LR from the recipe's schedule every step, calls an evaluation callback every
+`eval_interval` steps and at the end, and ends a run whose loss is not finite, or blows up past
+`divergence_factor` x the first step's loss, as diverged instead of wasting the rest of its budget.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 
 from train_entry.model import Runtime
-from train_entry.schedule import lr_at
+from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import TrialStatus
 
 
@@ -25,22 +25,6 @@ class Batches(Protocol):
     def batch(self, index: int, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Input tokens and next-token labels, each [batch_size, seq_len]."""
         ...
-
-
-@dataclass(frozen=True)
-class Optimization:
-    steps: int
-    batch_size: int
-    peak_lr: float
-    warmup_steps: int
-    min_lr_ratio: float
-    schedule: Literal["cosine", "linear", "constant"]
-    weight_decay: float
-    grad_clip: float
-    eval_interval: int
-    divergence_factor: float
-    betas: tuple[float, float] = (0.9, 0.95)
-    """Llama's AdamW betas."""
 
 
 @dataclass(frozen=True)
@@ -61,72 +45,71 @@ def next_token_loss(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
 
 
-def adamw(model: torch.nn.Module, optimization: Optimization, runtime: Runtime) -> torch.optim.AdamW:
-    # Norm gains and biases are not decayed: decay would pull RMSNorm scales towards zero.
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": optimization.weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(
-        groups, lr=optimization.peak_lr, betas=optimization.betas, fused=runtime.device.type == "cuda"
-    )
+def train_step(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    lr: float,
+    grad_clip: float,
+    runtime: Runtime,
+) -> torch.Tensor:
+    """One optimizer step at `lr` on one batch; returns the batch's loss (a tensor, not yet synchronised)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    model.train()
+    with runtime.autocast():
+        loss = next_token_loss(model, tokens.to(runtime.device), labels.to(runtime.device))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return loss.detach()
 
 
-def train(
+def fit(
     model: torch.nn.Module,
     batches: Batches,
-    optimization: Optimization,
+    recipe: OptimizerConfig,
     runtime: Runtime,
     *,
+    steps: int,
+    batch_size: int,
+    peak_lr: float,
+    eval_interval: int,
+    divergence_factor: float,
     evaluate: Evaluate,
     on_step: Callable[[int, float], None] | None = None,
 ) -> LoopResult:
-    optimizer = adamw(model, optimization, runtime)
+    """Trains `steps` steps of `batch_size` sequences; evaluates every `eval_interval` and at the end."""
+    optimizer = recipe.adamw(model, peak_lr=peak_lr, fused=runtime.device.type == "cuda")
     tokens_per_step = 0
     first_loss = None
-    for step in range(optimization.steps):
-        lr = lr_at(
-            step,
-            peak_lr=optimization.peak_lr,
-            warmup_steps=optimization.warmup_steps,
-            total_steps=optimization.steps,
-            min_lr_ratio=optimization.min_lr_ratio,
-            schedule=optimization.schedule,
-        )
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-
-        tokens, labels = batches.batch(step, optimization.batch_size)
-        tokens, labels = tokens.to(runtime.device), labels.to(runtime.device)
+    for step in range(steps):
+        lr = recipe.lr_at(step, peak_lr=peak_lr, total_steps=steps)
+        tokens, labels = batches.batch(step, batch_size)
         tokens_per_step = labels.numel()
-        model.train()
-        with runtime.autocast():
-            loss = next_token_loss(model, tokens, labels)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), optimization.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-        train_loss = loss.item()
+        loss = train_step(model, optimizer, tokens, labels, lr=lr, grad_clip=recipe.grad_clip, runtime=runtime).item()
         done = step + 1
-        first_loss = first_loss if first_loss is not None else train_loss
-        if not math.isfinite(train_loss):
-            return LoopResult(
-                TrialStatus.DIVERGED, done, done * tokens_per_step, f"loss is {train_loss} at step {done}"
-            )
-        if train_loss > optimization.divergence_factor * first_loss:
-            reason = (
-                f"loss {train_loss:.3f} at step {done} exceeds {optimization.divergence_factor:g} x "
-                f"the first step's {first_loss:.3f}"
-            )
+        first_loss = first_loss if first_loss is not None else loss
+        reason = _divergence(loss, first_loss, divergence_factor, step=done)
+        if reason is not None:
             return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, reason)
         if on_step is not None:
-            on_step(done, train_loss)
-        evaluates = done % optimization.eval_interval == 0 or done == optimization.steps
-        if evaluates and evaluate(done, done * tokens_per_step, train_loss, lr):
+            on_step(done, loss)
+        evaluates = done % eval_interval == 0 or done == steps
+        if evaluates and evaluate(done, done * tokens_per_step, loss, lr):
             return LoopResult(TrialStatus.STOPPED, done, done * tokens_per_step, f"stopped by report at step {done}")
-    return LoopResult(TrialStatus.COMPLETED, optimization.steps, optimization.steps * tokens_per_step)
+    return LoopResult(TrialStatus.COMPLETED, steps, steps * tokens_per_step)
+
+
+def _divergence(loss: float, first_loss: float, factor: float, *, step: int) -> str | None:
+    if not math.isfinite(loss):
+        return f"loss is {loss} at step {step}"
+    if loss > factor * first_loss:
+        return f"loss {loss:.3f} at step {step} exceeds {factor:g} x the first step's {first_loss:.3f}"
+    return None
 
 
 @torch.no_grad()

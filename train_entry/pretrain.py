@@ -16,8 +16,7 @@ from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.data.blend import build_stream, build_validation_sets
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
-from train_entry.loop import Optimization, mean_loss
-from train_entry.loop import train as train_loop
+from train_entry.loop import fit, mean_loss
 from train_entry.mix import general_side
 from train_entry.model import Runtime
 from train_entry.trial_config import CorpusPrefixes, TrialStatus
@@ -45,6 +44,8 @@ def tiny_llama(config: BuiltinBaseConfig, *, vocab_size: int, eos_token_id: int)
 RECIPE_VERSION = 1
 """Bump when the pretraining code changes what a cached base would be."""
 MANIFEST = "cpt_sweep_base.json"
+DIVERGENCE_FACTOR = 3.0
+"""Pretraining that blows up past this multiple of its first loss fails: base.max_lr is too high."""
 
 
 def ensure_builtin_base(
@@ -120,25 +121,25 @@ def pretrain(
         tokenizer=megatron,
         cache_dir=output_dir / "megatron_index",
     )
-    optimization = Optimization(
-        steps=config.pretrain_steps,
-        batch_size=config.batch_size,
-        peak_lr=max_lr,
-        warmup_steps=config.warmup_steps,
-        min_lr_ratio=config.min_lr_ratio,
-        schedule="cosine",
-        weight_decay=0.1,
-        grad_clip=1.0,
-        eval_interval=config.pretrain_steps,
-        divergence_factor=3.0,
-    )
     final: dict[str, float] = {}
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
         final.update(train_loss=train_loss, tokens_seen=tokens_seen)
         return False
 
-    outcome = train_loop(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
+    outcome = fit(
+        model,
+        stream,
+        config,
+        runtime,
+        steps=config.pretrain_steps,
+        batch_size=config.batch_size,
+        peak_lr=max_lr,
+        eval_interval=config.pretrain_steps,
+        divergence_factor=DIVERGENCE_FACTOR,
+        evaluate=evaluate,
+        on_step=on_step,
+    )
     if outcome.status is not TrialStatus.COMPLETED:
         raise RuntimeError(f"pretraining the built-in base failed: {outcome.reason}; lower base.max_lr")
 

@@ -17,7 +17,7 @@ import torch
 
 from train_entry.data.blend import ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
-from train_entry.loop import Optimization, mean_loss, train
+from train_entry.loop import fit, mean_loss
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.trial_config import (
     RESULT_JSON,
@@ -78,19 +78,19 @@ def run_trial(
         history.append(metrics)
         return bool(report(metrics))
 
-    optimization = Optimization(
+    outcome = fit(
+        model,
+        stream,
+        proxy,
+        runtime,
         steps=proxy.steps,
         batch_size=proxy.batch_size,
         peak_lr=config.peak_lr,
-        warmup_steps=proxy.warmup_steps,
-        min_lr_ratio=proxy.min_lr_ratio,
-        schedule=proxy.schedule,
-        weight_decay=proxy.weight_decay,
-        grad_clip=proxy.grad_clip,
         eval_interval=proxy.eval_interval,
         divergence_factor=proxy.divergence_factor,
+        evaluate=evaluate,
+        on_step=on_step,
     )
-    outcome = train(model, stream, optimization, runtime, evaluate=evaluate, on_step=on_step)
     result = TrialResult(
         status=outcome.status,
         reason=outcome.reason,

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
+from train_entry.optimizer import OptimizerConfig
 
 TRIAL_CONFIG_JSON = "trial_config.json"
 """Written by a trial into its output directory before it trains: the config it is a function of."""
@@ -16,8 +17,9 @@ RESULT_JSON = "result.json"
 """Written by a trial into its output directory when it ends."""
 
 
-class ProxyConfig(StrictConfig):
-    """One proxy run: the continued-pretraining budget every trial of a sweep gets.
+class ProxyConfig(OptimizerConfig):
+    """One proxy run: the continued-pretraining budget every trial of a sweep gets, and its
+    optimizer recipe (warmup_steps, schedule, min_lr_ratio, weight_decay, grad_clip).
 
     Upper bounds keep a typo from booking a machine for a year; each is far above any proxy.
     """
@@ -26,15 +28,6 @@ class ProxyConfig(StrictConfig):
     seq_len: int = Field(ge=8, le=131_072)
     batch_size: int = Field(gt=0, le=65_536)
     """Sequences per optimizer step."""
-    warmup_steps: int = Field(ge=0)
-    schedule: Literal["cosine", "linear", "constant"] = "cosine"
-    """Decay after linear warmup; cosine as in the reference recipe."""
-    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
-    """LR floor as a fraction of the trial's peak LR (~peak/10 per Chinchilla)."""
-    weight_decay: float = Field(0.1, ge=0.0, le=10.0)
-    """AdamW decoupled weight decay, Llama's 0.1."""
-    grad_clip: float = Field(1.0, gt=0.0, le=1e6)
-    """Global gradient-norm clip, Llama's 1.0."""
     eval_interval: int = Field(gt=0)
     """Steps between evaluations; each one is reported (and may be pruned)."""
     eval_sequences: int = Field(64, gt=0, le=100_000)

@@ -7,16 +7,15 @@ an error naming it (exit code 2); the address it records is checked like a typed
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from pydantic import AwareDatetime, ConfigDict, Field, RootModel, field_validator
 
 from sweep.address import parse_address
 from sweep.files import read_model, write_model
+from sweep.rundir import PlanDir
 from train_entry.config import StrictConfig
 
-JOBS_JSON = "jobs.json"
 MAX_JOBS_JSON_BYTES = 1 << 20
 """1 MiB: a record is ~250 bytes, so room for ~4 000 submissions of one plan; a larger file was not written by us."""
 MAX_ATTEMPTS = 10_000
@@ -52,13 +51,12 @@ class JobRecords(RootModel[list[JobRecord]]):
     """The whole file: every submission of the plan, oldest first."""
 
 
-def read_records(plan_dir: Path) -> list[JobRecord]:
+def read_records(plan: PlanDir) -> list[JobRecord]:
     """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours."""
-    path = plan_dir / JOBS_JSON
-    if not path.exists():
+    if not plan.jobs_json.exists():
         return []
-    return read_model(path, JobRecords, what="list of job records", max_bytes=MAX_JOBS_JSON_BYTES).root
+    return read_model(plan.jobs_json, JobRecords, what="list of job records", max_bytes=MAX_JOBS_JSON_BYTES).root
 
 
-def append_record(plan_dir: Path, record: JobRecord) -> None:
-    write_model(plan_dir / JOBS_JSON, JobRecords([*read_records(plan_dir), record]))
+def append_record(plan: PlanDir, record: JobRecord) -> None:
+    write_model(plan.jobs_json, JobRecords([*read_records(plan), record]))

@@ -1,4 +1,4 @@
-"""`sweep jobs [RUN]` and `sweep jobs logs ID`: the submitted full runs, their live status, and their logs.
+"""The submitted full runs (`sweep jobs list | logs`): their live status, and their logs.
 
 The list comes from every runs/<name>/promotion/<id>/jobs.json; the status from each job's
 cluster, asked once per address ("unreachable" when it does not answer). Log lines are
@@ -22,10 +22,9 @@ from pathlib import Path
 
 from sweep.address import AddressError, ClusterAddress, jobs_client, parse_address
 from sweep.promote.errors import PromotionError
-from sweep.promote.job_records import JOBS_JSON, JobRecord, read_records
-from sweep.promote.plan import PROMOTION_DIR
+from sweep.promote.job_records import JobRecord, read_records
 from sweep.promote.secrets import redact, secret_env
-from sweep.rundir import RUNS
+from sweep.rundir import PROMOTION_DIR, RUNS, RunDir
 
 UNREACHABLE = "unreachable"
 NOT_CONTACTED = "not contacted: remote address, pass --allow-remote"
@@ -53,10 +52,10 @@ class JobRow:
 def records_of(run_dirs: Iterable[Path]) -> list[FoundRecord]:
     """Every job submitted from these run directories, oldest first; CorruptFile naming a bad jobs.json."""
     found = [
-        FoundRecord(run_dir.name, plan_dir / JOBS_JSON, record)
+        FoundRecord(run_dir.name, plan.jobs_json, record)
         for run_dir in run_dirs
-        for plan_dir in sorted((run_dir / PROMOTION_DIR).glob("*"))
-        for record in read_records(plan_dir)
+        for plan in RunDir(run_dir).plans()
+        for record in read_records(plan)
     ]
     return sorted(found, key=lambda item: item.record.submitted_at)
 
@@ -124,35 +123,3 @@ def follow_logs(address: str, job_id: str, *, on_line: Callable[[str], None], ti
 
     asyncio.run(asyncio.wait_for(follow(), timeout_s))
     return client.get_job_status(job_id).value
-
-
-def print_jobs(run: Path | None, *, allow_remote: bool) -> int:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from reports.console import make_console
-
-    rows = job_rows(run_dirs_for(run), allow_remote=allow_remote)
-    console = make_console()
-    if not rows:
-        console.print("no submitted jobs" + (f" for {escape(str(run))}" if run else " under runs/"))
-        return 0
-    table = Table(title="full-run jobs")
-    for column in ("run", "job", "status", "cluster", "submitted"):
-        table.add_column(column)
-    for row in rows:
-        record = row.record
-        cells = (row.run, record.submission_id, row.status, record.address, record.submitted_at.isoformat())
-        table.add_row(*(escape(cell) for cell in cells))
-    console.print(table)
-    return 0
-
-
-def print_logs(job_id: str, *, address: str | None, allow_remote: bool) -> int:
-    if address:
-        url = parse_address(address, allow_remote=allow_remote).url
-    else:
-        url = find_address(job_id, run_dirs_for(None), allow_remote=allow_remote)
-    status = follow_logs(url, job_id, on_line=print)
-    print(f"job {job_id}: {status}")
-    return 0 if status == "SUCCEEDED" else 1

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.best import NoBestSummary, read_best
-from sweep.files import CorruptFile, read_model, write_whole
+from sweep.files import CorruptFile, read_model
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -23,14 +23,13 @@ from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import RankedLayout, search_layouts
 from sweep.promote.targets import Target, load_target
-from sweep.rundir import PROMOTION_DIR, RunDir  # noqa: F401  (PROMOTION_DIR: sweep.promote.jobs reads it here)
+from sweep.rundir import PlanDir, RunDir
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, core_configs
 from train_entry.mix import Mix, MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
 
-PLAN_JSON = "plan.json"
 LAYOUTS_KEPT = 5
 """Ranked layouts stored in the plan: the chosen one and the next best, for review."""
 PLACEHOLDER_ROOT = "/PLACEHOLDER"
@@ -95,15 +94,7 @@ class Plan(StrictConfig):
     def read(cls, path: str | Path) -> Plan:
         """A plan from its plan.json, or from the directory holding it; CorruptFile when it is not one."""
         path = Path(path)
-        if path.is_dir():
-            path = path / PLAN_JSON
-        return read_model(path, cls, what="promotion plan")
-
-    def write(self, directory: Path) -> Path:
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / PLAN_JSON
-        write_whole(path, self.model_dump_json(indent=2) + "\n")
-        return path
+        return read_model(PlanDir(path).plan_json if path.is_dir() else path, cls, what="promotion plan")
 
     def require_real_inputs(self) -> None:
         """Raises PromotionError when any input is still a placeholder: what a submission checks first."""
@@ -114,9 +105,12 @@ class Plan(StrictConfig):
             )
 
 
-def plan_dir(run_dir: Path, plan_id: str) -> Path:
+def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
+    """The plan's directory under the run, proven to lie inside it."""
     run = RunDir(run_dir)
-    return run.inside(run.plan(plan_id))
+    plan = run.plan(plan_id)
+    run.inside(plan.path)
+    return plan
 
 
 def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:

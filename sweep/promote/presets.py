@@ -7,8 +7,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from sweep.config_file import load_config
 from sweep.promote.errors import PromotionError
-from sweep.spec import load_config
 
 Config = TypeVar("Config", bound=BaseModel)
 

@@ -19,17 +19,22 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from sweep.address import parse_address
+from sweep.files import read_model
+from sweep.promote.errors import PromotionError
 from sweep.promote.jobs import follow_logs
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import submit_plan
+from sweep.rundir import PlanDir
 from train_entry.fullrun.config import JobConfig, ToyTrainer
 from train_entry.fullrun.job import RESULT_JSON
-from train_entry.fullrun.toy import STATE_FILE
+from train_entry.fullrun.toy import load_state
 from train_entry.fullrun.worker import LOG_PREFIX
+from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import TrialConfig
 
-REHEARSAL_DIR = "rehearsal"
 REGISTRATION_TIMEOUT_S = 60.0
 JOB_LOG = "job.log"
 """The job's whole log (secrets masked), kept beside the rehearsal's Ray Train results."""
@@ -104,8 +109,11 @@ class RehearsalResult:
 
 
 def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig) -> ToyTrainer:
-    """The proxy's base, tokenizer and corpora with the plan's blend weights and the optimum's lr_fraction."""
+    """The proxy's base, tokenizer, corpora and optimizer recipe with the plan's blend weights and the
+    optimum's lr_fraction; a warmup of a tenth of the rehearsal's steps."""
+    recipe = trial.proxy.model_dump(include=set(OptimizerConfig.model_fields))
     return ToyTrainer(
+        **{**recipe, "warmup_steps": max(1, config.steps // 10)},
         base_dir=trial.base_dir,
         tokenizer_dir=trial.tokenizer_dir,
         train=trial.train,
@@ -113,10 +121,6 @@ def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: Rehearsal
         seq_len=trial.proxy.seq_len,
         micro_batch_size=config.micro_batch_size,
         peak_lr=trial.peak_lr,
-        warmup_steps=max(1, config.steps // 10),
-        min_lr_ratio=trial.proxy.min_lr_ratio,
-        weight_decay=trial.proxy.weight_decay,
-        grad_clip=trial.proxy.grad_clip,
         seed=trial.proxy.seed,
         min_step_seconds=config.min_step_seconds,
     )
@@ -125,13 +129,13 @@ def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: Rehearsal
 def rehearse(
     *,
     plan_id: str,
-    plan_dir: Path,
+    plan_dir: PlanDir,
     trainer: ToyTrainer,
     config: RehearsalConfig,
     echo: Callable[[str], None] = print,
 ) -> RehearsalResult:
     """Runs the rehearsal under plan_dir/rehearsal/<UTC time>/ and returns what it showed."""
-    out = plan_dir / REHEARSAL_DIR / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    out = plan_dir.rehearsals / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     storage = out / "ray_results"
     workers = config.nodes * config.workers_per_node
 
@@ -157,7 +161,7 @@ def rehearse(
         address = parse_address(cluster.address, allow_remote=False)
         # The rehearsal's interpreter is the cluster's: the one with cpt-sweep installed.
         submitted = submit_plan(
-            plan_id=plan_id, plan_dir=out, job_for=job_for, address=address, force=False, python=sys.executable
+            plan_id=plan_id, plan=PlanDir(out), job_for=job_for, address=address, force=False, python=sys.executable
         )
         echo(f"rehearsal: cluster up, Ray session under {cluster.session_root} (removed at the end)")
         echo(f"rehearsal: submitted job {submitted.submission_id} to {address.url} through the Jobs API")
@@ -212,17 +216,25 @@ def _wait_until_registered(run_dir: Path, step: int, timeout_s: float = REGISTRA
     raise TimeoutError(f"Ray Train did not record the checkpoint of step {step} in {snapshot} within {timeout_s:.0f} s")
 
 
+class _JobResult(BaseModel):
+    """What result.json says of the job's last checkpoint (the rest of it is free-form metrics)."""
+
+    checkpoint: str | None = None
+
+
 def _final_checkpoint(run_dir: Path) -> tuple[int | None, list[tuple[int, float]]]:
-    """The step and loss history stored in the job's final checkpoint; (None, []) when the job left none."""
-    import json
+    """The step and loss history stored in the job's final checkpoint; (None, []) when the job left none.
 
-    import torch
-
-    result_path = run_dir / RESULT_JSON
-    if not result_path.is_file():
+    The checkpoint is read only from inside the job's own run folder, whatever result.json names.
+    """
+    path = run_dir / RESULT_JSON
+    if not path.is_file():
         return None, []
-    checkpoint = json.loads(result_path.read_text(encoding="utf-8"))["checkpoint"]
+    checkpoint = read_model(path, _JobResult, what="job result").checkpoint
     if checkpoint is None:
         return None, []
-    state = torch.load(Path(checkpoint) / STATE_FILE, weights_only=True)
+    directory = Path(checkpoint)
+    if run_dir.resolve() not in directory.resolve().parents:
+        raise PromotionError(f"{path} names a checkpoint outside the job's folder {run_dir}: {checkpoint}")
+    state = load_state(directory)
     return state["step"], [tuple(pair) for pair in state["losses"]]

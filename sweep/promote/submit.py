@@ -21,11 +21,9 @@ from sweep.files import write_whole
 from sweep.promote.errors import PromotionError
 from sweep.promote.job_records import JobRecord, append_record
 from sweep.promote.secrets import secret_env
-from train_entry.fullrun.config import JobConfig
+from sweep.rundir import PlanDir
+from train_entry.fullrun.config import JOB_JSON, JobConfig
 
-JOBS_DIR = "jobs"
-"""Under the plan's directory: one folder per submission id, uploaded as that job's working_dir."""
-JOB_JSON = "job.json"
 ID_PREFIX = "cpt-"
 
 
@@ -91,7 +89,7 @@ class Submitted:
 def submit_plan(
     *,
     plan_id: str,
-    plan_dir: Path,
+    plan: PlanDir,
     job_for: Callable[[str], JobConfig],
     address: ClusterAddress,
     force: bool,
@@ -99,6 +97,7 @@ def submit_plan(
 ) -> Submitted:
     """Submits the plan's job unless the cluster has one already (then reports it); --force adds an attempt.
 
+    Its upload folder and jobs.json are written under `plan` (the plan's directory, or a rehearsal's).
     job_for(submission_id) builds the job's config (the id is its Ray Train run name). `python` is
     the interpreter the cluster runs the entrypoint with: one that has cpt-sweep installed.
     """
@@ -114,7 +113,7 @@ def submit_plan(
         return Submitted(job.submission_id, job.status.value, new=False)
 
     job_id = submission_id(plan_id, latest + 1)
-    job_dir = plan_dir / JOBS_DIR / job_id
+    job_dir = plan.job(job_id)
     write_upload_dir(job_dir, job_for(job_id).model_dump_json(indent=2) + "\n")
     try:
         client.submit_job(
@@ -124,12 +123,12 @@ def submit_plan(
             metadata={"tool": "cpt-sweep", "plan_id": plan_id, "attempt": str(latest + 1)},
         )
     except RuntimeError as error:
-        # Another `promote --submit` of the same plan got there first: report its job.
+        # Another `promote submit` of the same plan got there first: report its job.
         if "already" not in str(error):
             raise
         return Submitted(job_id, client.get_job_status(job_id).value, new=False)
     append_record(
-        plan_dir,
+        plan,
         JobRecord(
             submission_id=job_id,
             plan_id=plan_id,

@@ -12,7 +12,6 @@ from sweep.promote.layout import RankedLayout, describe
 from sweep.promote.plan import Plan
 from train_entry.megatron.core_configs import transformer_engine_settings
 
-SUMMARY_MD = "summary.md"
 SUMMARY_WIDTH = 120
 """Columns of summary.md's tables: fixed, so the file is the same on every terminal."""
 NEAR_TIE = 0.02

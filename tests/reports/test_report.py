@@ -23,7 +23,8 @@ from reports.report import (
     write_run_report,
 )
 from reports.snapshot import load_run, ratio_label
-from sweep.cli import EXIT_INPUT_ERROR, main
+from sweep.cli import main
+from sweep.cli.errors import EXIT_INPUT_ERROR
 from sweep.record import Attr
 from sweep.rundir import RunDir, RunRecord, open_run
 from sweep.study import open_study

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from pathlib import Path
 
-from sweep.spec import SearchConfig, SweepSpec, load_spec
+from sweep.spec import SweepSpec, load_spec
 from sweep.study_trial import Report
 from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
@@ -12,11 +12,19 @@ STEPS = tuple(range(25, 201, 25))
 """Evaluations of the test spec: every 25 of the default spec's 200 steps."""
 
 
-def spec_with(**search) -> SweepSpec:
-    spec = load_spec(DEFAULT_SPEC)
-    merged = {**spec.search.model_dump(mode="json"), **search}
-    proxy = spec.proxy.model_copy(update={"eval_interval": STEPS[0]})
-    return spec.model_copy(update={"search": SearchConfig.model_validate(merged), "proxy": proxy})
+SECTION_OF = {"lr_fraction": "space", "mix": "space", "concurrency": "execution", "storage": "execution"}
+"""spec_with's keys that are not the search section's."""
+
+
+def spec_with(**overrides) -> SweepSpec:
+    """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps."""
+    raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
+    if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
+        del raw["search"]["num_trials"]  # the grid fills in its own
+    for key, value in overrides.items():
+        raw[SECTION_OF.get(key, "search")][key] = value
+    raw["proxy"]["eval_interval"] = STEPS[0]
+    return SweepSpec.model_validate(raw)
 
 
 def scripted(gains, *, forgetting=0.0, diverge_after: int | None = None) -> Callable[[Report], TrialResult]:

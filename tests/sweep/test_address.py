@@ -118,8 +118,8 @@ def test_a_remote_cluster_address_needs_allow_remote_and_nothing_is_contacted(te
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("http://127.0.0.1:8265", "a Jobs API URL is for `sweep promote --submit`"),
-        ("https://head:8443", "a Jobs API URL is for `sweep promote --submit`"),
+        ("http://127.0.0.1:8265", "a Jobs API URL is for `sweep promote submit`"),
+        ("https://head:8443", "a Jobs API URL is for `sweep promote submit`"),
         ("127.0.0.1", "expected the cluster's GCS address HOST:PORT"),
         ("ray://127.0.0.1:notaport", "expected the cluster's GCS address HOST:PORT"),
         ("127.0.0.1:6379/path", "expected the cluster's GCS address HOST:PORT"),
@@ -153,7 +153,7 @@ def test_auto_is_what_ray_address_says_when_it_is_set(no_local_cluster, monkeypa
     with pytest.raises(AddressError, match=r"^--address auto \(resolved from RAY_ADDRESS\) '203\.0\.113\.7:6379'"):
         check_ray_address("auto", allow_remote=False)
     monkeypatch.setenv("RAY_ADDRESS", "http://127.0.0.1:8265")  # set for `ray job submit`, not a cluster address
-    with pytest.raises(AddressError, match="a Jobs API URL is for `sweep promote --submit`"):
+    with pytest.raises(AddressError, match="a Jobs API URL is for `sweep promote submit`"):
         check_ray_address("auto", allow_remote=False)
 
 

@@ -83,7 +83,7 @@ def test_promote_of_a_corrupt_best_json_is_exit_2(content, fragment, tmp_path, c
     run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
     run.best_json.write_text(content)
     before = snapshot(tmp_path)
-    assert main(["promote", str(run.path), "--target", "llama3.1-8b", "--dry-run"]) == 2
+    assert main(["promote", "plan", str(run.path), "--target", "llama3.1-8b"]) == 2
     error = capsys.readouterr().err
     assert str(run.best_json) in error and fragment in error
     assert snapshot(tmp_path) == before
@@ -92,7 +92,7 @@ def test_promote_of_a_corrupt_best_json_is_exit_2(content, fragment, tmp_path, c
 def test_promote_of_a_corrupt_trial_config_is_exit_2(tmp_path, capsys):
     run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
     run.trial_config(7).write_text('{"lr_fraction": "high"}')
-    assert main(["promote", str(run.path), "--target", "llama3.1-8b", "--dry-run"]) == 2
+    assert main(["promote", "plan", str(run.path), "--target", "llama3.1-8b"]) == 2
     assert f"{run.trial_config(7)} is not a trial config cpt-sweep wrote" in capsys.readouterr().err
 
 

@@ -4,11 +4,8 @@ import pytest
 from optuna.trial import TrialState
 from scripted import STEPS, scripted
 
-from sweep.pruning import guard_reason
 from sweep.record import Attr, Status
-from sweep.spec import ForgettingGuard
 from sweep.study_trial import run_study_trial
-from train_entry.trial_config import Metrics
 
 PRUNERS = ["median", "percentile", "successive_halving", "hyperband", "wilcoxon"]
 GOOD = [[0.10 + 0.05 * k + 0.01 * i for k in range(len(STEPS))] for i in range(8)]
@@ -16,7 +13,9 @@ GOOD = [[0.10 + 0.05 * k + 0.01 * i for k in range(len(STEPS))] for i in range(8
 
 
 def pruner(kind):
-    return {"type": kind, "n_startup_trials": 2, "n_warmup_steps": 0}
+    """Each pruner with the settings it has: a setting it does not use would be refused."""
+    startup = {"n_startup_trials": 2, "n_warmup_steps": 0}
+    return {"type": kind, **{"median": startup, "percentile": startup, "wilcoxon": {"n_warmup_steps": 0}}.get(kind, {})}
 
 
 def run_good_trials(sweep):
@@ -96,20 +95,19 @@ def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(
     assert frozen.user_attrs[Attr.REASON.value].startswith("forgetting guard: forgetting 0.2000 exceeds budget")
 
 
-def test_forgetting_guard_lets_a_trial_within_the_margin_run():
-    guard = ForgettingGuard(margin=0.05, min_steps=1)
-    metrics = {
-        "step": 100,
-        "tokens_seen": 1,
-        "domain_loss": 1.0,
-        "general_loss": 1.0,
-        "domain_gain": 0.1,
-        "train_loss": 1.0,
-        "lr": 1.0,
-    }
-    assert guard_reason(guard, Metrics(forgetting=0.069, **metrics), budget=0.02) is None
-    assert guard_reason(guard, Metrics(forgetting=0.071, **metrics), budget=0.02) is not None
-    assert guard_reason(None, Metrics(forgetting=9.0, **metrics), budget=0.02) is None
+@pytest.mark.parametrize(("forgetting", "expected"), [(0.069, Status.COMPLETED), (0.071, Status.PRUNED)])
+def test_forgetting_guard_lets_a_trial_within_the_margin_run(open_sweep, forgetting, expected):
+    sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.05, "min_steps": 1})
+    assert run_study_trial(sweep, sweep.ask().number, scripted([0.3] * len(STEPS), forgetting=forgetting)) is expected
+
+
+def test_the_guarded_pruner_is_the_studys_one_decider_and_optuna_sees_its_decision(open_sweep):
+    sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.0, "min_steps": 1})
+    trial = sweep.ask()
+    run_study_trial(sweep, trial.number, scripted([0.3] * len(STEPS), forgetting=0.5))
+    frozen = sweep.frozen(trial.number)
+    assert sweep.study.pruner.prune(sweep.study, frozen) is True  # what optuna-dashboard and should_prune see
+    assert sweep.study.pruner.stop_reason(sweep.study, frozen).startswith("forgetting guard")
 
 
 def test_a_diverged_trial_is_diverged_in_the_table_and_pruned_for_the_sampler(open_sweep):

@@ -54,7 +54,7 @@ def test_a_rerun_finishes_an_ask_a_killed_driver_left_without_a_point(open_sweep
 
 
 def test_a_grid_point_popped_by_a_killed_driver_is_rerun_at_that_point(open_sweep):
-    grid = {"method": "grid", "lr_fraction": [0.05, 0.1], "mix": ["4:1"], "num_trials": 2}
+    grid = {"sampler": "grid", "lr_fraction": [0.05, 0.1], "mix": ["4:1"], "num_trials": 2}
     sweep = open_sweep(**grid)
     popped = sweep.study.ask()  # the driver died before the point's params were set
     assert popped.params == {} and [row.number for row in trial_rows(sweep)] == [0, 1]

@@ -1,13 +1,10 @@
 from sweep.record import Status
 from sweep.select import select
 from sweep.space import SearchSpace
-from sweep.spec import SearchConfig
 from sweep.table import TrialRow
 from train_entry.mix import MixRatio
 
-SPACE = SearchSpace.from_config(
-    SearchConfig.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
-)
+SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
 BUDGET = 0.02
 
 

@@ -3,13 +3,13 @@ import math
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from sweep.space import Param, Point, SearchSpace
-from sweep.spec import SearchConfig
+from sweep.space import Param, SearchSpace
+from sweep.spec import SearchConfig, check_search_fits_space
 from train_entry.mix import MixRatio
 
 
-def space(**search) -> SearchSpace:
-    return SearchSpace.from_config(SearchConfig.model_validate(search))
+def space(**fields) -> SearchSpace:
+    return SearchSpace.model_validate(fields)
 
 
 def test_default_space_is_log_lr_with_inclusive_bounds_and_categorical_mix():
@@ -31,7 +31,7 @@ def test_mix_range_is_sampled_on_the_log_ratio_and_read_back_as_a_ratio():
 
 
 def test_grid_enumerates_exactly_every_combination_of_listed_values():
-    s = space(method="grid", lr_fraction=[0.05, 0.1, 0.2], mix=["4:1", "1:1"])
+    s = space(lr_fraction=[0.05, 0.1, 0.2], mix=["4:1", "1:1"])
     grid = s.grid()
     assert grid == [{"lr_fraction": lr, "mix": mix} for lr in (0.05, 0.1, 0.2) for mix in ("4:1", "1:1")]
     dist = s.distributions
@@ -55,18 +55,25 @@ def test_a_range_has_no_grid():
 )
 def test_edges_name_each_bound_a_point_sits_on(lr, mix, expected):
     s = space(lr_fraction={"low": 0.05, "high": 0.2}, mix=["4:1", "1:1", "1:4"])
-    notes = s.edges(Point(lr, MixRatio.parse(mix)))
+    notes = s.edges(lr, MixRatio.parse(mix), shown_mix=mix)
     assert len(notes) == len(expected)
     for note, start in zip(notes, expected):
         assert note.startswith(start)
 
 
 def test_a_single_listed_value_has_no_edge():
-    s = space(method="grid", lr_fraction=[0.1], mix=["1:1"])
-    assert s.edges(Point(0.1, MixRatio.parse("1:1"))) == []
+    s = space(lr_fraction=[0.1], mix=["1:1"])
+    assert s.edges(0.1, MixRatio.parse("1:1"), shown_mix="1:1") == []
 
 
 def test_a_grid_with_another_trial_count_is_rejected():
+    grid = space(lr_fraction=[0.1, 0.2], mix=["1:1"])
     with pytest.raises(ValueError, match="every combination"):
-        SearchConfig.model_validate({"method": "grid", "lr_fraction": [0.1, 0.2], "mix": ["1:1"], "num_trials": 16})
-    assert SearchConfig.model_validate({"method": "grid", "lr_fraction": [0.1, 0.2], "mix": ["1:1"], "num_trials": 2})
+        check_search_fits_space(SearchConfig(sampler="grid", num_trials=16), grid)
+    check_search_fits_space(SearchConfig(sampler="grid", num_trials=2), grid)
+
+
+def test_the_edge_note_shows_the_mix_as_listed():
+    s = space(lr_fraction={"low": 0.05, "high": 0.2}, mix=["2:1", "1:2"])
+    (note,) = s.edges(0.1, MixRatio.parse("2:1"), shown_mix="2:1")
+    assert note.endswith("(mix 2:1)")

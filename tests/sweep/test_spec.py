@@ -26,9 +26,42 @@ def test_every_shipped_spec_validates(path):
 
 
 def test_default_spec_searches_the_reference_ranges():
-    search = load_spec(REPO / "search_spaces" / "lr_mix.yaml").search
-    assert (search.lr_fraction.low, search.lr_fraction.high) == (0.05, 0.20)
-    assert search.mix[0] == MixRatio(4, 1) and search.mix[-1] == MixRatio(1, 4)
+    space = load_spec(REPO / "search_spaces" / "lr_mix.yaml").space
+    assert (space.lr_fraction.low, space.lr_fraction.high) == (0.05, 0.20)
+    assert space.mix[0] == MixRatio(4, 1) and space.mix[-1] == MixRatio(1, 4)
+
+
+OLD_LAYOUT = """
+search:
+  method: grid
+  lr_fraction: [0.05, 0.1]
+  mix: ["2:1", "1:2"]
+  concurrency: 1
+  storage: null
+  pruner: {type: none}
+resources: {cpus: 1}
+"""
+
+
+def test_a_spec_in_the_old_layout_still_loads_and_names_each_new_key(write_tiny_spec, capsys):
+    path = write_tiny_spec("old.yaml")
+    raw = yaml.safe_load(path.read_text())
+    for section in ("space", "search", "execution"):
+        del raw[section]
+    path.write_text(yaml.safe_dump(raw) + OLD_LAYOUT)
+    spec = load_spec(path)
+    assert spec.search.sampler == "grid" and spec.search.num_trials == 4 and spec.execution.concurrency == 1
+    assert spec.space.lr_fraction == [0.05, 0.1]
+    note = capsys.readouterr().err
+    for moved in ("search.lr_fraction is now space.lr_fraction", "resources.cpus is now execution.cpus"):
+        assert moved in note
+    assert "search.method: grid is now search.sampler: grid" in note
+
+
+def test_a_key_in_both_layouts_is_refused(write_tiny_spec):
+    path = write_tiny_spec("both.yaml", search={"mix": ["1:1"]})
+    with pytest.raises(SpecError, match="search.mix and space.mix are one setting"):
+        load_spec(path)
 
 
 def test_spec_round_trips_through_json_and_yaml(tiny_spec):
@@ -50,18 +83,18 @@ BAD_SPECS = {
     "wrong type": ({"proxy": {"batch_size": "eight"}}, "proxy.batch_size", "'eight'"),
     "steps not positive": ({"proxy": {"steps": 0}}, "proxy.steps", "greater than 0"),
     "lr_fraction above 1": (
-        {"search": {"lr_fraction": {"low": 0.05, "high": 1.5}}},
-        "search.lr_fraction.high",
+        {"space": {"lr_fraction": {"low": 0.05, "high": 1.5}}},
+        "space.lr_fraction.high",
         "(0, 1]",
     ),
-    "lr_fraction zero": ({"search": {"lr_fraction": {"low": 0.0, "high": 0.2}}}, "search.lr_fraction.low", "(0, 1]"),
+    "lr_fraction zero": ({"space": {"lr_fraction": {"low": 0.0, "high": 0.2}}}, "space.lr_fraction.low", "(0, 1]"),
     "lr range reversed": (
-        {"search": {"lr_fraction": {"low": 0.2, "high": 0.05}}},
-        "search.lr_fraction",
+        {"space": {"lr_fraction": {"low": 0.2, "high": 0.05}}},
+        "space.lr_fraction",
         "low=0.2, high=0.05",
     ),
-    "ratio with a zero": ({"search": {"mix": ["4:1", "0:1"]}}, "search.mix.1", "two positive numbers"),
-    "ratio not a ratio": ({"search": {"mix": ["1:2:3"]}}, "search.mix.0", "general:domain"),
+    "ratio with a zero": ({"space": {"mix": ["4:1", "0:1"]}}, "space.mix.1", "two positive numbers"),
+    "ratio not a ratio": ({"space": {"mix": ["1:2:3"]}}, "space.mix.0", "general:domain"),
     "missing corpus": (
         {"data": {"domain": {"train": "corpora/nope.jsonl", "valid": "corpora/ecommerce/valid.jsonl"}}},
         "data.domain.train",
@@ -86,12 +119,17 @@ BAD_SPECS = {
         "data.non_english.share",
         "less than 1",
     ),
-    "grid over a range": ({"search": {"method": "grid"}}, "search", "grid needs listed values"),
+    "grid over a range": ({"search": {"sampler": "grid"}}, "(top level)", "grid needs listed values"),
+    "a knob the pruner does not use": (
+        {"search": {"pruner": {"type": "median", "reduction_factor": 3}}},
+        "search.pruner.reduction_factor",
+        "valid keys here: infeasible_penalty, type, n_startup_trials, n_warmup_steps, interval_steps",
+    ),
     "unknown pruner": ({"search": {"pruner": {"type": "asha"}}}, "search.pruner.type", "'median'"),
     "base dir without config.json": ({"base": {"model": "corpora", "max_lr": 1e-3}}, "base.model", "config.json"),
     "storage with a literal password": (
-        {"search": {"storage": "postgresql://optuna:hunter2@db.internal/optuna"}},
-        "search.storage",
+        {"execution": {"storage": "postgresql://optuna:hunter2@db.internal/optuna"}},
+        "execution.storage",
         "${OPTUNA_DB_PASSWORD}",
     ),
     "empty text field": (
@@ -107,21 +145,25 @@ BAD_SPECS = {
         "data.domain.text_field",
         "at least 1 character",
     ),
-    "storage not a URL": ({"search": {"storage": "optuna.db"}}, "search.storage", "sqlite:////abs/path/optuna.db"),
+    "storage not a URL": (
+        {"execution": {"storage": "optuna.db"}},
+        "execution.storage",
+        "sqlite:////abs/path/optuna.db",
+    ),
     "negative proxy seed": ({"proxy": {"seed": -1}}, "proxy.seed", "greater than or equal to 0"),
     "proxy seed past 2**32": ({"proxy": {"seed": 2**70}}, "proxy.seed", "less than 4294967296"),
     "search seed past 2**32": ({"search": {"seed": 2**70}}, "search.seed", "less than 4294967296"),
-    "infinite GPUs": ({"resources": {"gpus": float("inf")}}, "resources.gpus", "finite number"),
+    "infinite GPUs": ({"execution": {"gpus": float("inf")}}, "execution.gpus", "finite number"),
     "NaN forgetting budget": ({"objective": {"forgetting_budget": float("nan")}}, "objective", "finite number"),
     "a million trials": ({"search": {"num_trials": 10**6}}, "search.num_trials", "less than or equal to 10000"),
-    "thousands of CPUs per trial": ({"resources": {"cpus": 5000}}, "resources.cpus", "less than or equal to 1024"),
-    "huge concurrency": ({"search": {"concurrency": 10**5}}, "search.concurrency", "less than or equal to 1024"),
+    "thousands of CPUs per trial": ({"execution": {"cpus": 5000}}, "execution.cpus", "less than or equal to 1024"),
+    "huge concurrency": ({"execution": {"concurrency": 10**5}}, "execution.concurrency", "less than or equal to 1024"),
     "repeated grid value": (
-        {"search": {"method": "grid", "lr_fraction": [0.1, 0.1], "mix": ["1:1"]}},
-        "search.lr_fraction",
+        {"space": {"lr_fraction": [0.1, 0.1], "mix": ["1:1"]}, "search": {"sampler": "grid"}},
+        "space.lr_fraction",
         "items 0 and 1 (0.1 and 0.1) are the same value",
     ),
-    "repeated mix ratio": ({"search": {"mix": ["1:1", "4:1", "2:2"]}}, "search.mix", "items 0 and 2 (1:1 and 2:2)"),
+    "repeated mix ratio": ({"space": {"mix": ["1:1", "4:1", "2:2"]}}, "space.mix", "items 0 and 2 (1:1 and 2:2)"),
     "corpus is a directory": (
         {"data": {"domain": {"train": "corpora", "valid": "corpora/ecommerce/valid.jsonl"}}},
         "data.domain.train",
@@ -210,11 +252,11 @@ def test_unusable_corpus_exits_2_naming_the_file(write_tiny_spec, capsys, tmp_pa
 
 
 def test_a_literal_storage_password_is_refused_without_printing_it(write_tiny_spec, capsys, tmp_path, monkeypatch):
-    path = write_tiny_spec("leak.yaml", search={"storage": "postgresql://optuna@db/optuna?password=hunter2"})
+    path = write_tiny_spec("leak.yaml", execution={"storage": "postgresql://optuna@db/optuna?password=hunter2"})
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(path)]) == 2
     error = capsys.readouterr().err
-    assert "search.storage" in error and "literal password" in error and "hunter2" not in error
+    assert "execution.storage" in error and "literal password" in error and "hunter2" not in error
     assert not (tmp_path / "runs").exists()
 
 
@@ -227,7 +269,7 @@ e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
 f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
 g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
 h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
-search: {mix: *h}
+space: {mix: *h}
 """
 
 
@@ -262,6 +304,6 @@ def test_a_spec_file_over_a_mebibyte_is_refused_unread(tmp_path):
 
 
 def test_a_spec_with_many_problems_lists_the_first_twenty(write_tiny_spec):
-    path = write_tiny_spec("many.yaml", search={"mix": [f"{k}:0" for k in range(1, 200)]})
+    path = write_tiny_spec("many.yaml", space={"mix": [f"{k}:0" for k in range(1, 200)]})
     message = str(pytest.raises(SpecError, load_spec, path).value)
     assert "199 problem(s)" in message and "... and 179 more" in message and len(message) < 5000

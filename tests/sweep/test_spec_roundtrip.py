@@ -40,11 +40,8 @@ def test_a_grid_without_num_trials_is_stored_with_its_own_count_and_reloads(writ
     """The bug this guards: the stored plan carried the default 16 and every trial's reload refused it."""
     path = write_tiny_spec(
         "grid25.yaml",
-        search={
-            "method": "grid",
-            "lr_fraction": [0.05, 0.08, 0.1, 0.15, 0.2],
-            "mix": ["4:1", "2:1", "1:1", "1:2", "1:4"],
-        },
+        space={"lr_fraction": [0.05, 0.08, 0.1, 0.15, 0.2], "mix": ["4:1", "2:1", "1:1", "1:2", "1:4"]},
+        search={"sampler": "grid"},
     )
     raw = yaml.safe_load(path.read_text())
     del raw["search"]["num_trials"]
@@ -62,47 +59,47 @@ ratios = st.tuples(st.integers(1, 9), st.integers(1, 9)).map(lambda pair: f"{pai
 
 
 @st.composite
-def searches(draw) -> dict[str, Any]:
-    """Search sections users write, grids of every size, ranges, every pruner; some invalid on purpose."""
-    method = draw(st.sampled_from(["optuna", "grid", "random"]))
-    search: dict[str, Any] = {"method": method, "seed": draw(st.integers(0, 2**32 - 1))}
-    if method == "grid":
-        search["lr_fraction"] = draw(st.lists(fractions, min_size=1, max_size=6))
-        search["mix"] = draw(st.lists(ratios, min_size=1, max_size=5))
+def spaces_and_searches(draw) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Space and search sections users write, grids of every size, ranges, every pruner; some invalid on purpose."""
+    sampler = draw(st.sampled_from(["tpe", "gp", "nsga2", "random", "grid"]))
+    search: dict[str, Any] = {"sampler": sampler, "seed": draw(st.integers(0, 2**32 - 1))}
+    if sampler == "grid":
+        space = {
+            "lr_fraction": draw(st.lists(fractions, min_size=1, max_size=6)),
+            "mix": draw(st.lists(ratios, min_size=1, max_size=5)),
+        }
         if draw(st.booleans()):
             search["num_trials"] = draw(st.integers(1, 40))
     else:
         low, high = sorted(draw(st.lists(fractions, min_size=2, max_size=2)))
-        search["lr_fraction"] = {"low": low, "high": high, "log": draw(st.booleans())}
-        search["mix"] = draw(
-            st.one_of(
-                st.lists(ratios, min_size=1, max_size=5),
-                st.tuples(ratios, ratios).map(lambda pair: {"low": pair[0], "high": pair[1]}),
-            )
+        mix = st.one_of(
+            st.lists(ratios, min_size=1, max_size=5),
+            st.tuples(ratios, ratios).map(lambda pair: {"low": pair[0], "high": pair[1]}),
         )
+        space = {"lr_fraction": {"low": low, "high": high, "log": draw(st.booleans())}, "mix": draw(mix)}
         search["num_trials"] = draw(st.integers(1, 200))
-        search["sampler"] = draw(st.sampled_from(["tpe", "gp", "random", "nsga2"]))
-    search["pruner"] = {
-        "type": draw(st.sampled_from(["median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none"]))
-    }
-    search["concurrency"] = draw(st.integers(1, 8))
-    return search
+    kind = draw(st.sampled_from(["median", "percentile", "successive_halving", "hyperband", "wilcoxon", "none"]))
+    search["pruner"] = {"type": kind, **draw(st.sampled_from([{}, {"n_warmup_steps": 50}, {"reduction_factor": 2}]))}
+    return space, search
 
 
 @PROFILE
-@given(search=searches())
-def test_generated_searches_either_round_trip_or_are_one_spec_error(search, write_tiny_spec, tmp_path_factory):
-    path = write_tiny_spec("generated.yaml", search=search)
+@given(sections=spaces_and_searches(), concurrency=st.integers(1, 8))
+def test_generated_specs_either_round_trip_or_are_one_spec_error(
+    sections, concurrency, write_tiny_spec, tmp_path_factory
+):
+    space, search = sections
+    path = write_tiny_spec("generated.yaml")
     raw = yaml.safe_load(path.read_text())
-    raw["search"] = search  # exactly what was drawn: no key of the tiny spec's search left over
+    raw.update(space=space, search=search, execution={"concurrency": concurrency})  # exactly what was drawn
     path.write_text(yaml.safe_dump(raw))
     try:
         spec = load_spec(path)
     except SpecError as exc:
         assert str(path) in str(exc)
         return
-    if search["method"] == "grid":
-        assert spec.search.num_trials == len(search["lr_fraction"]) * len(search["mix"])
+    if search["sampler"] == "grid":
+        assert spec.search.num_trials == len(space["lr_fraction"]) * len(space["mix"])
     round_trips(spec, tmp_path_factory.mktemp("copy"))
 
 

@@ -19,10 +19,10 @@ def test_a_storage_password_is_read_from_the_environment_and_stays_out_of_the_ru
     write_tiny_spec, tmp_path: Path, monkeypatch
 ):
     reference = "postgresql://optuna:${CPT_TEST_DB_PASSWORD}@127.0.0.1:5432/optuna"
-    spec = load_spec(write_tiny_spec("pg.yaml", search={"storage": reference}))
+    spec = load_spec(write_tiny_spec("pg.yaml", execution={"storage": reference}))
     monkeypatch.setenv("CPT_TEST_DB_PASSWORD", SECRET)
     run = RunDir(tmp_path)
-    record = RunRecord(study_name="pg", storage=spec.search.storage)
+    record = RunRecord(study_name="pg", storage=spec.execution.storage)
     assert record.url(run) == f"postgresql://optuna:{SECRET}@127.0.0.1:5432/optuna"
 
     run.write_spec_copy(spec)
@@ -33,11 +33,11 @@ def test_a_storage_password_is_read_from_the_environment_and_stays_out_of_the_ru
 
 
 def test_an_unset_storage_variable_stops_the_run_before_anything_is_written(write_tiny_spec, tmp_path, monkeypatch):
-    spec = write_tiny_spec("unset.yaml", search={"storage": "postgresql://u:${CPT_TEST_UNSET}@127.0.0.1/optuna"})
+    spec = write_tiny_spec("unset.yaml", execution={"storage": "postgresql://u:${CPT_TEST_UNSET}@127.0.0.1/optuna"})
     monkeypatch.delenv("CPT_TEST_UNSET", raising=False)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(StorageError, match=r"refers to CPT_TEST_UNSET, which is not set"):
-        resolve(load_spec(spec).search.storage)
+        resolve(load_spec(spec).execution.storage)
     assert main(["run", str(spec)]) == 2
     assert not (tmp_path / "runs").exists()
 

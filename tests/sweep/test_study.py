@@ -92,7 +92,7 @@ def test_a_finished_trial_is_not_run_again(open_sweep):
 
 
 def test_grid_is_enqueued_once_and_asks_return_exactly_the_grid(open_sweep):
-    grid = {"method": "grid", "lr_fraction": [0.05, 0.1, 0.2], "mix": ["4:1", "1:4"], "num_trials": 6}
+    grid = {"sampler": "grid", "lr_fraction": [0.05, 0.1, 0.2], "mix": ["4:1", "1:4"], "num_trials": 6}
     sweep = open_sweep(**grid)
     open_sweep(**grid)  # a rerun enqueues nothing new
     assert len(sweep.trials()) == 6 == sweep.plan.planned_trials

@@ -65,9 +65,8 @@ def test_a_spec_built_to_prune_prunes_a_trial_recorded_pruned_in_optuna(write_ti
     # loss rises at the first evaluation, and the guard stops the trial there.
     spec = write_tiny_spec(
         "prune.yaml",
+        space={"lr_fraction": {"low": 0.15, "high": 0.2}, "mix": ["1:4"]},
         search={
-            "lr_fraction": {"low": 0.15, "high": 0.2},
-            "mix": ["1:4"],
             "num_trials": 3,
             "pruner": {"type": "median", "n_startup_trials": 1},
             "forgetting_guard": {"margin": 0.0, "min_steps": 1},
@@ -86,7 +85,7 @@ def test_a_spec_built_to_prune_prunes_a_trial_recorded_pruned_in_optuna(write_ti
 
 
 def test_a_trial_that_raises_is_retried_then_failed_and_the_sweep_carries_on(write_tiny_spec, tmp_path):
-    spec = write_tiny_spec("fails.yaml", search={"num_trials": 3, "max_retries": 1})
+    spec = write_tiny_spec("fails.yaml", search={"num_trials": 3}, execution={"max_retries": 1})
     # A file where trial 0 wants its output directory: every attempt of that trial raises.
     trials_dir = tmp_path / "runs" / "fails" / "trials"
     trials_dir.mkdir(parents=True)
@@ -136,7 +135,9 @@ def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplica
 def test_a_grid_of_three_runs_every_point_and_fresh_keeps_the_old_run(write_tiny_spec, tmp_path):
     """A grid whose size is not the default trial count, written without num_trials (as the spec's own
     error message tells users to): every trial completes, each reloading the plan stored in the study."""
-    spec = write_tiny_spec("grid3.yaml", search={"method": "grid", "lr_fraction": [0.05, 0.1, 0.2], "mix": ["1:1"]})
+    spec = write_tiny_spec(
+        "grid3.yaml", space={"lr_fraction": [0.05, 0.1, 0.2], "mix": ["1:1"]}, search={"sampler": "grid"}
+    )
     raw = yaml.safe_load(spec.read_text())
     del raw["search"]["num_trials"]
     spec.write_text(yaml.safe_dump(raw))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sweep.spec import WandbConfig
 from sweep.tracking import (
     STEP_METRIC,
     TrackingError,
+    WandbConfig,
     WandbTarget,
     resolve_wandb,
     worker_env,

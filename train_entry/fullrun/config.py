@@ -1,6 +1,6 @@
 """What the full-run job reads (job.json): how many workers, where, how they checkpoint, and what they train.
 
-Written by `sweep promote --submit / --rehearse` from the plan; plain data that round-trips to JSON.
+Written by `sweep promote submit | rehearse` from the plan; plain data that round-trips to JSON.
 It holds no secrets: those reach the workers through the job's runtime environment only.
 """
 
@@ -10,8 +10,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from train_entry.config import StrictConfig
+from train_entry.config import Seed, StrictConfig
+from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import CorpusPrefixes
+
+JOB_JSON = "job.json"
+"""The job's config in the folder Ray uploads as its working_dir: `python -m train_entry.fullrun.job --config job.json`."""
 
 
 class MegatronTrainer(StrictConfig):
@@ -22,8 +26,9 @@ class MegatronTrainer(StrictConfig):
     """The plan's FullRunConfig as JSON; validated on the workers, where train_entry.megatron is importable."""
 
 
-class ToyTrainer(StrictConfig):
-    """The proxy model under DDP on CPU (gloo): what a rehearsal trains in place of the megatron entry."""
+class ToyTrainer(OptimizerConfig):
+    """The proxy model under DDP on CPU (gloo): what a rehearsal trains in place of the megatron entry,
+    with the proxy's optimizer recipe."""
 
     kind: Literal["toy"] = "toy"
     base_dir: str
@@ -37,11 +42,7 @@ class ToyTrainer(StrictConfig):
     """Sequences per worker per step; the global batch is this times the number of workers."""
     peak_lr: float = Field(gt=0.0)
     """The plan's LR (lr_fraction x the base's max_lr)."""
-    warmup_steps: int = Field(ge=0)
-    min_lr_ratio: float = Field(0.1, ge=0.0, le=1.0)
-    weight_decay: float = Field(0.1, ge=0.0)
-    grad_clip: float = Field(1.0, gt=0.0)
-    seed: int = 0
+    seed: Seed = 0
     min_step_seconds: float = Field(0.0, ge=0.0)
     """A floor on each step's wall time: the toy model steps in milliseconds, and a rehearsal whose
     fault drill kills a node between checkpoints needs steps that last long enough to be caught."""

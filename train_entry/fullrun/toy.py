@@ -22,9 +22,8 @@ from torch.nn.parallel import DistributedDataParallel
 from train_entry.data.blend import build_stream
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.fullrun.config import ToyTrainer
-from train_entry.loop import Optimization, adamw, next_token_loss
+from train_entry.loop import train_step
 from train_entry.model import Runtime, load_causal_lm
-from train_entry.schedule import lr_at
 
 STATE_FILE = "state.pt"
 
@@ -67,19 +66,7 @@ def train_toy(
     )
     torch.manual_seed(config.seed)
     model = load_causal_lm(config.base_dir, runtime)
-    optimization = Optimization(
-        steps=steps,
-        batch_size=config.micro_batch_size,
-        peak_lr=config.peak_lr,
-        warmup_steps=config.warmup_steps,
-        min_lr_ratio=config.min_lr_ratio,
-        schedule="cosine",
-        weight_decay=config.weight_decay,
-        grad_clip=config.grad_clip,
-        eval_interval=checkpoint_interval,
-        divergence_factor=float("inf"),
-    )
-    optimizer = adamw(model, optimization, runtime)
+    optimizer = config.adamw(model, peak_lr=config.peak_lr)
     start, losses = 0, []
     if resume_dir is not None:
         state = load_state(resume_dir)
@@ -91,35 +78,19 @@ def train_toy(
 
     for step in range(start, steps):
         started = time.perf_counter()
-        lr = lr_at(
-            step,
-            peak_lr=config.peak_lr,
-            warmup_steps=config.warmup_steps,
-            total_steps=steps,
-            min_lr_ratio=config.min_lr_ratio,
-        )
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        lr = config.lr_at(step, peak_lr=config.peak_lr, total_steps=steps)
         # Global batch `step` is micro-batches [step * world, (step + 1) * world); this rank takes one.
         tokens, labels = stream.batch(step * world + rank, config.micro_batch_size)
-        ddp.train()
-        loss = next_token_loss(ddp, tokens, labels)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(ddp.parameters(), config.grad_clip)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-        mean = loss.detach().clone()
-        dist.all_reduce(mean)
-        mean_loss = mean.item() / world
+        loss = train_step(ddp, optimizer, tokens, labels, lr=lr, grad_clip=config.grad_clip, runtime=runtime)
+        dist.all_reduce(loss)
+        mean_loss = loss.item() / world
         done = step + 1
         time.sleep(max(0.0, config.min_step_seconds - (time.perf_counter() - started)))
         log(f"step {done}/{steps} loss {mean_loss:.4f} lr {lr:.3g}")
         if done % checkpoint_interval == 0 or done == steps:
             losses.append((done, mean_loss))
-            directory = None
-            if rank == 0:
-                directory = scratch / f"checkpoint-{done:08d}"
+            directory = scratch / f"checkpoint-{done:08d}" if rank == 0 else None
+            if directory is not None:
                 directory.mkdir(parents=True, exist_ok=True)
                 save_state(directory, model=model, optimizer=optimizer, step=done, losses=losses)
             on_checkpoint(done, mean_loss, directory)

@@ -12,18 +12,18 @@ from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.plan import Plan, make_plan
 from sweep.promote.step_time import step_time
-from sweep.promote.summary import SUMMARY_MD, summary_markdown
+from sweep.promote.summary import summary_markdown
 from train_entry.megatron.throughput import LayerTiming
 
 
 def promote(run_dir, *flags: str) -> int:
-    return main(["promote", str(run_dir), *flags])
+    return main(["promote", "plan", str(run_dir), *flags])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA answers")
 def test_without_cuda_calibrate_exits_2_and_writes_no_plan(finished_run, capsys):
     run_dir = finished_run()
-    assert promote(run_dir, "--target", "llama3.1-8b", "--dry-run", "--calibrate") == 2
+    assert promote(run_dir, "--target", "llama3.1-8b", "--calibrate") == 2
     assert "--calibrate times the target's layers on a local CUDA GPU, and this machine has none" in (
         capsys.readouterr().err
     )
@@ -31,16 +31,18 @@ def test_without_cuda_calibrate_exits_2_and_writes_no_plan(finished_run, capsys)
 
 
 def test_calibrate_and_mfu_together_exit_2(finished_run, capsys):
-    assert promote(finished_run(), "--target", "llama3.1-8b", "--dry-run", "--calibrate", "--mfu", "0.4") == 2
-    assert "--calibrate measures the compute rate that --mfu states" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["promote", "plan", str(finished_run()), "--target", "llama3.1-8b", "--calibrate", "--mfu", "0.4"])
+    assert exited.value.code == 2
+    assert "argument --mfu: not allowed with argument --calibrate" in capsys.readouterr().err
 
 
 def test_a_dry_run_says_its_compute_rate_is_assumed_and_which_one(finished_run):
     run_dir = finished_run()
-    assert promote(run_dir, "--target", "llama3.1-70b", "--dry-run") == 0
+    assert promote(run_dir, "--target", "llama3.1-70b") == 0
     [directory] = (run_dir / "promotion").iterdir()
     assert Plan.read(directory).assumptions.calibration is None
-    summary = " ".join((directory / SUMMARY_MD).read_text().replace("│", " ").split())
+    summary = " ".join((directory / "summary.md").read_text().replace("│", " ").split())
     assert "compute rate ASSUMED, not measured: 425 TFLOP/s per GPU = 43.0% MFU of the 989 TFLOP/s peak" in summary
     assert "Llama 3 Herd of Models (arXiv:2407.21783)" in summary
 
@@ -86,9 +88,9 @@ def test_a_measurement_faster_than_the_clusters_peak_is_refused(finished_run):
 @pytest.mark.gpu
 def test_calibrate_on_a_gpu_plans_with_the_measured_rate(finished_run):
     run_dir = finished_run()
-    assert promote(run_dir, "--target", "llama3.1-8b", "--dry-run", "--calibrate") == 0
+    assert promote(run_dir, "--target", "llama3.1-8b", "--calibrate") == 0
     [directory] = (run_dir / "promotion").iterdir()
     calibration = Plan.read(directory).assumptions.calibration
     assert calibration.card == torch.cuda.get_device_name() and calibration.seq_length == 8192
     assert 20 < calibration.tflops < 2000
-    assert "MEASURED, not assumed" in (directory / SUMMARY_MD).read_text()
+    assert "MEASURED, not assumed" in (directory / "summary.md").read_text()

@@ -1,4 +1,4 @@
-"""`sweep promote ... --dry-run` end to end through the CLI: the files it writes, user-defined targets,
+"""`sweep promote plan` end to end through the CLI: the files it writes, user-defined targets,
 clusters and promotion files, and exit code 2 with a message naming the constraint for every
 request that has no valid plan."""
 
@@ -28,13 +28,13 @@ def cluster_yaml(tmp_path: Path, *, gpus_per_node: int, nodes: int = 60) -> Path
 
 
 def promote(run_dir: Path, *flags: str) -> int:
-    return main(["promote", str(run_dir), *flags])
+    return main(["promote", "plan", str(run_dir), *flags])
 
 
 @pytest.mark.parametrize("target", ["llama3.1-70b", "llama3.1-8b"])
 def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, target):
     run_dir = finished_run()
-    assert promote(run_dir, "--target", target, "--dry-run") == 0
+    assert promote(run_dir, "--target", target) == 0
     out = capsys.readouterr().out
     for shown in ("peak LR", "Blend (Megatron --data-path)", "chosen", "memory/GPU", "wall clock", "GPU-hours"):
         assert shown in out
@@ -52,7 +52,7 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
 def test_user_defined_target_and_cluster_files(finished_run, capsys):
     run_dir = finished_run()
     target, cluster = (REPO / "search_spaces/targets/llama2-7b.yaml", REPO / "search_spaces/clusters/h200-256.yaml")
-    assert promote(run_dir, "--target", str(target), "--cluster", str(cluster), "--dry-run") == 0
+    assert promote(run_dir, "--target", str(target), "--cluster", str(cluster)) == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     assert (plan.target.name, plan.cluster.name, plan.cluster.gpus) == ("llama2-7b", "h200-256", 256)
@@ -65,7 +65,7 @@ def test_user_defined_target_and_cluster_files(finished_run, capsys):
 def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, capsys, path):
     config = load_config(path, PromotionConfig, kind="promotion config")
     run_dir = finished_run()
-    assert promote(run_dir, "--config", str(path), "--tokens", "2e12", "--dry-run") == 0
+    assert promote(run_dir, "--config", str(path), "--tokens", "2e12") == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     assert plan.target.name == config.target and plan.tokens == 2 * 10**12  # the flag overrides the file
@@ -108,22 +108,30 @@ def test_impossible_requests_exit_2_naming_the_constraint(finished_run, capsys, 
     }
     flags = [str(clusters.get(flag, flag)) for flag in flags]
     run_dir = finished_run()
-    assert promote(run_dir, *flags, "--dry-run") == 2
+    assert promote(run_dir, *flags) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
     assert not (run_dir / "promotion").exists()  # nothing written for a refused request
 
 
-def test_no_optimum_and_no_dry_run_exit_2(finished_run, tmp_path, capsys):
-    assert promote(finished_run(feasible=False), "--target", "llama3.1-8b", "--dry-run") == 2
+def test_no_optimum_and_no_mode_exit_2(finished_run, tmp_path, capsys):
+    assert promote(finished_run(feasible=False), "--target", "llama3.1-8b") == 2
     assert "has no optimum to promote" in capsys.readouterr().err
-    assert promote(finished_run(), "--target", "llama3.1-8b") == 2
-    assert "add --dry-run" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["promote", str(finished_run()), "--target", "llama3.1-8b"])
+    assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err
+
+
+def test_the_0_1_form_still_plans_and_names_the_new_one(finished_run, capsys):
+    run_dir = finished_run()
+    assert main(["promote", str(run_dir), "--target", "llama3.1-8b", "--dry-run"]) == 0
+    assert "`sweep promote RUN --dry-run` is now `sweep promote plan RUN`" in capsys.readouterr().err
+    assert len(list((run_dir / "promotion").iterdir())) == 1
 
 
 def test_a_malformed_data_prefix_is_an_argument_error(finished_run, capsys):
     with pytest.raises(SystemExit) as exit_:
-        promote(finished_run(), "--target", "llama3.1-8b", "--data-prefix", "english=/d/x", "--dry-run")
+        promote(finished_run(), "--target", "llama3.1-8b", "--data-prefix", "english=/d/x")
     assert exit_.value.code == 2
     assert "SIDE one of general, non_english, domain" in capsys.readouterr().err
 
@@ -132,7 +140,7 @@ def test_data_prefixes_from_the_command_line(finished_run):
     run_dir = finished_run()
     flags = ["--data-prefix", "general=/d/en@3e11", "--data-prefix", "general=/d/wiki@1e11"]
     flags += ["--data-prefix", "domain=/d/shop", "--tokenizer", "/m/tok", "--save-dir", "/c/run"]
-    assert promote(run_dir, "--target", "llama3.1-8b", *flags, "--dry-run") == 0
+    assert promote(run_dir, "--target", "llama3.1-8b", *flags) == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     weights = {source.prefix: source.weight for source in plan.run.data.blend}
@@ -147,7 +155,7 @@ def test_a_promotion_file_names_target_files_relative_to_itself(finished_run, tm
     config = tmp_path / "promote.yaml"
     config.write_text("target: targets/llama2-7b.yaml\ntokens: 1.0e+11\n")
     run_dir = finished_run()
-    assert promote(run_dir, "--config", str(config), "--dry-run") == 0
+    assert promote(run_dir, "--config", str(config)) == 0
     [directory] = (run_dir / "promotion").iterdir()
     assert Plan.read(directory).target.name == "llama2-7b"
 
@@ -155,7 +163,7 @@ def test_a_promotion_file_names_target_files_relative_to_itself(finished_run, tm
 def test_a_bad_promotion_file_names_the_file_key_and_value(finished_run, tmp_path, capsys):
     config = tmp_path / "promote.yaml"
     config.write_text("target: llama3.1-8b\ntokens: -5\nlayout: {tensr: 8}\n")
-    assert promote(finished_run(), "--config", str(config), "--dry-run") == 2
+    assert promote(finished_run(), "--config", str(config)) == 2
     err = capsys.readouterr().err
     assert f"{config}: 2 problem(s) in the promotion config:" in err
     assert "tokens = -5: Input should be greater than 0" in err

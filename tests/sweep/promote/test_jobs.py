@@ -8,6 +8,7 @@ from sweep.cli import main
 from sweep.promote.job_records import JobRecord, append_record, read_records
 from sweep.promote.local_cluster import free_port
 from sweep.promote.submit import attempt_of, submission_id
+from sweep.rundir import PlanDir
 
 
 def test_submission_ids_count_attempts_of_one_plan_only():
@@ -17,8 +18,8 @@ def test_submission_ids_count_attempts_of_one_plan_only():
 
 
 def test_jobs_lists_a_recorded_job_whose_cluster_is_gone_as_unreachable(tmp_path, capsys):
-    plan_dir = tmp_path / "runs" / "lr_mix" / "promotion" / "llama3.1-8b-h100-480-0123abcd"
-    plan_dir.mkdir(parents=True)
+    plan_dir = PlanDir(tmp_path / "runs" / "lr_mix" / "promotion" / "llama3.1-8b-h100-480-0123abcd")
+    plan_dir.path.mkdir(parents=True)
     record = JobRecord(
         submission_id="cpt-llama3.1-8b-h100-480-0123abcd", plan_id="llama3.1-8b-h100-480-0123abcd", attempt=1,
         address=f"http://127.0.0.1:{free_port()}", submitted_at=datetime(2026, 11, 26, tzinfo=UTC),
@@ -26,11 +27,11 @@ def test_jobs_lists_a_recorded_job_whose_cluster_is_gone_as_unreachable(tmp_path
     append_record(plan_dir, record)
     assert read_records(plan_dir) == [record]
 
-    assert main(["jobs", str(tmp_path / "runs" / "lr_mix")]) == 0
+    assert main(["jobs", "list", str(tmp_path / "runs" / "lr_mix")]) == 0
     out = capsys.readouterr().out
     assert record.submission_id in out and "unreachable" in out
 
 
 def test_jobs_of_a_missing_run_directory_is_exit_2(tmp_path, capsys):
-    assert main(["jobs", str(tmp_path / "nope")]) == 2
+    assert main(["jobs", "list", str(tmp_path / "nope")]) == 2
     assert "is not a run directory" in capsys.readouterr().err

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sweep.cli import main
-from sweep.promote.job_records import JOBS_JSON, MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
+from sweep.promote.job_records import MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
+from sweep.rundir import PlanDir
 from tests.hostile import no_connections, tree
 
 PLAN_ID = "llama3.1-8b-h100-480-0123abcd"
@@ -20,12 +21,12 @@ REMOTE = "http://203.0.113.7:8265"
 
 
 @pytest.fixture
-def plan_dir(tmp_path, monkeypatch) -> Path:
+def plan_dir(tmp_path, monkeypatch) -> PlanDir:
     """runs/lr_mix/promotion/<plan id>/ under tmp_path, which is the working directory."""
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "runs" / "lr_mix" / "promotion" / PLAN_ID
     path.mkdir(parents=True)
-    return path
+    return PlanDir(path)
 
 
 def record(address: str) -> JobRecord:
@@ -68,31 +69,31 @@ CORRUPT = {
 
 
 @pytest.mark.parametrize("content", CORRUPT.values(), ids=CORRUPT.keys())
-@pytest.mark.parametrize("command", [["jobs", "runs/lr_mix"], ["jobs"], ["jobs", "logs", JOB_ID]])
+@pytest.mark.parametrize("command", [["jobs", "list", "runs/lr_mix"], ["jobs", "list"], ["jobs", "logs", JOB_ID]])
 def test_a_corrupt_jobs_json_is_exit_2_naming_it(plan_dir, tmp_path, capsys, content, command):
-    (plan_dir / JOBS_JSON).write_bytes(content)
+    plan_dir.jobs_json.write_bytes(content)
     code, out, err = run_cli(command, tmp_path, capsys)
     assert code == 2 and out == ""
-    assert err.startswith(f"error: {Path('runs/lr_mix/promotion') / PLAN_ID / JOBS_JSON}")
+    assert err.startswith(f"error: {Path('runs/lr_mix/promotion') / PLAN_ID / 'jobs.json'}")
     assert err.count("\n") == 1  # one line, no traceback
 
 
 def test_a_folder_named_jobs_json_is_exit_2_naming_it(plan_dir, tmp_path, capsys):
-    (plan_dir / JOBS_JSON).mkdir()
-    code, _, err = run_cli(["jobs", "runs/lr_mix"], tmp_path, capsys)
-    assert code == 2 and JOBS_JSON in err and err.count("\n") == 1
+    plan_dir.jobs_json.mkdir()
+    code, _, err = run_cli(["jobs", "list", "runs/lr_mix"], tmp_path, capsys)
+    assert code == 2 and "jobs.json" in err and err.count("\n") == 1
 
 
 def test_a_listing_does_not_contact_a_recorded_remote_cluster(plan_dir, tmp_path, capsys):
     append_record(plan_dir, record(REMOTE))
-    code, out, err = run_cli(["jobs", "runs/lr_mix"], tmp_path, capsys)
+    code, out, err = run_cli(["jobs", "list", "runs/lr_mix"], tmp_path, capsys)
     assert (code, err) == (0, "")  # the other rows of a listing are still true: the row says why it has no status
     assert JOB_ID in out and "not contacted: remote address, pass --allow-remote" in " ".join(out.split())
 
 
 def test_a_listing_with_allow_remote_asks_the_recorded_cluster(plan_dir, tmp_path, capsys):
     append_record(plan_dir, record(REMOTE))
-    code, out, err = run_cli(["jobs", "runs/lr_mix", "--allow-remote"], tmp_path, capsys)
+    code, out, err = run_cli(["jobs", "list", "runs/lr_mix", "--allow-remote"], tmp_path, capsys)
     assert code == 0 and "unreachable" in out
     assert "tried ('203.0.113.7', 8265)" in err  # it did try: the flag is what lets a remote cluster be asked
 
@@ -101,13 +102,13 @@ def test_logs_of_a_job_recorded_on_a_remote_cluster_is_exit_2_naming_the_file(pl
     append_record(plan_dir, record(REMOTE))
     code, out, err = run_cli(["jobs", "logs", JOB_ID], tmp_path, capsys)
     assert code == 2 and out == ""
-    jobs_json = Path("runs/lr_mix/promotion") / PLAN_ID / JOBS_JSON
+    jobs_json = Path("runs/lr_mix/promotion") / PLAN_ID / "jobs.json"
     assert err.startswith(f"error: {jobs_json}: address {REMOTE!r}: 203.0.113.7 is not a loopback address")
     assert "--allow-remote" in err and err.count("\n") == 1
 
 
 def test_a_password_planted_in_a_recorded_address_is_never_shown(plan_dir, tmp_path, capsys):
-    (plan_dir / JOBS_JSON).write_text(json.dumps([RECORD | {"address": "http://admin:hunter2@203.0.113.7:8265"}]))
-    for command in (["jobs"], ["jobs", "logs", JOB_ID]):
+    plan_dir.jobs_json.write_text(json.dumps([RECORD | {"address": "http://admin:hunter2@203.0.113.7:8265"}]))
+    for command in (["jobs", "list"], ["jobs", "logs", JOB_ID]):
         _, out, err = run_cli(command, tmp_path, capsys)
         assert "hunter2" not in out + err and "203.0.113.7" in out + err

@@ -18,11 +18,10 @@ import pytest
 from promote_runs import write_run
 
 from sweep.promote.config import DataPrefix, PromotionCheckpoint, PromotionConfig, PromotionData
-from sweep.promote.dry_run import ARGS_TXT, write_plan
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
 from sweep.promote.plan import Plan, make_plan
-from sweep.promote.summary import SUMMARY_MD
+from sweep.promote.promotion import write_plan
 from train_entry.megatron.core_configs import core_configs
 from train_entry.mix import MixRatio, blend_weights
 
@@ -136,7 +135,7 @@ def test_the_plan_id_depends_only_on_what_decides_the_run(run_dir, plans, tmp_pa
 def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
     plan = plans["llama3.1-8b"]
     directory = write_plan(plan, tmp_path)
-    assert Plan.read(directory / "plan.json") == plan == Plan.read(directory)
+    assert Plan.read(directory.plan_json) == plan == Plan.read(directory.path)
 
 
 def test_a_sweep_without_an_optimum_is_refused(tmp_path):
@@ -159,8 +158,8 @@ def parse_args_txt(text: str) -> dict[str, list[str]]:
 @pytest.mark.parametrize("target", TARGETS)
 def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
     directory = write_plan(plans[target], tmp_path)
-    plan = Plan.read(directory)  # what was written, not the object in memory
-    args = parse_args_txt((directory / ARGS_TXT).read_text())
+    plan = Plan.read(directory.plan_json)  # what was written, not the object in memory
+    args = parse_args_txt(directory.megatron_args.read_text())
     run, par, opt = plan.run, plan.run.parallelism, plan.run.optimization
     model = run.model
 
@@ -200,9 +199,9 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("name", [ARGS_TXT, SUMMARY_MD])
+@pytest.mark.parametrize("name", ["pretrain_gpt_args.txt", "summary.md"])
 def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp_path):
-    produced = (write_plan(plans[target], tmp_path) / name).read_text()
+    produced = (write_plan(plans[target], tmp_path).path / name).read_text()
     expected = EXPECTED / target / name
     if os.environ.get("CPT_SWEEP_REGENERATE"):
         expected.parent.mkdir(parents=True, exist_ok=True)
@@ -220,7 +219,7 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     import torch
 
     plan = plans[target]
-    tokens = shlex.split((write_plan(plan, tmp_path) / ARGS_TXT).read_text())
+    tokens = shlex.split(write_plan(plan, tmp_path).megatron_args.read_text())
     monkeypatch.setattr("sys.argv", ["pretrain_gpt.py", *tokens])
     for name, value in (
         ("WORLD_SIZE", "480"),

@@ -1,4 +1,4 @@
-"""`sweep promote RUN --rehearse` end to end on a simulated 2-node cluster, with its fault drill: a worker
+"""`sweep promote rehearse RUN` end to end on a simulated 2-node cluster, with its fault drill: a worker
 node is killed after the first checkpoint, the job resumes from the latest checkpoint and finishes the
 planned steps; no secret lands in any file or log line; every Ray process is gone afterwards."""
 
@@ -16,7 +16,7 @@ from ray_processes import processes_mentioning
 
 from sweep.cli import main
 from sweep.prepare import prepare
-from sweep.promote.rehearse import JOB_LOG, REHEARSAL_DIR, RehearsalConfig
+from sweep.promote.rehearse import JOB_LOG, RehearsalConfig
 from sweep.rundir import RunDir
 from sweep.spec import load_spec
 from tests.conftest import TINY_SPEC
@@ -45,7 +45,7 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
 
 def test_rehearsal_survives_a_lost_node_and_finishes_the_planned_steps(rehearsal_run, capsys, monkeypatch):
     monkeypatch.setenv("WANDB_API_KEY", SECRET)
-    assert main(["promote", str(rehearsal_run), "--target", "llama3.1-8b", "--rehearse"]) == 0
+    assert main(["promote", "rehearse", str(rehearsal_run), "--target", "llama3.1-8b"]) == 0
     captured = capsys.readouterr()
     out = captured.out
 
@@ -66,7 +66,7 @@ def test_rehearsal_survives_a_lost_node_and_finishes_the_planned_steps(rehearsal
     assert f"final checkpoint at step {PLAN.steps} of {PLAN.steps}" in out
     assert "job SUCCEEDED" in out
 
-    [rehearsal] = (next((rehearsal_run / "promotion").iterdir()) / REHEARSAL_DIR).iterdir()
+    [rehearsal] = (next((rehearsal_run / "promotion").iterdir()) / "rehearsal").iterdir()
     [job_dir] = (rehearsal / "ray_results").iterdir()
     result = json.loads((job_dir / RESULT_JSON).read_text())
     state = torch.load(Path(result["checkpoint"]) / STATE_FILE, weights_only=True)

@@ -1,5 +1,5 @@
-"""`sweep promote --submit` against a real local Ray head (started here on 127.0.0.1, stopped after):
-one job per plan, --force for a new attempt, `sweep jobs` listing them, and secrets kept out of every
+"""`sweep promote submit` against a real local Ray head (started here on 127.0.0.1, stopped after):
+one job per plan, --force for a new attempt, `sweep jobs list` listing them, and secrets kept out of every
 file and log line while still reaching the job through its runtime environment."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_the_same_plan_submitted_twice_is_one_job_and_force_adds_an_attempt(
     monkeypatch.setenv("WANDB_API_KEY", SECRET)
     monkeypatch.setenv("RAY_ADDRESS", "http://10.255.255.1:8265")  # Ray's client would prefer it to --address
     run_dir = finished_run()
-    submit = ["promote", str(run_dir), "--target", "llama3.1-8b", *real_inputs(tmp_path), "--submit"]
+    submit = ["promote", "submit", str(run_dir), "--target", "llama3.1-8b", *real_inputs(tmp_path)]
     submit += ["--address", cluster.address]
 
     assert main(submit) == 0
@@ -66,7 +66,7 @@ def test_the_same_plan_submitted_twice_is_one_job_and_force_adds_an_attempt(
     assert f"submitted job {job_id}-r2" in third.out
     assert sorted(job.submission_id for job in client.list_jobs()) == [job_id, f"{job_id}-r2"]
 
-    assert main(["jobs", str(run_dir)]) == 0
+    assert main(["jobs", "list", str(run_dir)]) == 0
     listing = capsys.readouterr().out
     assert job_id in listing and f"{job_id}-r2" in listing and "unreachable" not in listing
 

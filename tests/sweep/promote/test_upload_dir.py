@@ -12,8 +12,9 @@ from sweep.address import jobs_client
 from sweep.cli import main
 from sweep.promote.errors import PromotionError
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
-from sweep.promote.submit import JOB_JSON, JOBS_DIR, write_upload_dir
+from sweep.promote.submit import write_upload_dir
 from tests.hostile import tree
+from train_entry.fullrun.config import JOB_JSON
 
 JOB = '{"job": 1}\n'
 
@@ -23,7 +24,7 @@ def job_dir(tmp_path) -> Path:
     """Where a plan's first submission is uploaded from; the plan's directory exists, the job's does not."""
     plan_dir = tmp_path / "run" / "promotion" / "plan"
     plan_dir.mkdir(parents=True)
-    return plan_dir / JOBS_DIR / "cpt-plan"
+    return plan_dir / "jobs" / "cpt-plan"
 
 
 def refused(job_dir: Path, root: Path) -> str:
@@ -96,17 +97,17 @@ def test_submit_with_a_planted_upload_folder_is_exit_2_and_submits_nothing(finis
     inputs = ["--tokenizer", "/shared/tok", "--base-checkpoint", "/shared/base", "--save-dir", "/shared/ckpt"]
     for side in ("general", "non_english", "domain"):
         inputs += ["--data-prefix", f"{side}=/shared/data/{side}"]
-    promote = ["promote", str(run_dir), "--target", "llama3.1-8b", *inputs]
-    assert main([*promote, "--dry-run"]) == 0  # the plan, to learn its id
+    plan = ["promote", "plan", str(run_dir), "--target", "llama3.1-8b", *inputs]
+    assert main(plan) == 0  # the plan, to learn its id
     [plan_dir] = (run_dir / "promotion").iterdir()
-    planted = plan_dir / JOBS_DIR / f"cpt-{plan_dir.name}" / "train_entry"
+    planted = plan_dir / "jobs" / f"cpt-{plan_dir.name}" / "train_entry"
     planted.mkdir(parents=True)
     (planted / "__init__.py").write_text("raise SystemExit('planted code ran')\n")
     capsys.readouterr()
 
     with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)) as cluster:
         session = cluster.session_root
-        code = main([*promote, "--submit", "--address", cluster.address])
+        code = main(["promote", "submit", *plan[2:], "--address", cluster.address])
         jobs = jobs_client(cluster.address).list_jobs()
     assert processes_mentioning(session) == []
     err = capsys.readouterr().err

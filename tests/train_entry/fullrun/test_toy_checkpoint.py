@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from train_entry.fullrun.toy import STATE_FILE, load_state, save_state
-from train_entry.loop import Optimization, adamw
-from train_entry.model import Runtime
+from train_entry.optimizer import OptimizerConfig
 
 
 class RunsCode:
@@ -27,11 +26,7 @@ class RunsCode:
 def trained_one_step() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
     """A small model and the trainer's own AdamW after one step, so the optimizer holds real state."""
     model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.LayerNorm(4))
-    optimization = Optimization(
-        steps=2, batch_size=1, peak_lr=1e-3, warmup_steps=0, min_lr_ratio=0.1, schedule="cosine",
-        weight_decay=0.1, grad_clip=1.0, eval_interval=1, divergence_factor=float("inf"),
-    )  # fmt: skip
-    optimizer = adamw(model, optimization, Runtime.detect())
+    optimizer = OptimizerConfig(warmup_steps=0).adamw(model, peak_lr=1e-3)
     model(torch.ones(2, 4)).sum().backward()
     optimizer.step()
     return model, optimizer

@@ -1,17 +1,24 @@
-"""`sweep trial`: one proxy trial from the command line, with a progress bar and a metrics table."""
+"""`sweep trial SPEC --lr-fraction F --mix G:D`: one proxy trial, with a progress bar and a metrics table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from reports.tables import print_corpora, print_trial
-from sweep.prepare import prepare
-from sweep.progress import step_progress
-from sweep.spec import load_spec
-from sweep.tracking import TrialRun, resolve_wandb, wandb_trial_config
+from sweep.cli.args import lr_fraction, mix
 from train_entry.mix import MixRatio
-from train_entry.proxy import run_trial
-from train_entry.trial_config import Metrics, TrialStatus
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser("trial", help="run one proxy trial and print its metrics")
+    parser.add_argument("spec", type=Path, help="sweep spec YAML")
+    parser.add_argument("--lr-fraction", type=lr_fraction, required=True, help="peak LR / base max_lr, in (0, 1]")
+    parser.add_argument("--mix", type=mix, required=True, help='general:domain ratio, e.g. "1:1" or "4:1"')
+    parser.add_argument(
+        "--output", type=Path, default=None, help="trial directory (default: runs/trials/lr<F>_mix<G>-<D>)"
+    )
+    parser.set_defaults(
+        func=lambda args: run_one(args.spec, lr_fraction=args.lr_fraction, mix=args.mix, output_dir=args.output)
+    )
 
 
 def trial_name(lr_fraction: float, mix: MixRatio) -> str:
@@ -19,6 +26,14 @@ def trial_name(lr_fraction: float, mix: MixRatio) -> str:
 
 
 def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: Path | None) -> int:
+    from reports.tables import print_corpora, print_trial
+    from sweep.prepare import prepare
+    from sweep.progress import step_progress
+    from sweep.spec import load_spec
+    from sweep.tracking import TrialRun, resolve_wandb, wandb_trial_config
+    from train_entry.proxy import run_trial
+    from train_entry.trial_config import Metrics, TrialStatus
+
     spec = load_spec(spec_path)
     prepared = prepare(spec)
     print_corpora(prepared.corpus_stats)

@@ -1,14 +1,17 @@
-"""The errors that mean "fix your input": the CLI prints them and exits with code 2."""
+"""The errors that mean "fix your input": the CLI prints them on one line and exits with code 2."""
 
 from sweep.address import AddressError
 from sweep.best import NoBestSummary
+from sweep.config_file import SpecError
 from sweep.files import CorruptFile
 from sweep.promote.errors import PromotionError
 from sweep.rundir import RunDirError
-from sweep.spec import SpecError
 from sweep.storage import StorageError
+from sweep.study import StudyMismatch
 from sweep.tracking import TrackingError
 from train_entry.data.corpus import CorpusError
+
+EXIT_INPUT_ERROR = 2
 
 INPUT_ERRORS = (
     SpecError,
@@ -20,4 +23,5 @@ INPUT_ERRORS = (
     TrackingError,
     PromotionError,
     AddressError,
+    StudyMismatch,
 )

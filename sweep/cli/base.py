@@ -1,0 +1,23 @@
+"""`sweep base SPEC`: build (or reuse from the cache) the spec's base and print its manifest and corpora."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser("base", help="build (or reuse) the spec's base and print its manifest")
+    parser.add_argument("spec", type=Path, help="sweep spec YAML, e.g. search_spaces/lr_mix.yaml")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.tables import print_corpora, print_manifest
+    from sweep.prepare import prepare
+    from sweep.spec import load_spec
+
+    prepared = prepare(load_spec(args.spec))
+    print_corpora(prepared.corpus_stats)
+    print_manifest(prepared.base_manifest())
+    return 0

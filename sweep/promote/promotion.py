@@ -1,0 +1,107 @@
+"""A promotion request carried out: the plan and its files, then the submission or the rehearsal.
+
+`make_promotion` plans the run's optimum (calibrating the compute rate on a local GPU when asked)
+and writes runs/<name>/promotion/<id>/; `submit` and `rehearse` launch that plan. What a person
+reads is the caller's: these return what happened and send progress lines to `echo`. torch,
+megatron-core and Ray load only here, so `sweep promote --help` answers at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweep.address import security_warnings
+from sweep.files import write_whole
+from sweep.promote.errors import PromotionError
+from sweep.promote.megatron_args import args_text, launch_script
+from sweep.promote.plan import Plan, make_plan, plan_dir, read_optimum
+from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
+from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
+from sweep.promote.request import PromotionRequest, Rehearsal, Submission
+from sweep.promote.submit import Submitted, submit_plan
+from sweep.promote.summary import summary_markdown
+from sweep.rundir import PlanDir
+from train_entry.fullrun.config import JobConfig, MegatronTrainer
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Promotion:
+    plan: Plan
+    directory: PlanDir
+
+
+def make_promotion(request: PromotionRequest) -> Promotion:
+    """The plan of the request's run, calibrated when asked, written under RUN/promotion/<id>/."""
+    config = request.config
+    if request.calibrate:
+        from sweep.promote.calibrate import calibrated
+
+        config = calibrated(request.run, config)
+    plan = make_plan(request.run, config)
+    return Promotion(plan, write_plan(plan, request.run))
+
+
+def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
+    """plan.json, run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
+    directory = plan_dir(run_dir, plan.id)
+    directory.path.mkdir(parents=True, exist_ok=True)
+    write_whole(directory.plan_json, plan.model_dump_json(indent=2) + "\n")
+    write_whole(directory.run_config, plan.run.model_dump_json(indent=2) + "\n")
+    write_whole(directory.summary_md, summary_markdown(plan))
+    write_whole(directory.megatron_args, args_text(plan))
+    write_whole(directory.launch_script, launch_script(plan))
+    directory.launch_script.chmod(0o755)
+    return directory
+
+
+def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submitted:
+    """The plan's full run as a Ray job, once per plan; PromotionError while it has placeholders."""
+    plan = promotion.plan
+    plan.require_real_inputs()
+    address = submission.cluster()
+    for warning in security_warnings(address):
+        echo(f"warning: {warning}")
+    run = plan.run
+    storage = submission.storage or str(Path(run.checkpoint.save_dir) / "ray_train")
+
+    def job_for(submission_id: str) -> JobConfig:
+        return JobConfig(
+            name=submission_id,
+            num_workers=plan.cluster.gpus,
+            workers_per_node=plan.cluster.gpus_per_node,
+            use_gpu=True,
+            resources_per_worker={"GPU": 1},
+            tensor_parallel=run.parallelism.tensor,
+            steps=run.optimization.train_iters,
+            checkpoint_interval=run.checkpoint.save_interval,
+            max_failures=submission.max_failures,
+            storage_path=storage,
+            trainer=MegatronTrainer(run=run.model_dump(mode="json")),
+        )
+
+    return submit_plan(
+        plan_id=plan.id, plan=promotion.directory, job_for=job_for, address=address, force=submission.force
+    )
+
+
+def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, echo: Echo) -> RehearsalResult:
+    """The plan's job path at toy scale on a local 2-node cluster, with the proxy's own model and data."""
+    plan = promotion.plan
+    _, trial = read_optimum(run_dir)
+    if not Path(trial.base_dir).is_dir():
+        raise PromotionError(
+            f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "
+            f"{run_dir / 'spec.yaml'}` (the rehearsal trains it at toy scale)"
+        )
+    weights: dict[str, float] = {}
+    for source in plan.run.data.blend:
+        if source.name not in type(trial.train).model_fields:
+            raise PromotionError(f"plan {plan.id}: blend source {source.prefix} has no side name, got {source.name=}")
+        weights[source.name] = weights.get(source.name, 0.0) + source.weight
+    config = RehearsalConfig(fault_drill=rehearsal.fault_drill)
+    trainer = rehearsal_trainer(trial, weights, config)
+    return rehearse(plan_id=plan.id, plan_dir=promotion.directory, trainer=trainer, config=config, echo=echo)

@@ -1,0 +1,61 @@
+"""A promotion as data: what `sweep promote plan | submit | rehearse` asks for, built once from the
+command line (or from Python) and handed whole to `sweep.promote.promotion`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from sweep.address import ClusterAddress, parse_address
+from sweep.promote.config import PromotionConfig
+from train_entry.config import StrictConfig
+
+DEFAULT_MAX_FAILURES = 10
+"""Worker-group restarts Ray Train allows: a month on 480 GPUs sees several node failures."""
+
+
+class Submission(StrictConfig):
+    """Submit the plan's full run as a Ray job, once per plan."""
+
+    address: str
+    """The cluster's Jobs API (its dashboard), e.g. http://127.0.0.1:8265; loopback only unless allow_remote."""
+    allow_remote: bool = False
+    """Accept a non-loopback address (use https or Ray's token authentication)."""
+    force: bool = False
+    """Submit a new attempt even when the cluster already has the plan's job."""
+    max_failures: int = Field(DEFAULT_MAX_FAILURES, ge=0, le=10_000)
+    """Worker-group restarts after a lost worker or node."""
+    storage: str | None = None
+    """Shared storage for Ray Train's run state, reached by every node; default <save-dir>/ray_train."""
+
+    @model_validator(mode="after")
+    def _address_allowed(self) -> Submission:
+        self.cluster()  # refused (AddressError) before anything is planned or written
+        return self
+
+    def cluster(self) -> ClusterAddress:
+        return parse_address(self.address, allow_remote=self.allow_remote)
+
+
+class Rehearsal(StrictConfig):
+    """Run the job path at toy scale on a local simulated 2-node Ray cluster (CPU)."""
+
+    fault_drill: bool = True
+    """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
+
+
+class PromotionRequest(StrictConfig):
+    run: Path
+    """A finished sweep's run directory."""
+    config: PromotionConfig = PromotionConfig()
+    calibrate: bool = False
+    """Time the target's layer on this machine's GPU and plan with the measured rate, not the assumed MFU."""
+    launch: Submission | Rehearsal | None = None
+    """After planning: submit, rehearse, or nothing (plan only)."""
+
+    @model_validator(mode="after")
+    def _one_compute_figure(self) -> PromotionRequest:
+        if self.calibrate and "mfu" in self.config.assumptions.model_fields_set:
+            raise ValueError("calibrate measures the compute rate that an assumed MFU states: give one of them")
+        return self
