@@ -33,11 +33,12 @@ from sweep.prepare import Prepared, prepare
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import Selection, select
-from sweep.spec import SweepSpec
+from sweep.spec import ExecutionConfig, SweepSpec
 from sweep.storage import shown_url, sqlite_file
 from sweep.study import SweepStudy, open_study
+from sweep.sweep_log import log_sweep
 from sweep.table import TrialRow, trial_rows, write_tables
-from sweep.tracking import WandbTarget, log_sweep, worker_env
+from sweep.tracking import WandbTarget, worker_env
 from sweep.trainable import proxy_trainable
 
 OBJECT_STORE_BYTES = 200 * 1024**2
@@ -125,24 +126,7 @@ def _tune(
     view: SweepView,
 ) -> None:
     execution = spec.execution
-    # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
-    # runtime environment (held by Ray, never written into the run directory).
-    runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
-    if address is None:
-        ray.init(
-            # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
-            # address file names, unchecked.
-            address="local",
-            num_cpus=max(execution.concurrency * execution.cpus, 1),
-            num_gpus=math.ceil(execution.gpus * execution.concurrency) if execution.gpus else None,
-            object_store_memory=OBJECT_STORE_BYTES,
-            include_dashboard=False,
-            log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
-            configure_logging=False,
-            runtime_env=runtime_env,
-        )
-    else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
+    _start_ray(execution, address=address, wandb=wandb)
     _route_logs(log)  # ray.init sets up its own console handler again
     # Ray Tune's own console reporter would fight the caller's view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
@@ -178,6 +162,28 @@ def _tune(
         tuner.fit()
     finally:
         ray.shutdown()
+
+
+def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> None:
+    """A Ray of our own sized for the trials, or the cluster at `address` (checked by the caller)."""
+    # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
+    # runtime environment (held by Ray, never written into the run directory).
+    runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
+    if address is not None:
+        ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
+        return
+    ray.init(
+        # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
+        # address file names, unchecked.
+        address="local",
+        num_cpus=max(execution.concurrency * execution.cpus, 1),
+        num_gpus=math.ceil(execution.gpus * execution.concurrency) if execution.gpus else None,
+        object_store_memory=OBJECT_STORE_BYTES,
+        include_dashboard=False,
+        log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
+        configure_logging=False,
+        runtime_env=runtime_env,
+    )
 
 
 class StudyWatch(tune.Callback):

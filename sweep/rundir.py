@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import Field, field_validator
@@ -32,6 +33,17 @@ TRASH = ".trash"
 """Under RUNS: where `sweep run --fresh` moves the run it replaces (runs/.trash/<name>-<UTC time>)."""
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """One path component: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100."""
+
+
+class In:
+    """A file or folder of a run (or plan) directory, by its one name: `RunDir(p).best_json` is p / "best.json"."""
+
+    def __init__(self, name: str, doc: str) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    def __get__(self, directory: RunDir | PlanDir | None, owner: type) -> Any:
+        return self if directory is None else directory.path / self.name
 
 
 class RunDirError(ValueError):
@@ -92,37 +104,19 @@ class RunDir:
 
     # -------------------------------------------------------------------------------- the files
 
-    @property
-    def spec_copy(self) -> Path:
-        """The spec the run ran, defaults filled in and paths absolute."""
-        return self.path / "spec.yaml"
-
-    @property
-    def run_json(self) -> Path:
-        return self.path / "run.json"
-
-    @property
-    def study_db(self) -> Path:
-        """The default SQLite file of the Optuna study."""
-        return self.path / "optuna.db"
-
-    @property
-    def driver_log(self) -> Path:
-        return self.path / "driver.log"
-
-    @property
-    def lock(self) -> Path:
-        """Held (flock) by the one `sweep run` driving this run."""
-        return self.path / "driver.lock"
-
-    @property
-    def tune(self) -> Path:
-        """Ray Tune's experiment state and per-trial logs."""
-        return self.path / "tune"
-
-    @property
-    def trials(self) -> Path:
-        return self.path / "trials"
+    spec_copy = In("spec.yaml", "The spec the run ran, defaults filled in and paths absolute.")
+    run_json = In("run.json", "The run record: the study's name and storage.")
+    study_db = In("optuna.db", "The default SQLite file of the Optuna study.")
+    driver_log = In("driver.log", "The driver's, Ray's and Optuna's log lines.")
+    lock = In("driver.lock", "Held (flock) by the one `sweep run` driving this run.")
+    tune = In("tune", "Ray Tune's experiment state and per-trial logs.")
+    trials = In("trials", "One folder per trial.")
+    trials_parquet = In("trials.parquet", "The trials table.")
+    trials_csv = In("trials.csv", "The trials table.")
+    best_json = In("best.json", "The optimum, its evidence, the Pareto front and the sweep's cost.")
+    report = In("report", "index.html, a PNG per plot and report.md.")
+    wandb_dashboard = In("wandb_dashboard.json", "The W&B view's definition (and its URL once published).")
+    promotion = In(PROMOTION_DIR, "One folder per promotion plan.")
 
     def trial(self, number: int) -> Path:
         """A trial's own directory: its resolved config, result, index caches and W&B files."""
@@ -133,32 +127,6 @@ class RunDir:
 
     def trial_result(self, number: int) -> Path:
         return self.trial(number) / RESULT_JSON
-
-    @property
-    def trials_parquet(self) -> Path:
-        return self.path / "trials.parquet"
-
-    @property
-    def trials_csv(self) -> Path:
-        return self.path / "trials.csv"
-
-    @property
-    def best_json(self) -> Path:
-        """The optimum, its evidence, the Pareto front and the sweep's cost."""
-        return self.path / "best.json"
-
-    @property
-    def report(self) -> Path:
-        return self.path / "report"
-
-    @property
-    def wandb_dashboard(self) -> Path:
-        """The W&B view's definition (and its URL once published)."""
-        return self.path / "wandb_dashboard.json"
-
-    @property
-    def promotion(self) -> Path:
-        return self.path / PROMOTION_DIR
 
     def plan(self, plan_id: str) -> PlanDir:
         """A promotion plan's directory: plan.json, its run config, summary, Megatron-LM arguments, jobs."""
@@ -252,40 +220,14 @@ class PlanDir:
     def id(self) -> str:
         return self.path.name
 
-    @property
-    def plan_json(self) -> Path:
-        """The whole plan; `Plan.read` loads it."""
-        return self.path / "plan.json"
-
-    @property
-    def run_config(self) -> Path:
-        """The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs."""
-        return self.path / "run.json"
-
-    @property
-    def summary_md(self) -> Path:
-        return self.path / "summary.md"
-
-    @property
-    def megatron_args(self) -> Path:
-        """The run as Megatron-LM pretrain_gpt.py arguments, one flag per line."""
-        return self.path / "pretrain_gpt_args.txt"
-
-    @property
-    def launch_script(self) -> Path:
-        """A torchrun launch of Megatron-LM's pretrain_gpt.py with those arguments."""
-        return self.path / "pretrain_gpt.sh"
-
-    @property
-    def jobs_json(self) -> Path:
-        """Every submission of the plan: id, cluster address, time; nothing secret."""
-        return self.path / "jobs.json"
+    plan_json = In("plan.json", "The whole plan; `Plan.read` loads it.")
+    run_config = In("run.json", "The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs.")
+    summary_md = In("summary.md", "The plan's tables as printed.")
+    megatron_args = In("pretrain_gpt_args.txt", "The run as Megatron-LM pretrain_gpt.py arguments, one flag per line.")
+    launch_script = In("pretrain_gpt.sh", "A torchrun launch of Megatron-LM's pretrain_gpt.py with those arguments.")
+    jobs_json = In("jobs.json", "Every submission of the plan: id, cluster address, time; nothing secret.")
+    rehearsals = In("rehearsal", "One folder per rehearsal (its UTC time): the job's log, Ray Train's results.")
 
     def job(self, submission_id: str) -> Path:
         """The folder uploaded as a submission's working_dir: its job.json and nothing else."""
         return self.path / "jobs" / submission_id
-
-    @property
-    def rehearsals(self) -> Path:
-        """One folder per rehearsal (its UTC time): the job's log, Ray Train's results and checkpoints."""
-        return self.path / "rehearsal"

@@ -1,4 +1,4 @@
-"""W&B tracking: each trial attempt is a W&B run, and each `sweep run` ends with one sweep-level run.
+"""W&B tracking: each trial attempt is a W&B run (the sweep-level run is sweep/sweep_log.py).
 
 The driver decides the mode once (`resolve_wandb`) and hands the resulting `WandbTarget` to every
 trial, so a trial on another Ray node logs the same way whatever its own environment says. The
@@ -25,10 +25,6 @@ from train_entry.trial_config import Metrics, TrialConfig
 
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
     from wandb.sdk.wandb_run import Run
-
-    from sweep.best import BestSummary
-    from sweep.study import SweepPlan
-    from sweep.table import TrialRow
 
 
 class WandbConfig(StrictConfig):
@@ -208,50 +204,6 @@ class TrialRun:
         if status is not None:
             run.summary.update({STATUS: status, REASON: reason})
         run.finish(exit_code=exit_code)
-
-
-def log_sweep(
-    target: WandbTarget | None,
-    *,
-    name: str,
-    sweep_id: str,
-    run_dir: Path,
-    rows: list[TrialRow],
-    summary: BestSummary,
-    plan: SweepPlan,
-) -> None:
-    """The sweep-level run: the trials table and the Pareto front as W&B tables, the optimum in its summary.
-
-    `summary` is best.json's content, so W&B shows the selection the sweep made, not a recomputation.
-    Its run id comes from the study (`sweep_id`): running a finished sweep again resumes that run
-    and updates it, rather than adding a second sweep run to the group.
-    """
-    if target is None:
-        return
-    import wandb
-
-    from sweep.table import TrialRow
-
-    config = {"sweep": name, **plan.model_dump(mode="json")}
-    run = start_wandb_run(
-        target,
-        name=f"{name}-sweep",
-        group=name,
-        job_type=SWEEP_JOB,
-        config=config,
-        directory=run_dir,
-        run_id=f"{RUN_ID_UNSAFE.sub('-', name)[:48]}-{sweep_id}",
-    )
-    columns = list(TrialRow.model_fields)
-
-    def table(rows: list[TrialRow]) -> wandb.Table:
-        return wandb.Table(columns=columns, data=[list(row.model_dump(mode="json").values()) for row in rows])
-
-    try:
-        run.log({"trials": table(rows), "pareto_front": table(summary.pareto_front)})
-        run.summary.update(summary.model_dump(mode="json", exclude={"pareto_front"}))
-    finally:
-        run.finish()
 
 
 def start_wandb_run(

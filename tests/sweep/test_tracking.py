@@ -240,8 +240,8 @@ def test_a_rerun_of_a_finished_sweep_resumes_its_sweep_run_and_a_fresh_sweep_get
     from sweep.best import best_summary
     from sweep.select import select
     from sweep.study_trial import run_study_trial
+    from sweep.sweep_log import log_sweep
     from sweep.table import trial_rows
-    from sweep.tracking import log_sweep
 
     sweep = open_sweep(sampler="random", pruner={"type": "none"})
     run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), forgetting=0.01))
