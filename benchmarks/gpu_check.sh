@@ -5,9 +5,12 @@
 #
 # Budget: under 8 minutes on one H100 or H200; each part is stopped at its limit (the entry's tests
 # at 210 s, the calibration test at 90 s, the benchmark at 150 s). Runs with .venv/bin/python when
-# that sees a GPU, else with python3 (or $PYTHON), which must have torch with CUDA. A machine without this project's other packages and without internet (e.g.
-# Python 3.12 with torch and triton preinstalled) gets them as wheels downloaded elsewhere:
-#   where there is internet, from the project root:  ../shared/tools/offline-wheels.sh .whl
+# that sees a GPU, else with python3 (or $PYTHON), which must have torch with CUDA. A machine
+# without this project's other packages and without internet (e.g. Python 3.12 with torch and
+# triton preinstalled) gets them as wheels downloaded where there is internet, into .whl/ in the
+# project root, without torch:
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#       -d .whl megatron-core==0.16.1 pydantic pydantic-core optuna sqlalchemy wandb ...   (and their dependencies)
 # then copy the checkout, .whl included, over; this script installs .whl/*.whl into $HOME/gpu-site.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
