@@ -16,6 +16,7 @@ matplotlib.use("Agg")  # before pyplot: a report is written on machines without 
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from reports.snapshot import RunSnapshot, ratio_label
@@ -46,54 +47,8 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
     several = len(snapshots) > 1
     for index, snapshot in enumerate(snapshots):
         colour = RUN_COLOURS[index % len(RUN_COLOURS)]
-        label = f"{snapshot.name}: " if several else ""
-        completed = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
-        stopped = [r for r in snapshot.rows if r.status in (Status.PRUNED, Status.DIVERGED) and _plottable(r)]
-        ax.scatter(
-            [r.forgetting for r in completed],
-            [r.domain_gain for r in completed],
-            s=36,
-            color=colour if several else STATUS_COLOURS[Status.COMPLETED],
-            alpha=0.75,
-            label=f"{label}completed trials",
-        )
-        if stopped:
-            ax.scatter(
-                [r.forgetting for r in stopped],
-                [r.domain_gain for r in stopped],
-                s=36,
-                marker="x",
-                color=colour if several else STATUS_COLOURS[Status.PRUNED],
-                alpha=0.6,
-                label=f"{label}pruned / diverged (where they stopped)",
-            )
-        front = snapshot.selection.pareto
-        if front:
-            ax.plot(
-                [r.forgetting for r in front],
-                [r.domain_gain for r in front],
-                drawstyle="steps-post",
-                color=colour,
-                linewidth=1.6,
-                label=f"{label}Pareto front",
-            )
-        optimum = snapshot.selection.optimum
-        if optimum is not None:
-            where = f"lr_fraction {optimum.lr_fraction:.3g}, mix {snapshot.mix_label(optimum)}"
-            ax.scatter(
-                [optimum.forgetting],
-                [optimum.domain_gain],
-                s=260,
-                marker="*",
-                color=colour if several else OPTIMUM_COLOUR,
-                edgecolor="white",
-                linewidth=0.8,
-                zorder=5,
-                # With several runs the optima may sit close together: their labels go in the legend.
-                label=f"{label}optimum (trial {optimum.number})" + (f": {where}" if several else ""),
-            )
-            if not several:
-                ax.annotate(where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points")
+        _plot_trials_and_front(ax, snapshot, colour=colour, several=several)
+        _plot_optimum(ax, snapshot, colour=colour, several=several)
     budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
     for budget in budgets:
         ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")
@@ -104,6 +59,67 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return figure
+
+
+def _plot_trials_and_front(ax: Axes, snapshot: RunSnapshot, *, colour: str, several: bool) -> None:
+    """One run's completed trials, its pruned and diverged ones where they stopped, and its Pareto front.
+
+    A single run's points take their status colours; with several runs each run has one colour.
+    """
+    label = f"{snapshot.name}: " if several else ""
+    completed = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
+    stopped = [r for r in snapshot.rows if r.status in (Status.PRUNED, Status.DIVERGED) and _plottable(r)]
+    ax.scatter(
+        [r.forgetting for r in completed],
+        [r.domain_gain for r in completed],
+        s=36,
+        color=colour if several else STATUS_COLOURS[Status.COMPLETED],
+        alpha=0.75,
+        label=f"{label}completed trials",
+    )
+    if stopped:
+        ax.scatter(
+            [r.forgetting for r in stopped],
+            [r.domain_gain for r in stopped],
+            s=36,
+            marker="x",
+            color=colour if several else STATUS_COLOURS[Status.PRUNED],
+            alpha=0.6,
+            label=f"{label}pruned / diverged (where they stopped)",
+        )
+    front = snapshot.selection.pareto
+    if front:
+        ax.plot(
+            [r.forgetting for r in front],
+            [r.domain_gain for r in front],
+            drawstyle="steps-post",
+            color=colour,
+            linewidth=1.6,
+            label=f"{label}Pareto front",
+        )
+
+
+def _plot_optimum(ax: Axes, snapshot: RunSnapshot, *, colour: str, several: bool) -> None:
+    """One run's optimum as a star, labelled beside it for a single run and in the legend for several."""
+    optimum = snapshot.selection.optimum
+    if optimum is None:
+        return
+    label = f"{snapshot.name}: " if several else ""
+    where = f"lr_fraction {optimum.lr_fraction:.3g}, mix {snapshot.mix_label(optimum)}"
+    ax.scatter(
+        [optimum.forgetting],
+        [optimum.domain_gain],
+        s=260,
+        marker="*",
+        color=colour if several else OPTIMUM_COLOUR,
+        edgecolor="white",
+        linewidth=0.8,
+        zorder=5,
+        # With several runs the optima may sit close together: their labels go in the legend.
+        label=f"{label}optimum (trial {optimum.number})" + (f": {where}" if several else ""),
+    )
+    if not several:
+        ax.annotate(where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points")
 
 
 def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:

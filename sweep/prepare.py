@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.progress import step_progress
-from sweep.spec import SweepSpec
+from sweep.spec import BaseConfig, DataConfig, SweepSpec
 from train_entry.data.cache import digest
 from train_entry.data.corpus import CorpusError, CorpusFile, CorpusStats
 from train_entry.data.indexed import build_indexed
@@ -80,21 +80,10 @@ class Prepared:
 
 
 def prepare(spec: SweepSpec) -> Prepared:
+    """The tokenizer, the indexed corpora, the base and its validation losses, each built or found in the cache."""
     root = cache_root()
     data = spec.data
-    base = spec.base
-    general_side = [data.general.file("train")] + ([data.non_english.file("train")] if data.non_english else [])
-
-    if base.tokenizer is not None:
-        tokenizer_dir = base.tokenizer
-    elif base.is_builtin:
-        tokenizer_dir = train_bpe(
-            general_side, base.builtin.vocab_size, root / "tokenizers", max_document_bytes=data.max_document_bytes
-        )
-    else:
-        tokenizer_dir = Path(base.model)
-    _check_vocab(base.model, tokenizer_dir, base.builtin.vocab_size if base.builtin else None)
-
+    tokenizer_dir = _tokenizer_dir(spec.base, data, root)
     corpora = {
         f"{side}.{split}": getattr(data, side).file(split)
         for side in ("domain", "general", "non_english")
@@ -115,22 +104,7 @@ def prepare(spec: SweepSpec) -> Prepared:
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
     _warn_short_validation(spec, corpora, indexed)
-
-    if base.is_builtin:
-        with step_progress("pretraining builtin:tiny-llama", base.builtin.pretrain_steps, lazy=True) as on_step:
-            base_dir = ensure_builtin_base(
-                base.builtin,
-                max_lr=base.max_lr,
-                tokenizer_dir=tokenizer_dir,
-                train=prefixes["train"],
-                valid=prefixes["valid"],
-                non_english_share=non_english_share,
-                cache_root=root / "bases",
-                on_step=on_step,
-            )
-    else:
-        base_dir = Path(base.model)
-
+    base_dir = _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root)
     return Prepared(
         spec=spec,
         tokenizer_dir=tokenizer_dir,
@@ -140,6 +114,40 @@ def prepare(spec: SweepSpec) -> Prepared:
         base_losses=_base_losses(spec, base_dir, tokenizer_dir, prefixes["valid"], non_english_share, root),
         corpus_stats={name: entry.stats for name, entry in indexed.items()},
     )
+
+
+def _tokenizer_dir(base: BaseConfig, data: DataConfig, root: Path) -> Path:
+    """base.tokenizer, else the base's own: for the built-in base a BPE trained on the general side (cached)."""
+    if base.tokenizer is not None:
+        tokenizer_dir = base.tokenizer
+    elif base.is_builtin:
+        general_side = [data.general.file("train")] + ([data.non_english.file("train")] if data.non_english else [])
+        tokenizer_dir = train_bpe(
+            general_side, base.builtin.vocab_size, root / "tokenizers", max_document_bytes=data.max_document_bytes
+        )
+    else:
+        tokenizer_dir = Path(base.model)
+    _check_vocab(base.model, tokenizer_dir, base.builtin.vocab_size if base.builtin else None)
+    return tokenizer_dir
+
+
+def _base_dir(
+    base: BaseConfig, tokenizer_dir: Path, prefixes: dict[str, CorpusPrefixes], non_english_share: float, root: Path
+) -> Path:
+    """The base's Hugging Face directory; the built-in base is pretrained on the general side the first time."""
+    if not base.is_builtin:
+        return Path(base.model)
+    with step_progress("pretraining builtin:tiny-llama", base.builtin.pretrain_steps, lazy=True) as on_step:
+        return ensure_builtin_base(
+            base.builtin,
+            max_lr=base.max_lr,
+            tokenizer_dir=tokenizer_dir,
+            train=prefixes["train"],
+            valid=prefixes["valid"],
+            non_english_share=non_english_share,
+            cache_root=root / "bases",
+            on_step=on_step,
+        )
 
 
 def _warn_short_validation(spec: SweepSpec, corpora: dict[str, CorpusFile], indexed: dict) -> None:

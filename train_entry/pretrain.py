@@ -13,7 +13,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from train_entry.builtin_base import BuiltinBaseConfig
-from train_entry.data.blend import build_stream, build_validation_sets
+from train_entry.data.blend import TokenStream, build_stream, build_validation_sets
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
 from train_entry.loop import fit, mean_loss
@@ -112,6 +112,7 @@ def pretrain(
     tokenizer = load_tokenizer(tokenizer_dir)
     model = tiny_llama(config, vocab_size=len(tokenizer), eos_token_id=tokenizer.eos_token_id).to(runtime.device)
     megatron = megatron_tokenizer(tokenizer_dir)
+    index_dir = output_dir / "megatron_index"
     stream = build_stream(
         train,
         general_side(non_english_share),
@@ -119,8 +120,43 @@ def pretrain(
         seq_len=config.seq_len,
         seed=config.seed,
         tokenizer=megatron,
-        cache_dir=output_dir / "megatron_index",
+        cache_dir=index_dir,
     )
+    final = _train(model, stream, config, runtime, max_lr=max_lr, on_step=on_step)
+    sets = build_validation_sets(
+        valid,
+        non_english_share,
+        num_sequences=64,
+        seq_len=config.seq_len,
+        seed=config.seed,
+        tokenizer=megatron,
+        cache_dir=index_dir,
+    )
+    shutil.rmtree(index_dir)
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    return {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "final": {
+            **final,
+            "general_loss": mean_loss(model, *sets.general, runtime, config.batch_size),
+            "domain_loss": mean_loss(model, *sets.domain, runtime, config.batch_size),
+        },
+        "wall_seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def _train(
+    model: LlamaForCausalLM,
+    stream: TokenStream,
+    config: BuiltinBaseConfig,
+    runtime: Runtime,
+    *,
+    max_lr: float,
+    on_step: Callable[[int, float], None] | None,
+) -> dict[str, float]:
+    """Trains config.pretrain_steps steps at peak LR max_lr; returns the final train_loss and tokens_seen.
+    RuntimeError when the training does not complete (a diverging loss: base.max_lr is too high)."""
     final: dict[str, float] = {}
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
@@ -142,28 +178,7 @@ def pretrain(
     )
     if outcome.status is not TrialStatus.COMPLETED:
         raise RuntimeError(f"pretraining the built-in base failed: {outcome.reason}; lower base.max_lr")
-
-    sets = build_validation_sets(
-        valid,
-        non_english_share,
-        num_sequences=64,
-        seq_len=config.seq_len,
-        seed=config.seed,
-        tokenizer=megatron,
-        cache_dir=output_dir / "megatron_index",
-    )
-    shutil.rmtree(output_dir / "megatron_index")
-    model.save_pretrained(output_dir)
-    tokenizer.save_pretrained(output_dir)
-    return {
-        "parameters": sum(p.numel() for p in model.parameters()),
-        "final": {
-            **final,
-            "general_loss": mean_loss(model, *sets.general, runtime, config.batch_size),
-            "domain_loss": mean_loss(model, *sets.domain, runtime, config.batch_size),
-        },
-        "wall_seconds": round(time.perf_counter() - started, 1),
-    }
+    return final
 
 
 def _name(prefix: str | None) -> str | None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from train_entry.data.blend import ValidationSets, build_train_stream, build_validation_sets
+from train_entry.data.blend import TokenStream, ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
-from train_entry.loop import fit, mean_loss
+from train_entry.loop import LoopResult, fit, mean_loss
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.trial_config import (
     RESULT_JSON,
@@ -44,6 +44,24 @@ def run_trial(
 
     torch.set_num_threads(config.threads)
     runtime = Runtime.detect()
+    stream, valid = _trial_data(config, cache_dir=output_dir / "megatron_index")
+    torch.manual_seed(config.proxy.seed)
+    model = load_causal_lm(config.base_dir, runtime)
+    outcome, history = _train(config, model, stream, valid, runtime, report=report, on_step=on_step)
+    result = TrialResult(
+        status=outcome.status,
+        reason=outcome.reason,
+        steps=outcome.steps,
+        tokens_seen=outcome.tokens_seen,
+        wall_seconds=time.perf_counter() - started,
+        history=history,
+    )
+    (output_dir / RESULT_JSON).write_text(result.model_dump_json(indent=2))
+    return result
+
+
+def _trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, ValidationSets]:
+    """The trial's training stream (its mix, proxy.steps x proxy.batch_size sequences) and the fixed validation sets."""
     proxy = config.proxy
     tokenizer = megatron_tokenizer(config.tokenizer_dir)
     stream = build_train_stream(
@@ -54,14 +72,24 @@ def run_trial(
         seq_len=proxy.seq_len,
         seed=proxy.seed,
         tokenizer=tokenizer,
-        cache_dir=output_dir / "megatron_index",
+        cache_dir=cache_dir,
     )
-    valid = validation_sets(
-        config.valid, config.non_english_share, config.proxy, tokenizer, output_dir / "megatron_index"
-    )
+    return stream, validation_sets(config.valid, config.non_english_share, proxy, tokenizer, cache_dir)
 
-    torch.manual_seed(proxy.seed)
-    model = load_causal_lm(config.base_dir, runtime)
+
+def _train(
+    config: TrialConfig,
+    model: torch.nn.Module,
+    stream: TokenStream,
+    valid: ValidationSets,
+    runtime: Runtime,
+    *,
+    report: Report,
+    on_step: Callable[[int, float], None] | None,
+) -> tuple[LoopResult, list[Metrics]]:
+    """Trains at config.peak_lr, reporting the metrics of every evaluation; a report that returns True
+    stops the training. Returns the loop's outcome and every evaluation's metrics."""
+    proxy = config.proxy
     history: list[Metrics] = []
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
@@ -91,16 +119,7 @@ def run_trial(
         evaluate=evaluate,
         on_step=on_step,
     )
-    result = TrialResult(
-        status=outcome.status,
-        reason=outcome.reason,
-        steps=outcome.steps,
-        tokens_seen=outcome.tokens_seen,
-        wall_seconds=time.perf_counter() - started,
-        history=history,
-    )
-    (output_dir / RESULT_JSON).write_text(result.model_dump_json(indent=2))
-    return result
+    return outcome, history
 
 
 def validation_sets(

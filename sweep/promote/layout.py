@@ -26,6 +26,10 @@ from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism, interleaving_fits
 
 Recompute = Literal["none", "selective", "full"]
+Shape = tuple[int, int, int | None, int, int]
+"""(TP, PP, VPP, CP, DP); VPP is None for the plain (non-interleaved) 1F1B schedule."""
+BatchedShape = tuple[int, int, int | None, int, int, int]
+"""A shape and its micro-batch size: (TP, PP, VPP, CP, DP, micro-batch)."""
 
 MICRO_BATCH_SIZES = (1, 2, 4)
 """Micro-batches tried: at 8K-token sequences more than 4 never fits beside a large model."""
@@ -64,6 +68,20 @@ def search_layouts(
     model: ModelShape, cluster: Cluster, *, global_batch_size: int, request: LayoutRequest, assumptions: Assumptions
 ) -> LayoutSearch:
     """Every valid layout that fits, fastest first; PromotionError naming the constraint when none does."""
+    shapes = _shapes(model, cluster, request)
+    batched = _batched(model, shapes, global_batch_size, request.micro_batch_size)
+    scheduled = _scheduled(batched, global_batch_size)
+    recomputes: Iterable[Recompute] = (request.recompute,) if request.recompute else ("none", "selective", "full")
+    layouts = [
+        _rank(model, cluster, assumptions, global_batch_size, shape, recompute)
+        for shape in scheduled
+        for recompute in recomputes
+    ]
+    return LayoutSearch(ranked=_fitting(layouts, cluster), considered=len(layouts))
+
+
+def _shapes(model: ModelShape, cluster: Cluster, request: LayoutRequest) -> list[Shape]:
+    """(TP, PP, VPP, CP, DP) of every split of the cluster's GPUs that the request and the model allow."""
     tensors = _tensor_sizes(model, cluster, request.tensor)
     splits = _pipeline_splits(model, request.pipeline, request.virtual_pipeline)
     contexts = _context_sizes(model, request.context)
@@ -79,7 +97,14 @@ def search_layouts(
             f"no layout has TP x PP x CP x DP = {cluster.gpus} GPUs ({cluster.nodes} nodes x "
             f"{cluster.gpus_per_node}): TP in {tensors}, PP in {sorted({pp for pp, _ in splits})}, CP in {contexts}"
         )
-    micro_sizes = (request.micro_batch_size,) if request.micro_batch_size else MICRO_BATCH_SIZES
+    return shapes
+
+
+def _batched(
+    model: ModelShape, shapes: list[Shape], global_batch_size: int, forced_micro_batch: int | None
+) -> list[BatchedShape]:
+    """Each shape with every micro-batch size whose multiples by DP make up the global batch."""
+    micro_sizes = (forced_micro_batch,) if forced_micro_batch else MICRO_BATCH_SIZES
     batched = [
         (tp, pp, vpp, cp, dp, mbs)
         for tp, pp, vpp, cp, dp in shapes
@@ -93,6 +118,11 @@ def search_layouts(
             f"layout: DP in {data_sizes}, micro-batch in {list(micro_sizes)}; choose a global batch divisible by "
             f"one of them (in --global-batch-tokens, times the sequence length {model.seq_length})"
         )
+    return batched
+
+
+def _scheduled(batched: list[BatchedShape], global_batch_size: int) -> list[BatchedShape]:
+    """The batched shapes whose microbatches per step the pipeline schedule can take (interleaving_fits)."""
     scheduled = [
         (tp, pp, vpp, cp, dp, mbs)
         for tp, pp, vpp, cp, dp, mbs in batched
@@ -103,12 +133,11 @@ def search_layouts(
             "the interleaved pipeline schedule needs the microbatches per step to be a multiple of PP "
             f"(and at least PP); no requested layout has that with global batch {global_batch_size}"
         )
-    recomputes: Iterable[Recompute] = (request.recompute,) if request.recompute else ("none", "selective", "full")
-    layouts = [
-        _rank(model, cluster, assumptions, global_batch_size, shape, recompute)
-        for shape in scheduled
-        for recompute in recomputes
-    ]
+    return scheduled
+
+
+def _fitting(layouts: list[RankedLayout], cluster: Cluster) -> list[RankedLayout]:
+    """The layouts that fit in GPU memory, fastest first (the smaller memory breaks a tie)."""
     fitting = sorted(
         (layout for layout in layouts if layout.memory.total_gb <= cluster.gpu_memory_gb),
         key=lambda layout: (layout.step.total_s, layout.memory.total_gb),
@@ -120,7 +149,7 @@ def search_layouts(
             f"the least memory of {len(layouts)} valid layouts is {least.memory.total_gb:.1f} GB "
             f"({describe(least)}; {least.memory.params_billion:.2f} B parameters on its {least.memory.stage} stage)"
         )
-    return LayoutSearch(ranked=fitting, considered=len(layouts))
+    return fitting
 
 
 def describe(layout: RankedLayout) -> str:
@@ -198,7 +227,7 @@ def _rank(
     cluster: Cluster,
     assumptions: Assumptions,
     global_batch_size: int,
-    shape: tuple[int, int, int | None, int, int, int],
+    shape: BatchedShape,
     recompute: Recompute,
 ) -> RankedLayout:
     tp, pp, vpp, cp, dp, mbs = shape

@@ -152,27 +152,64 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
     cluster = load_cluster(config.cluster)
-    model = target.model
+    search = search_layouts(
+        target.model,
+        cluster,
+        global_batch_size=_global_batch_size(config, target.model),
+        request=config.layout,
+        assumptions=config.assumptions,
+    )
+    chosen = search.ranked[0]
+    train_iters = math.ceil(config.tokens / config.global_batch_tokens)
+    run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
+    origin = SweepOrigin(
+        run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=trial.non_english_share
+    )
+    return Plan(
+        id=plan_id(origin, target, cluster, config),
+        sweep=origin,
+        target=target,
+        cluster=cluster,
+        tokens=config.tokens,
+        global_batch_tokens=config.global_batch_tokens,
+        assumptions=config.assumptions,
+        run=run,
+        layouts=search.ranked[:LAYOUTS_KEPT],
+        layouts_considered=search.considered,
+        estimate=_estimate(target.model, cluster, chosen, train_iters, config.global_batch_tokens),
+        placeholders=placeholders,
+    )
+
+
+def _global_batch_size(config: PromotionConfig, model: ModelShape) -> int:
+    """The global batch in sequences; PromotionError when the tokens asked for are not whole sequences."""
     if config.global_batch_tokens % model.seq_length:
         raise PromotionError(
             f"global batch of {config.global_batch_tokens} tokens is not a whole number of "
             f"{model.seq_length}-token sequences (the target's sequence length)"
         )
-    global_batch_size = config.global_batch_tokens // model.seq_length
-    search = search_layouts(
-        model, cluster, global_batch_size=global_batch_size, request=config.layout, assumptions=config.assumptions
-    )
-    chosen = search.ranked[0]
-    train_iters = math.ceil(config.tokens / config.global_batch_tokens)
+    return config.global_batch_tokens // model.seq_length
+
+
+def _full_run(
+    optimum: Optimum,
+    trial: TrialConfig,
+    target: Target,
+    cluster: Cluster,
+    chosen: RankedLayout,
+    train_iters: int,
+    config: PromotionConfig,
+) -> tuple[FullRunConfig, list[str]]:
+    """The run at the optimum's LR and blend on the chosen layout, and the inputs it holds placeholders for;
+    PromotionError when it fails the full-run config's or megatron-core's checks."""
     peak_lr = _significant(optimum.lr_fraction * target.max_lr)
-    non_english_share = trial.non_english_share
-    blend, placeholders = _blend(optimum.mix, non_english_share, config)
+    blend, placeholders = _blend(optimum.mix, trial.non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
     placeholders += ([] if config.data.tokenizer else ["tokenizer"]) + checkpoint_placeholders
     try:
         run = FullRunConfig(
-            model=model,
+            model=target.model,
             parallelism=chosen.parallelism,
             optimization=Optimization(
                 lr=peak_lr,
@@ -191,23 +228,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
         run.parallelism.data_parallel_size(cluster.gpus)
     except (CoreConfigError, ValueError) as error:
         raise PromotionError(f"the plan fails the full-run config's or megatron-core's checks: {error}") from error
-    origin = SweepOrigin(
-        run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=non_english_share
-    )
-    return Plan(
-        id=plan_id(origin, target, cluster, config),
-        sweep=origin,
-        target=target,
-        cluster=cluster,
-        tokens=config.tokens,
-        global_batch_tokens=config.global_batch_tokens,
-        assumptions=config.assumptions,
-        run=run,
-        layouts=search.ranked[:LAYOUTS_KEPT],
-        layouts_considered=search.considered,
-        estimate=_estimate(model, cluster, chosen, train_iters, config.global_batch_tokens),
-        placeholders=placeholders,
-    )
+    return run, placeholders
 
 
 def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig) -> str:

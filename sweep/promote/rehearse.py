@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -137,28 +138,12 @@ def rehearse(
     """Runs the rehearsal under plan_dir/rehearsal/<UTC time>/ and returns what it showed."""
     out = plan_dir.rehearsals / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     storage = out / "ray_results"
-    workers = config.nodes * config.workers_per_node
-
-    def job_for(submission_id: str) -> JobConfig:
-        return JobConfig(
-            name=submission_id,
-            num_workers=workers,
-            workers_per_node=config.workers_per_node,
-            use_gpu=False,
-            resources_per_worker={"CPU": 1},
-            tensor_parallel=config.workers_per_node,
-            steps=config.steps,
-            checkpoint_interval=config.checkpoint_interval,
-            max_failures=config.max_failures,
-            storage_path=str(storage.resolve()),
-            trainer=trainer,
-        )
-
     log = RehearsalLog()
     killed: list[str] = []
     echo(f"rehearsal: starting a local cluster of {config.nodes} nodes x {config.workers_per_node} CPU workers")
     with LocalCluster(shape=ClusterShape(nodes=config.nodes, cpus_per_node=config.workers_per_node)) as cluster:
         address = parse_address(cluster.address, allow_remote=False)
+        job_for = partial(_toy_job, config=config, trainer=trainer, storage=storage)
         # The rehearsal's interpreter is the cluster's: the one with cpt-sweep installed.
         submitted = submit_plan(
             plan_id=plan_id, plan=PlanDir(out), job_for=job_for, address=address, force=False, python=sys.executable
@@ -173,11 +158,8 @@ def rehearse(
             echo(message)
             if config.fault_drill and not killed and log.checkpoints and log.node_of_last_rank:
                 node = log.node_of_last_rank
-                _wait_until_registered(storage / submitted.submission_id, log.checkpoints[-1])
-                echo(f"rehearsal: fault drill - killing node {node} after the checkpoint at step {log.checkpoints[-1]}")
-                cluster.kill_node(node)
+                _fault_drill(cluster, node, log.checkpoints[-1], run_dir=storage / submitted.submission_id, echo=echo)
                 killed.append(node)
-                echo(f"rehearsal: replacement node {cluster.add_node()} started")
 
         try:
             status = follow_logs(address.url, submitted.submission_id, on_line=on_line, timeout_s=config.timeout_s)
@@ -186,12 +168,44 @@ def rehearse(
 
     final_step, losses = _final_checkpoint(storage / submitted.submission_id)
     result = RehearsalResult(submitted.submission_id, status, final_step, losses)
-    echo(f"rehearsal: job {status}; final checkpoint at step {final_step} of {config.steps}")
-    for step, loss in losses:
+    _echo_outcome(result, log, steps=config.steps, echo=echo)
+    return result
+
+
+def _toy_job(submission_id: str, *, config: RehearsalConfig, trainer: ToyTrainer, storage: Path) -> JobConfig:
+    """The rehearsal's job: CPU workers packed node by node, one TP group per node, results under `storage`."""
+    return JobConfig(
+        name=submission_id,
+        num_workers=config.nodes * config.workers_per_node,
+        workers_per_node=config.workers_per_node,
+        use_gpu=False,
+        resources_per_worker={"CPU": 1},
+        tensor_parallel=config.workers_per_node,
+        steps=config.steps,
+        checkpoint_interval=config.checkpoint_interval,
+        max_failures=config.max_failures,
+        storage_path=str(storage.resolve()),
+        trainer=trainer,
+    )
+
+
+def _fault_drill(
+    cluster: LocalCluster, node: str, checkpoint_step: int, *, run_dir: Path, echo: Callable[[str], None]
+) -> None:
+    """Kills `node` once Ray Train has recorded the checkpoint of `checkpoint_step`, then starts a replacement."""
+    _wait_until_registered(run_dir, checkpoint_step)
+    echo(f"rehearsal: fault drill - killing node {node} after the checkpoint at step {checkpoint_step}")
+    cluster.kill_node(node)
+    echo(f"rehearsal: replacement node {cluster.add_node()} started")
+
+
+def _echo_outcome(result: RehearsalResult, log: RehearsalLog, *, steps: int, echo: Callable[[str], None]) -> None:
+    """The job's status, its loss at every checkpoint, and the steps each restore had to recompute."""
+    echo(f"rehearsal: job {result.status}; final checkpoint at step {result.final_step} of {steps}")
+    for step, loss in result.losses:
         echo(f"rehearsal:   step {step:>5}  loss {loss:.4f}")
     for resumed, lost in zip(log.resumed_from, log.steps_lost):
         echo(f"rehearsal: resumed from step {resumed}, recomputing {lost} steps")
-    return result
 
 
 def _wait_until_registered(run_dir: Path, step: int, timeout_s: float = REGISTRATION_TIMEOUT_S) -> None:

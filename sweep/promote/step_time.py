@@ -63,53 +63,28 @@ class StepTime(StrictConfig):
 def step_time(
     model: ModelShape, par: Parallelism, *, data_parallel: int, cluster: Cluster, assumptions: Assumptions
 ) -> StepTime:
-    tp, pp, cp = par.tensor, par.pipeline, par.context
-    vpp = par.virtual_pipeline or 1
-    gpus = tp * pp * cp * data_parallel
+    """Seconds per optimizer step of `par` on `cluster`, by cause (the module docstring gives each formula)."""
+    pp, vpp = par.pipeline, par.virtual_pipeline or 1
+    gpus = par.tensor * pp * par.context * data_parallel
     microbatches = par.global_batch_size // (par.micro_batch_size * data_parallel)
     rate = cluster.peak_bf16_tflops * 1e12 * assumptions.mfu
-
     tokens_per_step = par.global_batch_size * model.seq_length
-    attention = attention_flops_per_token(model)
-    recompute = {"none": 0.0, "selective": attention / 3, "full": model_flops_per_token(model) / 3}[par.recompute]
-    compute = (model_flops_per_token(model) + recompute) * tokens_per_step / gpus / rate
-    imbalance = (pp - 1) * output_layer_flops_per_token(model) * tokens_per_step / gpus / rate
+
+    def seconds(flops_per_token: float) -> float:
+        """Time for every GPU to run its share of `flops_per_token` over the step's tokens at the assumed MFU."""
+        return flops_per_token * tokens_per_step / gpus / rate
+
+    compute = seconds(model_flops_per_token(model) + _recompute_flops_per_token(model, par))
+    imbalance = seconds((pp - 1) * output_layer_flops_per_token(model))
     bubble = (compute + imbalance) * (pp - 1) / (vpp * microbatches)
-
-    def bandwidth(group_span: int) -> float:
-        """Bytes/s per GPU of a group whose members lie `group_span` consecutive ranks apart at most."""
-        fits_node = group_span <= cluster.gpus_per_node
-        return (cluster.intra_node_gb_per_s if fits_node else cluster.inter_node_gb_per_s) * 1e9
-
-    def ring(buffer_bytes: float, size: int, group_span: int) -> float:
-        return 0.0 if size == 1 else buffer_bytes * (size - 1) / size / bandwidth(group_span)
-
-    layers = model.num_layers // pp
-    micro_tokens = par.micro_batch_size * model.seq_length / cp
-    activation = micro_tokens * model.hidden_size * BYTES_ACTIVATION
-    tp_ops = 8 + (4 if par.recompute == "full" else 0)
-    tp_comm = layers * microbatches * tp_ops * ring(activation, tp, tp)
-
-    # K and V of this GPU's sequence chunk (its TP share of the key/value heads), around the ring.
-    kv_chunk = micro_tokens * 2 * kv_width(model) / tp * BYTES_ACTIVATION
-    cp_volume = (cp - 1) * kv_chunk * 3  # forward: K, V; backward: K, V and dK, dV
-    cp_bw = bandwidth(tp * cp)
     # Flash attention skips the causal mask's upper half: the time there is to hide behind is half
     # of what the (non-causal) model-FLOPs convention counts.
-    attention_compute = attention / 2 * tokens_per_step / gpus / rate
-    cp_comm = max(0.0, layers * microbatches * cp_volume / cp_bw - attention_compute) if cp > 1 else 0.0
+    attention_compute = seconds(attention_flops_per_token(model) / 2)
 
-    stage_params = layers * (layer_matrix_params(model) / tp + layer_norm_params(model)) + embedding_params(model) / tp
-    shards = data_parallel * cp
-    one_microbatch = compute / microbatches
-    reduce_scatter = ring(stage_params * BYTES_MAIN_GRAD, shards, tp * cp * data_parallel)
-    all_gather = ring(stage_params * BYTES_WEIGHT, shards, tp * cp * data_parallel)
-    dp_comm = max(0.0, reduce_scatter - one_microbatch * 2 / 3) + max(0.0, all_gather - one_microbatch / 3)
-
-    pp_message = activation / tp  # sequence parallel: each TP rank sends its shard
-    # Adjacent stages are TP x CP x DP ranks apart: one node holds both only when that gap is within it.
-    pp_comm = 2 * microbatches * vpp * pp_message / bandwidth(tp * cp * data_parallel + 1) if pp > 1 else 0.0
-
+    tp_comm = _tp_comm(model, par, cluster, microbatches=microbatches)
+    cp_comm = _cp_comm(model, par, cluster, microbatches=microbatches, hidden_by=attention_compute)
+    dp_comm = _dp_comm(model, par, cluster, data_parallel=data_parallel, one_microbatch=compute / microbatches)
+    pp_comm = _pp_comm(model, par, cluster, data_parallel=data_parallel, microbatches=microbatches)
     total = compute + imbalance + bubble + tp_comm + cp_comm + dp_comm + pp_comm
     return StepTime(
         compute_s=compute,
@@ -121,3 +96,77 @@ def step_time(
         pp_comm_s=pp_comm,
         total_s=total,
     )
+
+
+def _recompute_flops_per_token(model: ModelShape, par: Parallelism) -> float:
+    """Forward FLOPs run again in the backward: the attention core's (selective) or the whole model's (full)."""
+    if par.recompute == "selective":
+        return attention_flops_per_token(model) / 3
+    if par.recompute == "full":
+        return model_flops_per_token(model) / 3
+    return 0.0
+
+
+def _tp_comm(model: ModelShape, par: Parallelism, cluster: Cluster, *, microbatches: int) -> float:
+    """Sequence parallelism's all-gathers and reduce-scatters: 4 forward and 4 backward per layer and
+    microbatch, 4 more with full recomputation; none of them overlapped."""
+    tp_ops = 8 + (4 if par.recompute == "full" else 0)
+    layers = model.num_layers // par.pipeline
+    return layers * microbatches * tp_ops * _ring(cluster, _activation_bytes(model, par), par.tensor, par.tensor)
+
+
+def _cp_comm(model: ModelShape, par: Parallelism, cluster: Cluster, *, microbatches: int, hidden_by: float) -> float:
+    """Ring attention's exposed time: its K and V traffic less the attention compute (`hidden_by`, s) it overlaps."""
+    tp, cp = par.tensor, par.context
+    if cp == 1:
+        return 0.0
+    # K and V of this GPU's sequence chunk (its TP share of the key/value heads), around the ring.
+    kv_chunk = _micro_tokens(model, par) * 2 * kv_width(model) / tp * BYTES_ACTIVATION
+    cp_volume = (cp - 1) * kv_chunk * 3  # forward: K, V; backward: K, V and dK, dV
+    layers = model.num_layers // par.pipeline
+    return max(0.0, layers * microbatches * cp_volume / _bandwidth(cluster, tp * cp) - hidden_by)
+
+
+def _dp_comm(
+    model: ModelShape, par: Parallelism, cluster: Cluster, *, data_parallel: int, one_microbatch: float
+) -> float:
+    """The distributed optimizer's exposed time: its gradient reduce-scatter less the last microbatch's
+    backward (2/3 of `one_microbatch`, s), its parameter all-gather less the first one's forward (1/3)."""
+    tp, cp = par.tensor, par.context
+    layers = model.num_layers // par.pipeline
+    stage_params = layers * (layer_matrix_params(model) / tp + layer_norm_params(model)) + embedding_params(model) / tp
+    shards = data_parallel * cp
+    reduce_scatter = _ring(cluster, stage_params * BYTES_MAIN_GRAD, shards, tp * cp * data_parallel)
+    all_gather = _ring(cluster, stage_params * BYTES_WEIGHT, shards, tp * cp * data_parallel)
+    return max(0.0, reduce_scatter - one_microbatch * 2 / 3) + max(0.0, all_gather - one_microbatch / 3)
+
+
+def _pp_comm(model: ModelShape, par: Parallelism, cluster: Cluster, *, data_parallel: int, microbatches: int) -> float:
+    """One activation send and one gradient send per microbatch and model chunk, all counted."""
+    if par.pipeline == 1:
+        return 0.0
+    tp, cp, vpp = par.tensor, par.context, par.virtual_pipeline or 1
+    pp_message = _activation_bytes(model, par) / tp  # sequence parallel: each TP rank sends its shard
+    # Adjacent stages are TP x CP x DP ranks apart: one node holds both only when that gap is within it.
+    return 2 * microbatches * vpp * pp_message / _bandwidth(cluster, tp * cp * data_parallel + 1)
+
+
+def _micro_tokens(model: ModelShape, par: Parallelism) -> float:
+    """Tokens of one microbatch on one GPU: its share of the sequence under context parallelism."""
+    return par.micro_batch_size * model.seq_length / par.context
+
+
+def _activation_bytes(model: ModelShape, par: Parallelism) -> float:
+    """One microbatch's hidden states on one GPU, in bf16."""
+    return _micro_tokens(model, par) * model.hidden_size * BYTES_ACTIVATION
+
+
+def _bandwidth(cluster: Cluster, group_span: int) -> float:
+    """Bytes/s per GPU of a group whose members lie `group_span` consecutive ranks apart at most."""
+    fits_node = group_span <= cluster.gpus_per_node
+    return (cluster.intra_node_gb_per_s if fits_node else cluster.inter_node_gb_per_s) * 1e9
+
+
+def _ring(cluster: Cluster, buffer_bytes: float, size: int, group_span: int) -> float:
+    """Seconds of a ring collective over `size` GPUs: each moves (size - 1) / size of the buffer."""
+    return 0.0 if size == 1 else buffer_bytes * (size - 1) / size / _bandwidth(cluster, group_span)

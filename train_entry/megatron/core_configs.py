@@ -16,7 +16,7 @@ from megatron.core.optimizer import OptimizerConfig
 from megatron.core.transformer.enums import AttnBackend
 from megatron.core.transformer.transformer_config import TransformerConfig
 
-from train_entry.megatron.config import FullRunConfig
+from train_entry.megatron.config import FullRunConfig, Parallelism
 
 
 class CoreConfigError(ValueError):
@@ -34,6 +34,7 @@ def has_transformer_engine() -> bool:
     return importlib.util.find_spec("transformer_engine") is not None
 
 
+# Long on purpose: one constructor call per megatron-core config, each setting beside the reason for its value.
 def core_configs(
     config: FullRunConfig,
     *,
@@ -69,24 +70,11 @@ def core_configs(
             hidden_dropout=0.0,
             attention_dropout=0.0,
             init_method_std=model.init_method_std,
-            tensor_model_parallel_size=par.tensor,
-            pipeline_model_parallel_size=par.pipeline,
-            virtual_pipeline_model_parallel_size=par.virtual_pipeline,
-            context_parallel_size=par.context,
-            sequence_parallel=par.sequence_parallel,
             bf16=opt.bf16,
             params_dtype=dtype,
             pipeline_dtype=dtype,
-            recompute_granularity=None if par.recompute == "none" else par.recompute,
-            # Full recompute: every layer, one at a time, keeping only each layer's input.
-            recompute_method="uniform" if par.recompute == "full" else None,
-            recompute_num_layers=1 if par.recompute == "full" else None,
+            **_parallelism(par),
             **_kernels(transformer_engine=te),
-            # Interleaved 1F1B overlaps its p2p sends with compute; that needs unbatched p2p.
-            overlap_p2p_comm=par.virtual_pipeline is not None,
-            batch_p2p_comm=par.virtual_pipeline is None,
-            # A stage's output is no longer needed once sent: freeing it saves activation memory.
-            deallocate_pipeline_outputs=True,
             use_cpu_initialization=use_cpu_initialization,
         )
         optimizer = OptimizerConfig(
@@ -115,6 +103,26 @@ def core_configs(
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _parallelism(par: Parallelism) -> dict[str, Any]:
+    """TransformerConfig's split of the model over GPUs, its recomputation and its pipeline schedule."""
+    return {
+        "tensor_model_parallel_size": par.tensor,
+        "pipeline_model_parallel_size": par.pipeline,
+        "virtual_pipeline_model_parallel_size": par.virtual_pipeline,
+        "context_parallel_size": par.context,
+        "sequence_parallel": par.sequence_parallel,
+        "recompute_granularity": None if par.recompute == "none" else par.recompute,
+        # Full recompute: every layer, one at a time, keeping only each layer's input.
+        "recompute_method": "uniform" if par.recompute == "full" else None,
+        "recompute_num_layers": 1 if par.recompute == "full" else None,
+        # Interleaved 1F1B overlaps its p2p sends with compute; that needs unbatched p2p.
+        "overlap_p2p_comm": par.virtual_pipeline is not None,
+        "batch_p2p_comm": par.virtual_pipeline is None,
+        # A stage's output is no longer needed once sent: freeing it saves activation memory.
+        "deallocate_pipeline_outputs": True,
+    }
 
 
 def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
