@@ -76,7 +76,7 @@ class LiveView:
     trial, so that the log of a long sweep stays readable.
 
     Ray Tune pickles its callbacks (and this view with them) when the Tuner is built, and a console
-    holds locks: the console is made in `start`.
+    holds locks: the view keeps one only from `start` on.
     """
 
     def __init__(self, *, concurrency: int, budget: float) -> None:
@@ -87,7 +87,9 @@ class LiveView:
         self._live: Live | None = None
 
     def message(self, text: str) -> None:
-        self._terminal_or_log().print(text, soft_wrap=True)
+        from sweep.console import make_console
+
+        (self._console or make_console()).print(text, soft_wrap=True)
 
     def start(self) -> None:
         console = self._terminal_or_log()
