@@ -45,7 +45,10 @@ class Prepared:
     corpus_stats: dict[str, CorpusStats]
     """Per corpus file ("domain.train", ...): documents, tokens and what was skipped."""
 
-    def trial_config(self, *, lr_fraction: float, mix: MixRatio, output_dir: Path) -> TrialConfig:
+    def trial_config(
+        self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None
+    ) -> TrialConfig:
+        """One trial of the sweep; `seed` is its training seed (default: the proxy's)."""
         return TrialConfig(
             lr_fraction=lr_fraction,
             mix=mix,
@@ -59,6 +62,7 @@ class Prepared:
             proxy=self.spec.proxy,
             threads=self.spec.execution.cpus,
             output_dir=str(output_dir.resolve()),
+            seed=seed,
         )
 
     @property

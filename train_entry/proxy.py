@@ -45,7 +45,7 @@ def run_trial(
     torch.set_num_threads(config.threads)
     runtime = Runtime.detect()
     stream, valid = _trial_data(config, cache_dir=output_dir / "megatron_index")
-    torch.manual_seed(config.proxy.seed)
+    torch.manual_seed(config.seed)
     model = load_causal_lm(config.base_dir, runtime)
     outcome, history = _train(config, model, stream, valid, runtime, report=report, on_step=on_step)
     result = TrialResult(
@@ -61,7 +61,8 @@ def run_trial(
 
 
 def _trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, ValidationSets]:
-    """The trial's training stream (its mix, proxy.steps x proxy.batch_size sequences) and the fixed validation sets."""
+    """The trial's training stream (its mix and seed, proxy.steps x proxy.batch_size sequences) and the fixed
+    validation sets (proxy.seed)."""
     proxy = config.proxy
     tokenizer = megatron_tokenizer(config.tokenizer_dir)
     stream = build_train_stream(
@@ -70,7 +71,7 @@ def _trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, V
         config.non_english_share,
         num_samples=proxy.steps * proxy.batch_size,
         seq_len=proxy.seq_len,
-        seed=proxy.seed,
+        seed=config.seed,
         tokenizer=tokenizer,
         cache_dir=cache_dir,
     )

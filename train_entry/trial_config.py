@@ -35,7 +35,7 @@ class ProxyConfig(OptimizerConfig):
     divergence_factor: float = Field(3.0, gt=1.0, le=1e6)
     """A training loss above this multiple of the first step's loss ends the trial as diverged."""
     seed: Seed = 0
-    """Seeds torch and the blend's sample order, and fixes the sweep's validation sets."""
+    """Fixes the sweep's validation sets, and is every trial's training seed unless the trial names its own."""
 
     @model_validator(mode="after")
     def _steps_fit(self) -> ProxyConfig:
@@ -79,6 +79,25 @@ class TrialConfig(StrictConfig):
     """torch intra-op threads on CPU: the trial's CPU allotment."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
+    seed: Seed
+    """Seeds the trial's training: torch (any newly initialised weights, dropout) and the blend's sample
+    order. Left out, proxy.seed, which a sweep's main trials use; a replicate re-runs a point with
+    another. The validation sets stay on proxy.seed whatever this is, so every trial of a sweep is
+    measured on the same held-out sequences."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _seed_defaults_to_the_proxy_seed(cls, data: Any) -> Any:
+        # Filled in before validation, so that the written config names the seed it trained with, and
+        # a config written before trials had their own seed loads and trains as it did.
+        if not isinstance(data, dict) or data.get("seed") is not None:
+            return data
+        proxy = data.get("proxy")
+        if isinstance(proxy, ProxyConfig):
+            return {**data, "seed": proxy.seed}
+        if isinstance(proxy, dict):
+            return {**data, "seed": proxy.get("seed", ProxyConfig.model_fields["seed"].default)}
+        return data  # no proxy: its own error says so
 
     @property
     def peak_lr(self) -> float:

@@ -33,6 +33,29 @@ def test_same_config_gives_identical_metrics(prepared, tmp_path):
     assert first.final.domain_gain > 0
 
 
+def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp_path):
+    mix = MixRatio(1, 1)
+    default = prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "default")
+    assert default.seed == default.proxy.seed  # a main trial's seed, also in configs written before it existed
+    legacy = default.model_dump(mode="json")
+    del legacy["seed"]
+    assert TrialConfig.model_validate(legacy) == default
+
+    other = prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "other", seed=default.seed + 1)
+    first, second = _run(default), _run(other)
+    assert [m.step for m in first.history] == [m.step for m in second.history]
+    assert all(a.domain_loss != b.domain_loss for a, b in zip(first.history, second.history))
+    assert first.final.general_loss != second.final.general_loss
+    # Both are measured on the sweep's validation sets: barely trained (a 1e-12 peak LR), a trial of
+    # either seed reads the base's own losses, which were measured on the sets proxy.seed fixes.
+    for config in (default, other):
+        still = config.model_copy(update={"max_lr": 1e-12, "output_dir": f"{config.output_dir}-still"})
+        first_eval = _run(still, report=lambda metrics: True).history[0]
+        assert first_eval.domain_loss == pytest.approx(prepared.base_losses.domain_loss, rel=1e-6)
+        assert first_eval.general_loss == pytest.approx(prepared.base_losses.general_loss, rel=1e-6)
+    assert TrialConfig.model_validate_json((tmp_path / "other" / "trial_config.json").read_text()).seed == other.seed
+
+
 def test_forgetting_and_gain_rise_with_lr_fraction(prepared, tmp_path):
     finals = [
         _run(prepared.trial_config(lr_fraction=f, mix=MixRatio(1, 4), output_dir=tmp_path / str(f))).final
