@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +161,31 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
             )
     assert done.returncode == 0, done.stdout + done.stderr
     return cwd / "runs" / "wandb_sweep"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishedSweep:
+    run_dir: Path
+    output: str
+    """What `sweep run` printed."""
+
+
+@pytest.fixture(scope="session")
+def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
+    """The tiny spec swept end to end by `sweep run` on a Ray of its own, which writes the report
+    when it ends: one sweep that the sweep, status and report tests all read."""
+    root = tmp_path_factory.mktemp("tiny-sweep")
+    spec = write_spec(tiny_corpora, "tiny_sweep.yaml")
+    done = subprocess.run(
+        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+        cwd=root,
+        check=False,  # the assertion below shows the output
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=done.stdout)
 
 
 def pytest_collection_modifyitems(config, items):

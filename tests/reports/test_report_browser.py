@@ -21,7 +21,6 @@ from playwright.sync_api import sync_playwright
 
 from reports.report import INDEX_HTML, REPORT_DIR
 from reports.snapshot import load_run, spec_differences
-from tests.conftest import write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -38,30 +37,6 @@ CHROMIUM_ARGS = [
 ]
 SWEEP_TIMEOUT_S = 300
 BROWSER_TIMEOUT_MS = 60_000
-
-
-@dataclass(frozen=True, kw_only=True)
-class FinishedSweep:
-    run_dir: Path
-    output: str
-    """What `sweep run` printed."""
-
-
-@pytest.fixture(scope="session")
-def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
-    """The tiny spec swept by `sweep run`, which writes the report when it ends."""
-    root = tmp_path_factory.mktemp("report-sweep")
-    spec = write_spec(tiny_corpora, "tiny_sweep.yaml")
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
-        cwd=root,
-        check=False,  # the assertion below shows the output
-        capture_output=True,
-        text=True,
-        timeout=SWEEP_TIMEOUT_S,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=done.stdout)
 
 
 @dataclass(frozen=True)

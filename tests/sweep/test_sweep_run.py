@@ -41,28 +41,31 @@ def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'optuna.db'}").get_trials()
 
 
-def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(write_tiny_spec, tmp_path):
-    spec = write_tiny_spec("e2e.yaml")
-    code, output = run("run", str(spec), cwd=tmp_path)
-    assert code == 0, output
-    run_dir = tmp_path / "runs" / "e2e"
-    trials = study_trials(run_dir, "e2e")
+def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, tmp_path):
+    run_dir = tiny_sweep.run_dir
+    trials = study_trials(run_dir, "tiny_sweep")
     assert len(trials) == 4 and all(t.state.is_finished() for t in trials)
     table = pd.read_parquet(run_dir / "trials.parquet")
     assert list(table["number"]) == [t.number for t in trials]
     assert all(table["status"].isin(["COMPLETED", "PRUNED", "DIVERGED", "FAILED"]))
     assert len(pd.read_csv(run_dir / "trials.csv")) == 4
     assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
-    assert "optimum: trial" in output or "no completed trial is within the forgetting budget" in output
+    assert (
+        "optimum: trial" in tiny_sweep.output
+        or "no completed trial is within the forgetting budget" in tiny_sweep.output
+    )
 
     code, status = run("status", str(run_dir), cwd=tmp_path)
     assert code == 0, status
     assert "4/4 done" in status
 
 
-def test_a_spec_built_to_prune_prunes_a_trial_recorded_pruned_in_optuna(write_tiny_spec, tmp_path):
-    # Only high LRs at the most domain-heavy mix, a zero budget and a zero guard margin: general
-    # loss rises at the first evaluation, and the guard stops the trial there.
+def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_pruned_in_optuna(
+    write_tiny_spec, tmp_path
+):
+    """One sweep for both: only high LRs at the most domain-heavy mix, a zero budget and a zero guard
+    margin, so general loss rises at the first evaluation and the guard stops each trial there;
+    and a file where trial 0 wants its output directory, so every attempt of that trial raises."""
     spec = write_tiny_spec(
         "prune.yaml",
         space={"lr_fraction": {"low": 0.15, "high": 0.2}, "mix": ["1:4"]},
@@ -72,33 +75,25 @@ def test_a_spec_built_to_prune_prunes_a_trial_recorded_pruned_in_optuna(write_ti
             "forgetting_guard": {"margin": 0.0, "min_steps": 1},
         },
         objective={"forgetting_budget": 0.0},
+        execution={"max_retries": 1},
     )
-    code, output = run("run", str(spec), cwd=tmp_path)
-    assert code == 0, output
-    trials = study_trials(tmp_path / "runs" / "prune", "prune")
-    pruned = [t for t in trials if t.state is TrialState.PRUNED]
-    assert pruned, output
-    assert all(t.intermediate_values for t in pruned)
-    table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
-    assert (table["status"] == "PRUNED").sum() == len(pruned)
-    assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
-
-
-def test_a_trial_that_raises_is_retried_then_failed_and_the_sweep_carries_on(write_tiny_spec, tmp_path):
-    spec = write_tiny_spec("fails.yaml", search={"num_trials": 3}, execution={"max_retries": 1})
-    # A file where trial 0 wants its output directory: every attempt of that trial raises.
-    trials_dir = tmp_path / "runs" / "fails" / "trials"
+    trials_dir = tmp_path / "runs" / "prune" / "trials"
     trials_dir.mkdir(parents=True)
     (trials_dir / "0000").write_text("in the way")
     code, output = run("run", str(spec), cwd=tmp_path)
     assert code == 0, output
-    trials = study_trials(tmp_path / "runs" / "fails", "fails")
+    trials = study_trials(tmp_path / "runs" / "prune", "prune")
     assert len(trials) == 3 and trials[0].state is TrialState.FAIL
-    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials[1:])
     assert trials[0].user_attrs["attempts"] == 2  # the first run and one retry
     assert trials[0].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
-    table = pd.read_parquet(tmp_path / "runs" / "fails" / "trials.parquet")
+    pruned = [t for t in trials if t.state is TrialState.PRUNED]
+    assert pruned, "no trial was pruned"
+    for trial in pruned:
+        assert trial.intermediate_values  # recorded in Optuna with its curve
+        assert trial.user_attrs["status"] == "PRUNED" and trial.user_attrs["reason"]
+    table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
     assert table.loc[0, "status"] == "FAILED"
+    assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
 
 
 def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplicates(write_tiny_spec, tmp_path):
