@@ -3,9 +3,10 @@ every report.
 
 Ray's OptunaSearch creates its study with a NopPruner, so Optuna's pruners would never run; here
 the trial itself reports each evaluation into its Optuna trial and asks the study's pruner, the
-one component that decides early stopping. It stops a trial already far over the forgetting
-budget (the guard), else whatever the configured pruner stops, and never at the final
-evaluation. A stop becomes PRUNED in the study, with the reason.
+one component that decides early stopping. It stops a trial predicted to end far over the
+forgetting budget (the guard), else whatever the configured pruner stops, and never at the final
+evaluation. Both judge forgetting by the end it predicts (sweep.forecast), not by its
+mid-course value. A stop becomes PRUNED in the study, with the reason.
 
 Each pruner's settings are their own config class, told apart by `type`, so a setting the chosen
 pruner does not use is an error that names it.
@@ -19,9 +20,10 @@ from typing import Annotated, Any, Literal
 import optuna
 from optuna.pruners import BasePruner
 from optuna.study import Study
-from optuna.trial import FrozenTrial
+from optuna.trial import FrozenTrial, TrialState
 from pydantic import Discriminator, Field, Tag
 
+from sweep.forecast import ForgettingForecast, forecast_forgetting
 from sweep.record import Attr, record_evaluation
 from train_entry.config import StrictConfig
 from train_entry.trial_config import Metrics, ProxyConfig
@@ -33,9 +35,10 @@ class _Judging(StrictConfig):
     """What every pruner compares across trials."""
 
     infeasible_penalty: float = Field(10.0, ge=0.0, le=1e6)
-    """The pruner judges domain_gain - infeasible_penalty x (forgetting - budget) once forgetting
-    is over the budget. On raw domain_gain a pruner would stop the low-LR, low-forgetting trials,
-    the feasible ones, for gaining less than trials that break the budget; 0 judges raw gain."""
+    """The pruner judges domain_gain - infeasible_penalty x (forgetting - budget) once forgetting (the
+    forgetting a trial is predicted to end at) is over the budget. On raw domain_gain a pruner would
+    stop the low-LR, low-forgetting trials, the feasible ones, for gaining less than trials that
+    break the budget; 0 judges raw gain."""
 
 
 class MedianPrunerConfig(_Judging):
@@ -131,7 +134,7 @@ PrunerConfig = Annotated[
 
 
 class ForgettingGuardConfig(StrictConfig):
-    """Stops a trial whose forgetting already exceeds the budget by a margin."""
+    """Stops a trial predicted to end over the forgetting budget by a margin."""
 
     margin: float = Field(0.05, ge=0.0, le=10.0)
     """Absolute forgetting above the budget that stops a trial (0.05 = five points)."""
@@ -139,13 +142,25 @@ class ForgettingGuardConfig(StrictConfig):
     """No guard before this step: early evaluations after re-warming are noisy."""
 
 
-def pruning_value(metrics: Metrics, *, budget: float, penalty: float) -> float:
-    """What the pruner compares across trials: domain_gain, less a penalty for forgetting over budget.
+def pruning_value(metrics: Metrics, forecast: ForgettingForecast, *, budget: float, penalty: float) -> float:
+    """What the pruner compares across trials: domain_gain, less a penalty for the forgetting it is
+    predicted to end at over budget.
 
     The optimum is the highest gain among trials within the forgetting budget, so a trial that
-    is over it should look worse to the pruner than a feasible one with less gain.
+    will end over it should look worse to the pruner than a feasible one with less gain; one over
+    the budget only mid-course (general loss peaks there and falls as the LR decays) should not.
     """
-    return metrics.domain_gain - penalty * max(0.0, metrics.forgetting - budget)
+    return metrics.domain_gain - penalty * max(0.0, forecast.predicted - budget)
+
+
+def stored_forecast(trial: FrozenTrial, last: Metrics) -> ForgettingForecast:
+    """The forecast stored with the trial's latest evaluation; the raw value for a trial stored without one."""
+    stored = trial.user_attrs.get(Attr.FORECAST.value)
+    if stored is not None and stored["step"] == last.step:
+        return ForgettingForecast.model_validate(stored)
+    return ForgettingForecast(
+        step=last.step, now=last.forgetting, predicted=last.forgetting, trials=0, raw_because="no forecast stored"
+    )
 
 
 class GuardedPruner(BasePruner):
@@ -172,16 +187,17 @@ class GuardedPruner(BasePruner):
         if step is None or step >= self._final_step or Attr.LAST.value not in trial.user_attrs:
             return None  # stopping at the end saves nothing, and would discard a trial that ran its budget
         last = Metrics.model_validate(trial.user_attrs[Attr.LAST.value])
+        forecast = stored_forecast(trial, last)
         guard = self._guard
-        if guard is not None and step >= guard.min_steps and last.forgetting > self._budget + guard.margin:
+        if guard is not None and step >= guard.min_steps and forecast.predicted > self._budget + guard.margin:
             return (
-                f"forgetting guard: forgetting {last.forgetting:.4f} exceeds budget {self._budget:.4f} "
-                f"+ margin {guard.margin:.4f} at step {step}"
+                f"forgetting guard at step {step}: {forecast.describe()}, over budget {self._budget:.4f} "
+                f"+ margin {guard.margin:.4f}"
             )
         if self._inner.prune(study, trial):
             return (
                 f"pruned by the {self._name} pruner at step {step} "
-                f"(domain_gain {last.domain_gain:.4f}, forgetting {last.forgetting:.4f})"
+                f"(domain_gain {last.domain_gain:.4f}, {forecast.describe()})"
             )
         return None
 
@@ -213,8 +229,11 @@ class PruningReporter:
         self.stop_reason: str | None = None
 
     def __call__(self, metrics: Metrics) -> bool:
-        value = pruning_value(metrics, budget=self._budget, penalty=self._penalty)
-        record_evaluation(self._trial, metrics, value=value, new_step=metrics.step not in self._reported)
+        completed = self._trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        forecast = forecast_forgetting(completed, step=metrics.step, now=metrics.forgetting)
+        value = pruning_value(metrics, forecast, budget=self._budget, penalty=self._penalty)
+        new_step = metrics.step not in self._reported
+        record_evaluation(self._trial, metrics, value=value, forecast=forecast, new_step=new_step)
         self._reported.add(metrics.step)
         self.stop_reason = self._pruner.stop_reason(self._trial.study, self._frozen())
         return self.stop_reason is not None

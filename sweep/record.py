@@ -17,7 +17,8 @@ from optuna.trial import TrialState
 
 from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
-if TYPE_CHECKING:  # sweep.study builds its sampler and pruner from this module's keys
+if TYPE_CHECKING:  # sweep.study builds its sampler and pruner from this module's keys, sweep.forecast reads curves
+    from sweep.forecast import ForgettingForecast
     from sweep.study import SweepStudy
 
 
@@ -55,17 +56,24 @@ class Attr(str, enum.Enum):
     ATTEMPTS = "attempts"
     ERROR = "error"
     """The last exception a trial raised, kept across Ray's retries for the FAILED reason."""
+    FORECAST = "forecast"
+    """The latest evaluation's forecast of the forgetting the trial ends at (a ForgettingForecast dict):
+    what pruning judged it by."""
 
 
 FORGETTING_CONSTRAINT = "forgetting"
 """The Optuna constraint: final forgetting minus the budget."""
 
 
-def record_evaluation(trial: optuna.Trial, metrics: Metrics, *, value: float, new_step: bool) -> None:
-    """Stores one evaluation: `value` (what the pruner judges) as the intermediate value, the metrics as an attr.
+def record_evaluation(
+    trial: optuna.Trial, metrics: Metrics, *, value: float, forecast: ForgettingForecast, new_step: bool
+) -> None:
+    """Stores one evaluation: `value` (what the pruner judges) as the intermediate value, the metrics and
+    the forecast of its forgetting as attrs.
 
     `new_step` is False when an earlier attempt already reported this step: Optuna keeps the
-    first value of a step, and a rerun of the same config measures the same value anyway.
+    first value of a step, and a rerun of the same config measures the same metrics anyway (its
+    forecast may draw on more completed trials; the latest is the one stored).
     """
     if new_step:
         trial.report(value, step=metrics.step)
@@ -74,6 +82,7 @@ def record_evaluation(trial: optuna.Trial, metrics: Metrics, *, value: float, ne
     earlier = [e for e in trial.user_attrs.get(Attr.HISTORY.value, []) if e["step"] < metrics.step]
     trial.set_user_attr(Attr.HISTORY.value, [*earlier, evaluation])
     trial.set_user_attr(Attr.LAST.value, evaluation)
+    trial.set_user_attr(Attr.FORECAST.value, forecast.model_dump(mode="json"))
 
 
 def best_of(history: list[Metrics]) -> Metrics:
