@@ -1,4 +1,4 @@
-"""best.json: the optimum, the evidence for it, the Pareto front and what the sweep cost.
+"""best.json: the optimum, the evidence for it, the Pareto front, what the sweep cost, and the pick.
 
 Written by `sweep run` as a BestSummary and read back through the same type by promotion and
 reports, so a key is never looked up by a string that could drift.
@@ -9,10 +9,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from sweep.files import CorruptFile, read_model, write_model
+from sweep.pick import Pick, pick_with
 from sweep.record import Status
 from sweep.rundir import RunDir
 from sweep.select import Selection
 from sweep.study import SweepPlan
+from sweep.surrogate import Surrogate, fit_surrogate
 from sweep.table import TrialRow
 from train_entry.config import StrictConfig
 
@@ -54,9 +56,20 @@ class BestSummary(StrictConfig):
     evidence: Evidence
     pareto_front: list[TrialRow]
     cost: Cost
+    pick: Pick | None = None
+    """The recommended point: the surrogate's under the plan's rule, else the observed optimum, with the
+    evidence for it (sweep/pick.py). None only in a best.json written before there were picks."""
 
 
 def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
+    """best.json's content, fitting the surrogate to the rows."""
+    return best_summary_with(fit_surrogate(rows, plan.space), selection, rows, plan)
+
+
+def best_summary_with(
+    surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
+) -> BestSummary:
+    """best.json's content with a surrogate already fitted to the rows (None: too few points)."""
     feasible = sorted(
         (
             row
@@ -80,6 +93,14 @@ def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) ->
         ),
         pareto_front=selection.pareto,
         cost=Cost.of(rows, plan),
+        pick=pick_with(
+            surrogate,
+            rows,
+            space=plan.space,
+            budget=plan.forgetting_budget,
+            config=plan.pick,
+            observed=selection.optimum,
+        ),
     )
 
 

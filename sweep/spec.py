@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainSerializer, ValidationInfo, field_validator, model_validator
 
 from sweep.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.pick import PickConfig
 from sweep.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.space import SearchSpace
 from sweep.storage import check_url
@@ -143,6 +144,8 @@ class DataConfig(StrictConfig):
 class ObjectiveConfig(StrictConfig):
     forgetting_budget: float = Field(ge=0.0, le=1.0)
     """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's; 1 = double)."""
+    pick: PickConfig = PickConfig()
+    """The rule that picks the recommended point on the surrogate (sweep/pick.py)."""
 
 
 class SearchConfig(StrictConfig):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.config_file import SpecError
+from sweep.pick import PickConfig
 from sweep.pruning import GuardedPruner
 from sweep.record import Attr
 from sweep.sampling import make_sampler
@@ -46,6 +47,9 @@ class SweepPlan(StrictConfig):
     """Every trial's budget; the pruner's steps are its optimizer steps."""
     space: SearchSpace
     search: SearchConfig
+    pick: PickConfig = PickConfig()
+    """How the recommended point is picked from the finished trials; a plan stored before it existed has the
+    defaults. Not part of what makes a study another sweep: changing it re-reads the same trials."""
 
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepPlan:
@@ -55,6 +59,7 @@ class SweepPlan(StrictConfig):
             proxy=spec.proxy,
             space=spec.space,
             search=spec.search,
+            pick=spec.objective.pick,
         )
 
     @classmethod
@@ -165,6 +170,11 @@ def _stored_plan(stored: Any) -> SweepPlan | None:
         return None  # a plan this cpt-sweep cannot read: not this sweep's
 
 
+def _same_sweep(stored: SweepPlan | None, plan: SweepPlan) -> bool:
+    """The stored plan is this one but for the pick rule, which re-reads the same trials another way."""
+    return stored is not None and stored.model_copy(update={"pick": plan.pick}) == plan
+
+
 def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
     storage = open_storage(url, creating=True)
@@ -178,7 +188,7 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     )
     sweep = SweepStudy(study, storage, plan)
     stored = study.user_attrs.get(PLAN_ATTR)  # absent: a new study
-    if stored is not None and _stored_plan(stored) != plan:
+    if stored is not None and not _same_sweep(_stored_plan(stored), plan):
         raise StudyMismatch(
             f"study {name!r} in {shown_url(url)} was created by a different search, objective or proxy; "
             f"rerun with --fresh to start over, or --name for a new sweep"
