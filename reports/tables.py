@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.console import make_console
+from sweep.points import PointSummary, point_summaries, seed_noise
 from sweep.record import Status
 from sweep.select import Selection
 from sweep.table import TrialRow
@@ -97,7 +98,8 @@ _STYLE = {
 
 def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
     table = Table(title=title, header_style="bold")
-    for column in ("#", "status", "lr_fraction", "peak LR", "mix", "domain_gain", "forgetting", "steps", "wall s"):
+    columns = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("status", "mix") else "right", no_wrap=True)
     # The reason alone gives way on a narrow terminal: one row per trial keeps the table readable.
     table.add_column("reason", no_wrap=True, overflow="ellipsis")
@@ -109,13 +111,41 @@ def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title
             f"{row.lr_fraction:.4g}",
             f"{row.peak_lr:.3g}",
             row.mix,
+            "" if row.seed is None else str(row.seed),
             _number(row.domain_gain),
             _number(row.forgetting),
             "" if row.steps is None else str(row.steps),
             "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
-            row.reason or "",
+            _reason(row),
         )
     return table
+
+
+def _reason(row: TrialRow) -> str:
+    if row.replicate_of is None:
+        return row.reason or ""
+    return "; ".join(filter(None, [f"replicate of trial {row.replicate_of}", row.reason]))
+
+
+def points_table(points: list[PointSummary]) -> Table:
+    """The points measured to the end more than once: their mean and seed-to-seed spread."""
+    table = Table(title="points measured more than once (completed trials)", header_style="bold")
+    for column in ("lr_fraction", "mix", "n", "trials", "domain_gain", "forgetting"):
+        table.add_column(column, justify="left" if column in ("mix", "trials") else "right", no_wrap=True)
+    for point in points:
+        table.add_row(
+            f"{point.lr_fraction:.4g}",
+            point.mix,
+            str(point.n),
+            ", ".join(map(str, point.trials)),
+            _spread(point.domain_gain_mean, point.domain_gain_sd),
+            _spread(point.forgetting_mean, point.forgetting_sd),
+        )
+    return table
+
+
+def _spread(mean: float, sd: float | None) -> str:
+    return f"{mean:.4f}" if sd is None else f"{mean:.4f} ± {sd:.4f}"
 
 
 def progress_line(rows: list[TrialRow], *, planned: int, best: TrialRow | None, concurrency: int) -> str:
@@ -140,6 +170,15 @@ def progress_line(rows: list[TrialRow], *, planned: int, best: TrialRow | None, 
 
 def print_outcome(console: Console, selection: Selection, rows: list[TrialRow], *, title: str) -> None:
     console.print(trials_table(rows, optimum=selection.optimum, title=title))
+    points = point_summaries(rows)
+    repeated = [point for point in points if point.n > 1]
+    if repeated:
+        console.print(points_table(repeated))
+        noise = seed_noise(repeated)
+        console.print(
+            f"seed-to-seed spread (sd pooled over {noise.points} points, {noise.degrees_of_freedom} degrees of "
+            f"freedom): domain_gain {noise.domain_gain_sd:.4f}, forgetting {noise.forgetting_sd:.4f}"
+        )
     console.print(selection.verdict, style="bold" if selection.optimum else "bold red")
     for note in selection.boundary:
         console.print(f"warning: the optimum sits on the edge of the search: {note}", style="yellow")

@@ -5,8 +5,8 @@ Ray's OptunaSearch creates its study with a NopPruner, so Optuna's pruners would
 the trial itself reports each evaluation into its Optuna trial and asks the study's pruner, the
 one component that decides early stopping. It stops a trial predicted to end far over the
 forgetting budget (the guard), else whatever the configured pruner stops, and never at the final
-evaluation. Both judge forgetting by the end it predicts (sweep.forecast), not by its
-mid-course value. A stop becomes PRUNED in the study, with the reason.
+evaluation nor a replicate. Both judge forgetting by the end it predicts (sweep.forecast), not
+by its mid-course value. A stop becomes PRUNED in the study, with the reason.
 
 Each pruner's settings are their own config class, told apart by `type`, so a setting the chosen
 pruner does not use is an error that names it.
@@ -186,6 +186,8 @@ class GuardedPruner(BasePruner):
         step = trial.last_step
         if step is None or step >= self._final_step or Attr.LAST.value not in trial.user_attrs:
             return None  # stopping at the end saves nothing, and would discard a trial that ran its budget
+        if Attr.REPLICATE_OF.value in trial.user_attrs:
+            return None  # a replicate re-measures a point at its final step: stopped, it measures nothing
         last = Metrics.model_validate(trial.user_attrs[Attr.LAST.value])
         forecast = stored_forecast(trial, last)
         guard = self._guard

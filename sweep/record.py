@@ -59,6 +59,10 @@ class Attr(str, enum.Enum):
     FORECAST = "forecast"
     """The latest evaluation's forecast of the forgetting the trial ends at (a ForgettingForecast dict):
     what pruning judged it by."""
+    SEED = "seed"
+    """A replicate's training seed; a trial without it trains on proxy.seed."""
+    REPLICATE_OF = "replicate_of"
+    """The number of the trial whose point a replicate re-runs with another seed."""
 
 
 FORGETTING_CONSTRAINT = "forgetting"

@@ -5,15 +5,19 @@ Why not Ray's OptunaSearch: it keeps its Optuna trials in its own memory (saved 
 its study with a NopPruner. Here each trial reports into and tells its own Optuna trial (see
 sweep.study_trial), so this searcher only asks the study for the next point, hands a rerun its
 interrupted trials first, and records FAILED when Ray Tune gives up on a trial after its retries.
+Once the planned main trials are asked it waits for them to finish, enqueues the replicates their
+outcomes call for (sweep.replicates), hands those out, and finishes.
 All of its state is in the study, so a new driver after `kill -9` rebuilds it from there.
 """
 
 from __future__ import annotations
 
+import optuna
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 
 from sweep.record import Attr, record_failure
+from sweep.replicates import enqueue_replicates, is_replicate
 from sweep.study import SweepStudy
 
 NUMBER = "number"
@@ -31,21 +35,35 @@ class StudySearcher(Searcher):
 
     @property
     def to_run(self) -> int:
-        """Trials this driver will start: the interrupted ones and those never asked for."""
+        """Trials this driver will start: the interrupted ones and those never asked for (replicates included)."""
         asked = sum(t.state is not TrialState.WAITING for t in self._sweep.trials())
         return len(self._interrupted) + self._sweep.plan.planned_trials - asked
 
     def suggest(self, trial_id: str) -> dict | str | None:
+        """The next trial's config; None while the replicates wait for the main trials to finish."""
         if self._interrupted:
             number = self._interrupted.pop(0)
             params = self._sweep.params(number)
         elif self.to_run <= 0:
             return Searcher.FINISHED
         else:
-            trial = self._sweep.ask()
+            trial = self._ask()
+            if not isinstance(trial, optuna.Trial):
+                return trial
             number, params = trial.number, trial.params
         self._numbers[trial_id] = number
         return {NUMBER: number, **params}
+
+    def _ask(self) -> optuna.Trial | str | None:
+        """A main trial until num_trials are asked; then, once they have all finished, a replicate."""
+        main = [t for t in self._sweep.trials() if not is_replicate(t)]
+        if sum(t.state is not TrialState.WAITING for t in main) < self._sweep.plan.search.num_trials:
+            return self._sweep.ask()
+        if not all(t.state.is_finished() for t in main):
+            return None  # which points are re-run depends on how every main trial ends
+        if enqueue_replicates(self._sweep) == 0:
+            return Searcher.FINISHED  # nothing to re-run: no main trial has a point
+        return self._sweep.ask()  # the oldest WAITING trial: a replicate
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         number = self._numbers.pop(trial_id)

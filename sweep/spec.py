@@ -18,6 +18,7 @@ from pydantic import AfterValidator, Field, PlainSerializer, ValidationInfo, fie
 from sweep.config_file import SpecError, load_config, read_raw, resolve_path
 from sweep.pick import PickConfig
 from sweep.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
+from sweep.replicates import ReplicatesConfig
 from sweep.space import SearchSpace
 from sweep.storage import check_url
 from sweep.tracking import TrackingConfig
@@ -156,10 +157,13 @@ class SearchConfig(StrictConfig):
     seed: Seed = 0
     """The sampler's seed: the same seed and trials propose the same points."""
     num_trials: int = Field(16, gt=0, le=MAX_TRIALS)
-    """Trials the sweep ends with; a grid fills in its own count (every combination) when left out."""
+    """Trials the sampler proposes (the sweep ends with these and its replicates); a grid fills in its own
+    count (every combination) when left out."""
     pruner: PrunerConfig = MedianPrunerConfig()
     forgetting_guard: ForgettingGuardConfig | None = ForgettingGuardConfig()
-    """Stops a trial already far over the forgetting budget; null turns it off."""
+    """Stops a trial predicted to end far over the forgetting budget; null turns it off."""
+    replicates: ReplicatesConfig = ReplicatesConfig()
+    """After the num_trials trials, the best points re-run with other seeds (`{top: 0}`: none)."""
 
 
 def _storage_url(url: str | None) -> str | None:

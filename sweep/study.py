@@ -64,7 +64,8 @@ class SweepPlan(StrictConfig):
 
     @classmethod
     def stored(cls, stored: dict[str, Any]) -> SweepPlan:
-        """The plan as a study stores it; one stored by cpt-sweep 0.1 (space inside search) is upgraded."""
+        """The plan as a study stores it; one stored by cpt-sweep 0.1 (space inside search) is upgraded,
+        and one stored before replicates existed ran none."""
         if "space" not in stored and isinstance(stored.get("search"), dict):
             upgraded, _ = upgrade_legacy_layout({"search": stored["search"]}, origin="the stored plan")
             stored = {
@@ -72,12 +73,15 @@ class SweepPlan(StrictConfig):
                 "space": upgraded.get("space"),
                 "search": upgraded["search"],
             }
+        if isinstance(stored.get("search"), dict) and "replicates" not in stored["search"]:
+            stored = {**stored, "search": {**stored["search"], "replicates": {"top": 0}}}
         return cls.model_validate(stored)
 
     @property
     def planned_trials(self) -> int:
-        """How many trials the sweep ends with (for a grid, every point: the spec fills it in)."""
-        return self.search.num_trials
+        """How many trials the sweep ends with: num_trials (for a grid, every point: the spec fills it in)
+        and the replicates that follow them."""
+        return self.search.num_trials + self.search.replicates.trials
 
     @property
     def full_trial_tokens(self) -> int:

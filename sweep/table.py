@@ -49,6 +49,10 @@ class TrialRow(StrictConfig):
     tokens_seen: int | None
     wall_seconds: float | None
     attempts: int
+    seed: int | None = None
+    """The seed its training used: proxy.seed, or a replicate's own (None only in rows made by hand)."""
+    replicate_of: int | None = None
+    """The trial whose point this replicate re-runs with another seed; None for a main trial."""
 
     @property
     def finished(self) -> bool:
@@ -93,6 +97,8 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         tokens_seen=attrs.get(Attr.TOKENS_SEEN.value, last.get("tokens_seen")),
         wall_seconds=attrs.get(Attr.WALL_SECONDS.value),
         attempts=attrs.get(Attr.ATTEMPTS.value, 0),
+        seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
+        replicate_of=attrs.get(Attr.REPLICATE_OF.value),
     )
 
 
@@ -108,7 +114,7 @@ def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
     frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
     # Nullable integer columns keep a missing step count missing rather than a float NaN.
-    for column in ("best_step", "steps", "stopped_step", "tokens_seen"):
+    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of"):
         frame[column] = frame[column].astype("Int64")
     return frame
 

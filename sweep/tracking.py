@@ -143,6 +143,7 @@ def wandb_trial_config(
         "proxy": config.proxy.model_dump(mode="json"),
         "base": {"model": base_model, "max_lr": config.max_lr, **config.base_losses.model_dump()},
         "threads": config.threads,
+        "seed": config.seed,
     }
 
 

@@ -12,6 +12,7 @@ import shutil
 from ray import tune
 
 from sweep.prepare import Prepared
+from sweep.record import Attr
 from sweep.rundir import RunDir
 from sweep.searcher import NUMBER
 from sweep.study import load_study
@@ -27,9 +28,16 @@ def proxy_trainable(
 ) -> None:
     sweep = load_study(url=url, name=study_name)
     number = config[NUMBER]
-    point = sweep.plan.space.point(sweep.frozen(number).params)
+    frozen = sweep.frozen(number)
+    point = sweep.plan.space.point(frozen.params)
     output_dir = run.inside(run.trial(number))
-    trial_config = prepared.trial_config(lr_fraction=point.lr_fraction, mix=point.mix, output_dir=output_dir)
+    trial_config = prepared.trial_config(
+        # A replicate trains with its own seed, also when a rerun takes it up after a crash.
+        lr_fraction=point.lr_fraction,
+        mix=point.mix,
+        output_dir=output_dir,
+        seed=frozen.user_attrs.get(Attr.SEED.value),
+    )
     tracked = TrialRun(
         wandb,
         name=f"{study_name}-{number:04d}",

@@ -51,6 +51,7 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, c
         pruner={"type": "none"},
         num_trials=7,
         forgetting_guard={"margin": 0.05, "min_steps": 50},
+        replicates={"top": 0},
         **search,
     )
     run = RunDir(run_dir)

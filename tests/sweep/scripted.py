@@ -3,8 +3,11 @@
 from collections.abc import Callable
 from pathlib import Path
 
+from sweep.record import Status
 from sweep.spec import SweepSpec, load_spec
 from sweep.study_trial import Report
+from sweep.table import TrialRow
+from train_entry.mix import MixRatio
 from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
 DEFAULT_SPEC = Path(__file__).parents[2] / "search_spaces" / "lr_mix.yaml"
@@ -17,10 +20,12 @@ SECTION_OF = {"lr_fraction": "space", "mix": "space", "concurrency": "execution"
 
 
 def spec_with(**overrides) -> SweepSpec:
-    """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps."""
+    """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps,
+    without replicates unless asked."""
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
+    raw["search"]["replicates"] = {"top": 0}  # tests/sweep/test_replicates.py turns them on
     for key, value in overrides.items():
         raw[SECTION_OF.get(key, "search")][key] = value
     raw["proxy"]["eval_interval"] = STEPS[0]
@@ -59,3 +64,13 @@ def _result(status, history, reason=None) -> TrialResult:
     return TrialResult(
         status=status, reason=reason, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.5, history=history
     )
+
+
+def trial_row(number, lr, mix, gain, forgetting, *, status=Status.COMPLETED, **extra) -> TrialRow:
+    """A trial's row as the table reads it from the study, ended at step 200 with the given final metrics."""
+    return TrialRow(
+        number=number, status=status, reason=None, lr_fraction=lr, peak_lr=lr * 3e-3, mix=mix,
+        domain_share=MixRatio.parse(mix).domain_share, domain_gain=gain, forgetting=forgetting, domain_loss=None,
+        general_loss=None, best_domain_gain=gain, best_step=200, steps=200, stopped_step=None, tokens_seen=1000,
+        wall_seconds=1.0, attempts=1, **extra,
+    )  # fmt: skip

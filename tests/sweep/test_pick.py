@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 from scripted import STEPS, scripted, spec_with
+from scripted import trial_row as row
 
 from sweep.best import best_summary, read_best, write_best
 from sweep.pick import MIX_GRID, PickConfig, PickSource, candidates, make_pick, pick_with
@@ -38,15 +39,6 @@ def true_gain(lr: float, share: float) -> float:
 def true_forgetting(lr: float, share: float) -> float:
     """Grows with LR x domain share: the less replay and the larger the step, the more is forgotten."""
     return 0.2 * lr * share
-
-
-def row(number, lr, mix, gain, forgetting, *, status=Status.COMPLETED) -> TrialRow:
-    return TrialRow(
-        number=number, status=status, reason=None, lr_fraction=lr, peak_lr=lr * 3e-3, mix=mix,
-        domain_share=MixRatio.parse(mix).domain_share, domain_gain=gain, forgetting=forgetting, domain_loss=None,
-        general_loss=None, best_domain_gain=gain, best_step=200, steps=200, stopped_step=None, tokens_seen=1000,
-        wall_seconds=1.0, attempts=1,
-    )  # fmt: skip
 
 
 def landscape_rows(*, seed=0, gain_noise=0.001, forgetting_noise=0.0005, gain=true_gain) -> list[TrialRow]:

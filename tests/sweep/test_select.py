@@ -1,35 +1,16 @@
+from scripted import trial_row
+
 from sweep.record import Status
 from sweep.select import select
 from sweep.space import SearchSpace
 from sweep.table import TrialRow
-from train_entry.mix import MixRatio
 
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
 BUDGET = 0.02
 
 
 def row(number, gain, forgetting, *, status=Status.COMPLETED, lr=0.1, mix="1:1") -> TrialRow:
-    ratio = MixRatio.parse(mix)
-    return TrialRow(
-        number=number,
-        status=status,
-        reason=None,
-        lr_fraction=lr,
-        peak_lr=lr * 3e-3,
-        mix=mix,
-        domain_share=ratio.domain_share,
-        domain_gain=gain,
-        forgetting=forgetting,
-        domain_loss=None,
-        general_loss=None,
-        best_domain_gain=gain,
-        best_step=200,
-        steps=200,
-        stopped_step=None,
-        tokens_seen=1000,
-        wall_seconds=1.0,
-        attempts=1,
-    )
+    return trial_row(number, lr, mix, gain, forgetting, status=status)
 
 
 def test_optimum_is_the_feasible_completed_trial_with_the_highest_gain():

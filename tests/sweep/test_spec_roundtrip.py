@@ -50,7 +50,7 @@ def test_a_grid_without_num_trials_is_stored_with_its_own_count_and_reloads(writ
     assert spec.search.num_trials == 25
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     open_study(spec, url=url, name="grid25")
-    assert load_study(url=url, name="grid25").plan.planned_trials == 25
+    assert load_study(url=url, name="grid25").plan.planned_trials == 25 + spec.search.replicates.trials
     round_trips(spec, tmp_path)
 
 
