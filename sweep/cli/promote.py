@@ -1,4 +1,4 @@
-"""`sweep promote plan | submit | rehearse RUN`: the sweep's optimum as the full run's plan, then its launch.
+"""`sweep promote plan | submit | rehearse RUN`: the sweep's pick as the full run's plan, then its launch.
 
 The flags become one typed PromotionRequest (sweep.promote.request), built here once and carried
 out by sweep.promote.promotion. The form of cpt-sweep 0.1, `sweep promote RUN ... --dry-run |
@@ -24,9 +24,10 @@ MODES = {"plan": "--dry-run", "submit": "--submit", "rehearse": "--rehearse"}
 def add_parser(verbs) -> None:
     promote = verbs.add_parser(
         "promote",
-        help="turn the sweep's optimum into the full run's plan, then submit or rehearse it",
+        help="turn the sweep's pick into the full run's plan, then submit or rehearse it",
         description=(
-            "plan: the full run of RUN's optimum on a target model and cluster (peak LR, schedule, Megatron blend "
+            "plan: the full run of RUN's pick (best.json's: the surrogate's constrained optimum, else the observed "
+            "optimum; --observed takes the observed one) on a target model and cluster (peak LR, schedule, Megatron blend "
             "weights, iterations, the fastest 3D layout that fits in GPU memory, the run's cost), checked with "
             "megatron-core's own configs and written to RUN/promotion/<id>/. submit: plan, then submit it as a Ray "
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
@@ -63,6 +64,12 @@ def add_parser(verbs) -> None:
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
     parser.add_argument("--target", help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="promote the observed optimum (the best feasible completed trial) instead of best.json's pick, "
+        "the surrogate's constrained optimum",
+    )
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
     parser.add_argument("--tokens", type=positive_int, help="training tokens of the full run (default 1e12)")
     parser.add_argument(
@@ -173,7 +180,13 @@ def build_request(args: argparse.Namespace):
             )
         elif args.mode == "rehearse":
             launch = Rehearsal(fault_drill=not args.no_fault_drill)
-        return PromotionRequest(run=args.run, config=config_from_args(args), calibrate=args.calibrate, launch=launch)
+        return PromotionRequest(
+            run=args.run,
+            config=config_from_args(args),
+            observed=args.observed,
+            calibrate=args.calibrate,
+            launch=launch,
+        )
     except ValidationError as error:
         raise PromotionError(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")) from None
 

@@ -1,9 +1,10 @@
-"""The plan: the sweep's optimum turned into the full run's FullRunConfig, its layout and its estimate.
+"""The plan: the sweep's chosen point turned into the full run's FullRunConfig, its layout and its estimate.
 
-make_plan() builds it from a finished sweep's run directory and a PromotionConfig; Plan.read()
-loads a written plan.json. The plan id is derived only from what decides the run (sweep name,
-optimum, target, cluster, tokens, global batch), so the same request always lands in the same
-runs/<name>/promotion/<id>/ directory.
+make_plan() builds it from a finished sweep's run directory and a PromotionConfig; the point is
+best.json's pick (the surrogate's, or the observed optimum when the surrogate could not pick), or
+the observed optimum when asked. Plan.read() loads a written plan.json. The plan id is derived only
+from what decides the run (sweep name, point, target, cluster, tokens, global batch), so the same
+request always lands in the same runs/<name>/promotion/<id>/ directory.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sweep.best import NoBestSummary, read_best
+from sweep.best import BestSummary, NoBestSummary, read_best
 from sweep.files import CorruptFile, read_model
+from sweep.pick import Pick, PickSource
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -37,13 +39,25 @@ PLACEHOLDER_ROOT = "/PLACEHOLDER"
 
 
 class Optimum(StrictConfig):
-    """The sweep's chosen trial, as best.json records it."""
+    """The point the plan promotes: best.json's pick, or its observed optimum (--observed)."""
 
-    trial: int
+    source: PickSource = PickSource.OBSERVED
+    """surrogate: the surrogate's pick under the sweep's rule; observed: the best feasible completed trial
+    (a plan written before there were picks has this)."""
+    trial: int | None
+    """The completed trial run at this point (the first, with replicates); None between tried points."""
     lr_fraction: float
     mix: Mix
     domain_gain: float
+    """The trial's measured value at an observed optimum; the surrogate's predicted mean at its pick."""
     forgetting: float
+    gain_interval: tuple[float, float] | None = None
+    """90 % interval of the smooth domain_gain at the point, from the surrogate; None without one."""
+    forgetting_interval: tuple[float, float] | None = None
+    probability_within_budget: float | None = None
+    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate."""
+    reason: str = ""
+    """Why this point and not another: the pick's outcome, or the request for the observed optimum."""
 
 
 class SweepOrigin(StrictConfig):
@@ -113,41 +127,93 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def read_optimum(run_dir: Path) -> tuple[Optimum, TrialConfig]:
-    """The optimum from best.json and the resolved config its proxy trial ran (blend and schedule);
-    PromotionError when there is none, or when either file is not what the sweep wrote."""
+def read_optimum(run_dir: Path, *, observed: bool = False) -> tuple[Optimum, TrialConfig]:
+    """The point to promote from best.json (its pick; the observed optimum when `observed` or when best.json
+    has no pick) and the resolved config a proxy trial at that point runs: a completed trial's, whose blend
+    and schedule every trial shares, at the point's lr_fraction and mix. PromotionError when there is no
+    point, or when a file is not what the sweep wrote."""
     run = RunDir(run_dir)
     try:
         best = read_best(run)
     except NoBestSummary as exc:
         raise PromotionError(str(exc)) from None
+    if observed:
+        optimum = _observed(best, run, reason="the observed optimum, as asked (--observed)")
+    elif best.pick is None:
+        optimum = _observed(best, run, reason=f"the observed optimum: {run.best_json.name} predates the surrogate")
+    else:
+        optimum = _picked(best, run)
+    return optimum, _trial_config(run, best, optimum)
+
+
+def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> Optimum:
+    """The best feasible completed trial, with the surrogate's intervals at it when the pick is that trial."""
     row = best.optimum
     if row is None:
         raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}")
     if row.domain_gain is None or row.forgetting is None:
         raise PromotionError(f"{run.best_json}: its optimum (trial {row.number}) has no final metrics")
-    optimum = Optimum(
+    return Optimum(
+        source=PickSource.OBSERVED,
         trial=row.number,
         lr_fraction=row.lr_fraction,
         mix=row.mix,
         domain_gain=row.domain_gain,
         forgetting=row.forgetting,
+        **(_intervals(pick) if pick is not None else {}),
+        reason=reason,
     )
-    trial_path = run.trial_config(optimum.trial)
-    if not trial_path.is_file():
-        raise PromotionError(
-            f"the optimum's resolved trial config {trial_path} is missing; the run directory is incomplete"
-        )
+
+
+def _picked(best: BestSummary, run: RunDir) -> Optimum:
+    pick = best.pick
+    if pick.source is None or pick.point is None:
+        raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}; {pick.reason}")
+    if pick.source is PickSource.OBSERVED:
+        return _observed(best, run, reason=pick.reason, pick=pick)
+    point = pick.point
+    return Optimum(
+        source=pick.source,
+        trial=point.trials[0] if point.trials else None,
+        lr_fraction=point.lr_fraction,
+        mix=point.mix,
+        domain_gain=pick.gain.mean,
+        forgetting=pick.forgetting.mean,
+        **_intervals(pick),
+        reason=pick.reason,
+    )
+
+
+def _intervals(pick: Pick) -> dict[str, Any]:
+    if pick.gain is None or pick.forgetting is None:
+        return {}
+    return {
+        "gain_interval": (pick.gain.low, pick.gain.high),
+        "forgetting_interval": (pick.forgetting.low, pick.forgetting.high),
+        "probability_within_budget": pick.probability_within_budget,
+    }
+
+
+def _trial_config(run: RunDir, best: BestSummary, optimum: Optimum) -> TrialConfig:
+    """A completed trial's resolved config (the optimum's own when it has one) moved to the optimum's point."""
+    numbers = [optimum.trial] if optimum.trial is not None else []
+    numbers += [row.number for row in (best.optimum, *best.pareto_front) if row is not None]
+    path = next((run.trial_config(n) for n in numbers if run.trial_config(n).is_file()), None)
+    if path is None:
+        shown = run.trial_config(numbers[0]) if numbers else run.path / "trials"
+        raise PromotionError(f"the optimum's resolved trial config {shown} is missing; the run directory is incomplete")
     try:
-        return optimum, read_model(trial_path, TrialConfig, what="trial config")
+        trial = read_model(path, TrialConfig, what="trial config")
     except CorruptFile as exc:
         raise PromotionError(str(exc)) from None
+    return trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
 
 
-def make_plan(run_dir: str | Path, config: PromotionConfig) -> Plan:
-    """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs."""
+def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = False) -> Plan:
+    """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
+    best.json's pick, or of its observed optimum when `observed`."""
     run_dir = Path(run_dir)
-    optimum, trial = read_optimum(run_dir)
+    optimum, trial = read_optimum(run_dir, observed=observed)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)

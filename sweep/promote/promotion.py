@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sweep.address import security_warnings
 from sweep.files import write_whole
+from sweep.pick import PickSource
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
 from sweep.promote.plan import Plan, make_plan, plan_dir, read_optimum
@@ -41,7 +42,7 @@ def make_promotion(request: PromotionRequest) -> Promotion:
         from sweep.promote.calibrate import calibrated
 
         config = calibrated(request.run, config)
-    plan = make_plan(request.run, config)
+    plan = make_plan(request.run, config, observed=request.observed)
     return Promotion(plan, write_plan(plan, request.run))
 
 
@@ -91,7 +92,8 @@ def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submi
 def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, echo: Echo) -> RehearsalResult:
     """The plan's job path at toy scale on a local 2-node cluster, with the proxy's own model and data."""
     plan = promotion.plan
-    _, trial = read_optimum(run_dir)
+    # The point the plan promotes, which --observed may have made the observed optimum rather than the pick.
+    _, trial = read_optimum(run_dir, observed=plan.sweep.optimum.source is PickSource.OBSERVED)
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(
             f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "

@@ -8,8 +8,9 @@ import io
 from rich.console import Console, Group
 from rich.table import Table
 
+from sweep.pick import PickSource
 from sweep.promote.layout import RankedLayout, describe
-from sweep.promote.plan import Plan
+from sweep.promote.plan import Optimum, Plan
 from train_entry.megatron.core_configs import transformer_engine_settings
 
 SUMMARY_WIDTH = 120
@@ -37,13 +38,9 @@ def _run_table(plan: Plan) -> Table:
     table.add_column("", style="bold")
     table.add_column("")
     rows = [
-        (
-            "sweep",
-            (
-                f"{plan.sweep.name} (trial {optimum.trial}: domain_gain {optimum.domain_gain:.4f}, "
-                f"forgetting {optimum.forgetting:.4f})"
-            ),
-        ),
+        ("sweep", f"{plan.sweep.name}: {_point(optimum)}"),
+        *_certainty(optimum),
+        ("chosen by", optimum.reason or "the observed optimum (a plan written before there were picks)"),
         (
             "target",
             (
@@ -81,6 +78,28 @@ def _run_table(plan: Plan) -> Table:
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _point(optimum: Optimum) -> str:
+    """The promoted point's gain and forgetting: measured at a trial, or predicted by the surrogate."""
+    if optimum.source is PickSource.SURROGATE:
+        where = f"at trial {optimum.trial}" if optimum.trial is not None else "between tried points"
+        text = f"surrogate pick {where}: predicted"
+    else:
+        text = f"observed optimum, trial {optimum.trial}: measured"
+    return f"{text} domain_gain {optimum.domain_gain:.4f}, forgetting {optimum.forgetting:.4f}"
+
+
+def _certainty(optimum: Optimum) -> list[tuple[str, str]]:
+    """The surrogate's 90 % intervals at the point and its chance of staying within the budget, when it has them."""
+    if optimum.gain_interval is None or optimum.forgetting_interval is None:
+        return []
+    (gain_low, gain_high), (forget_low, forget_high) = optimum.gain_interval, optimum.forgetting_interval
+    text = (
+        f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, "
+        f"{forget_high:.4f}]; P(re-run within budget) {optimum.probability_within_budget:.2f}"
+    )
+    return [("certainty", text)]
 
 
 def _blend_table(plan: Plan) -> Table:

@@ -7,8 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.best import BestSummary, Cost, Evidence, write_best
+from sweep.pick import Estimate, Pick, PickConfig, PickedPoint, PickSource, make_pick
 from sweep.record import Status
 from sweep.rundir import RunDir
+from sweep.space import SearchSpace
 from sweep.table import TrialRow
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
@@ -16,12 +18,21 @@ from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, Tr
 MAX_LR = 3e-3
 """The default spec's built-in base max_lr: the proxy's, not the target's."""
 PROXY = ProxyConfig(steps=200, seq_len=128, batch_size=8, warmup_steps=20, eval_interval=50, min_lr_ratio=0.1)
+SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["2:1", "1:1", "1:2", "1:4"]})
 
 
 def write_run(
-    run_dir: Path, *, lr_fraction: float = 0.1, mix: str = "1:1", non_english_share: float = 0.1, feasible: bool = True
+    run_dir: Path,
+    *,
+    lr_fraction: float = 0.1,
+    mix: str = "1:1",
+    non_english_share: float = 0.1,
+    feasible: bool = True,
+    pick: Pick | None = None,
 ) -> Path:
-    """runs/<name>/ with best.json and trials/0007/trial_config.json; no optimum when not feasible."""
+    """runs/<name>/ with best.json and trials/0007/trial_config.json; no optimum when not feasible.
+
+    best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the observed optimum."""
     ratio = MixRatio.parse(mix)
     row = TrialRow(
         number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
@@ -40,6 +51,8 @@ def write_run(
         evidence=Evidence(forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), runner_up=None),
         pareto_front=[row],
         cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
+        pick=pick
+        or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None),
     )
     write_best(summary, run)
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
@@ -50,3 +63,27 @@ def write_run(
     )  # fmt: skip
     run.trial_config(7).write_text(config.model_dump_json(indent=2))
     return run_dir
+
+
+def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()) -> Pick:
+    """A pick of the surrogate at a point between the tried ones, with its intervals."""
+
+    def estimate(mean: float, sd: float) -> Estimate:
+        return Estimate(
+            mean=mean, sd=sd, noise_sd=sd, low=mean - 1.645 * sd, high=mean + 1.645 * sd,
+            remeasured_low=mean - 2.33 * sd, remeasured_high=mean + 2.33 * sd,
+        )  # fmt: skip
+
+    point = PickedPoint(
+        lr_fraction=lr_fraction, mix=mix, domain_share=MixRatio.parse(mix).domain_share, trials=list(trials),
+        measured_gain=None, measured_forgetting=None,
+    )  # fmt: skip
+    return Pick(
+        source=PickSource.SURROGATE,
+        point=point,
+        reason="12 of 205 candidate points are within the budget with probability >= 0.9",
+        rule="the rule",
+        gain=estimate(0.23, 0.004),
+        forgetting=estimate(0.016, 0.0015),
+        probability_within_budget=0.93,
+    )
