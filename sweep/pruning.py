@@ -133,6 +133,16 @@ PrunerConfig = Annotated[
 """The Optuna pruner consulted on every reported evaluation, by `type`."""
 
 
+def own_settings(pruner: dict[str, Any]) -> dict[str, Any]:
+    """Of stored pruner settings, those its type uses: cpt-sweep 0.1 stored every pruner's knobs in one bag."""
+    configs = (
+        MedianPrunerConfig, PercentilePrunerConfig, SuccessiveHalvingPrunerConfig, HyperbandPrunerConfig,
+        WilcoxonPrunerConfig, NoPrunerConfig,
+    )  # fmt: skip
+    config = next((c for c in configs if c.model_fields["type"].default == _pruner_type(pruner)), None)
+    return pruner if config is None else {key: value for key, value in pruner.items() if key in config.model_fields}
+
+
 class ForgettingGuardConfig(StrictConfig):
     """Stops a trial predicted to end over the forgetting budget by a margin."""
 

@@ -20,7 +20,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.config_file import SpecError
 from sweep.pick import PickConfig
-from sweep.pruning import GuardedPruner
+from sweep.pruning import GuardedPruner, own_settings
 from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
@@ -68,6 +68,8 @@ class SweepPlan(StrictConfig):
         and one stored before replicates existed ran none."""
         if "space" not in stored and isinstance(stored.get("search"), dict):
             upgraded, _ = upgrade_legacy_layout({"search": stored["search"]}, origin="the stored plan")
+            if isinstance(upgraded["search"].get("pruner"), dict):
+                upgraded["search"]["pruner"] = own_settings(upgraded["search"]["pruner"])
             stored = {
                 **{key: value for key, value in stored.items() if key not in ("planned_trials", "search")},
                 "space": upgraded.get("space"),

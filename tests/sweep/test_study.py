@@ -11,7 +11,7 @@ from sweep.best import best_summary, write_best
 from sweep.record import Attr, Status, record_failure
 from sweep.rundir import RunDir
 from sweep.select import select
-from sweep.study import StudyMismatch
+from sweep.study import StudyMismatch, SweepPlan
 from sweep.study_trial import run_study_trial
 from sweep.table import trial_rows, write_tables
 
@@ -124,3 +124,23 @@ def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp
     full = sweep.plan.full_trial_tokens
     assert best["cost"]["tokens_saved_by_pruning"] == full - 50 * 1024
     assert best["cost"]["tokens_used"] == STEPS[-1] * 1024 + 50 * 1024
+
+
+STORED_0_1 = {
+    "forgetting_budget": 0.02, "max_lr": 0.003,
+    "proxy": {"steps": 200, "seq_len": 128, "batch_size": 8, "warmup_steps": 20, "schedule": "cosine",
+              "min_lr_ratio": 0.1, "weight_decay": 0.1, "grad_clip": 1.0, "eval_interval": 50, "eval_sequences": 64,
+              "divergence_factor": 3.0, "seed": 0},
+    "search": {"method": "grid", "lr_fraction": [0.05, 0.08], "mix": ["8:1", "4:1"], "num_trials": 4,
+               "concurrency": 2, "sampler": "tpe",
+               "pruner": {"type": "none", "n_startup_trials": 4, "n_warmup_steps": 0, "interval_steps": 1,
+                          "percentile": 50.0, "reduction_factor": 3, "infeasible_penalty": 10.0},
+               "forgetting_guard": None, "seed": 0, "storage": None, "max_retries": 1},
+}  # fmt: skip
+"""A grid's plan as cpt-sweep 0.1 stored it: the space inside search, and every pruner's knobs in one bag."""
+
+
+def test_a_plan_stored_by_0_1_is_read_with_its_pruners_own_settings():
+    plan = SweepPlan.stored(STORED_0_1)
+    assert (plan.search.sampler, plan.search.pruner.type, plan.planned_trials) == ("grid", "none", 4)
+    assert plan.space.lr_fraction == [0.05, 0.08] and plan.search.replicates.trials == 0
