@@ -15,17 +15,20 @@ STEPS = tuple(range(25, 201, 25))
 """Evaluations of the test spec: every 25 of the default spec's 200 steps."""
 
 
+BUDGET = 0.02
+"""The forgetting budget the scripted outcomes of the tests are written against."""
 SECTION_OF = {"lr_fraction": "space", "mix": "space", "concurrency": "execution", "storage": "execution"}
 """spec_with's keys that are not the search section's."""
 
 
 def spec_with(**overrides) -> SweepSpec:
     """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps,
-    without replicates unless asked."""
+    a 0.02 forgetting budget and no replicates unless asked."""
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
     raw["search"]["replicates"] = {"top": 0}  # tests/sweep/test_replicates.py turns them on
+    raw["objective"]["forgetting_budget"] = BUDGET
     for key, value in overrides.items():
         raw[SECTION_OF.get(key, "search")][key] = value
     raw["proxy"]["eval_interval"] = STEPS[0]
