@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from reports import plots
 from reports.snapshot import RunSnapshot, load_run, spec_differences
+from reports.tables import pick_lines
 from sweep.files import write_whole
 from sweep.table import TrialRow
 
@@ -56,7 +57,7 @@ def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
     snapshot = load_run(run_dir)
     plot_list = _run_plots(snapshot)
     context = {"run": _run_context(snapshot), "plots": plot_list, "table": _table(snapshot)}
-    return _write(output or run_dir / REPORT_DIR, "run", context, plot_list)
+    return write_page(output or run_dir / REPORT_DIR, "run", context, plot_list)
 
 
 def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path:
@@ -65,7 +66,7 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
     output = output or comparison_dir(run_dirs, [snapshot.name for snapshot in snapshots])
     differences = spec_differences(snapshots)
     plot_list = [
-        _plot(
+        make_plot(
             "front",
             "domain_gain vs forgetting, all runs",
             "Each run's completed trials, Pareto front and optimum (star) in its own colour; "
@@ -80,7 +81,7 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
         own = snapshot.run_dir / REPORT_DIR / INDEX_HTML
         run["own_report"] = os.path.relpath(own, output) if own.is_file() else None
         runs.append(run)
-    return _write(output, "compare", {"runs": runs, "plots": plot_list}, plot_list)
+    return write_page(output, "compare", {"runs": runs, "plots": plot_list}, plot_list)
 
 
 def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
@@ -95,7 +96,7 @@ def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
     return run_dirs[0].parent / folder / REPORT_DIR
 
 
-def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:
+def write_page(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     environment = Environment(
         loader=PackageLoader("reports", "templates"),
@@ -113,7 +114,7 @@ def _write(folder: Path, template: str, context: dict[str, Any], plot_list: list
     return index
 
 
-def _plot(name: str, title: str, caption: str, draw: Callable[[], Figure]) -> Plot:
+def make_plot(name: str, title: str, caption: str, draw: Callable[[], Figure]) -> Plot:
     figure = draw()
     try:
         buffer = io.BytesIO()
@@ -126,21 +127,21 @@ def _plot(name: str, title: str, caption: str, draw: Callable[[], Figure]) -> Pl
 def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
     budget = f"{snapshot.plan.forgetting_budget:.3g}"
     plot_list = [
-        _plot(
+        make_plot(
             "front",
             "domain_gain vs forgetting",
             f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed) and the "
             "optimum (star). Crosses: pruned or diverged trials at their last evaluation; they never qualify.",
             lambda: plots.front_figure([snapshot]),
         ),
-        _plot(
+        make_plot(
             "heatmap_domain_gain",
             "domain_gain over lr_fraction × mix",
             "Mean final domain_gain of the completed trials in each cell (n: how many). Darker is better. "
             'Grey: no completed trial ("stopped early": only pruned or diverged ones).',
             lambda: plots.heatmap_figure(snapshot, "domain_gain"),
         ),
-        _plot(
+        make_plot(
             "heatmap_forgetting",
             "forgetting over lr_fraction × mix",
             f"Mean final forgetting of the completed trials in each cell. Darker is better (less forgetting); "
@@ -150,7 +151,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
     ]
     if snapshot.histories:
         plot_list.append(
-            _plot(
+            make_plot(
                 "curves",
                 "learning curves",
                 "domain_loss and general_loss at every evaluation against tokens read, starting from the base's own "
@@ -182,6 +183,8 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "optimum": _trial(snapshot, optimum) if optimum else None,
         "why": _why(snapshot),
         "boundary": selection.boundary,
+        "pick": pick_lines(summary.pick) if summary.pick else [],
+        "rule": summary.pick.rule if summary.pick else None,
         "budget": f"{budget:.4f}",
         "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},
         "cost": {

@@ -54,9 +54,13 @@ def run(args: argparse.Namespace) -> int:
     if notice:
         console.print(notice, style="yellow")
     view = LiveView(concurrency=spec.execution.concurrency, budget=spec.objective.forgetting_budget)
+    if spec.ladder is not None:
+        return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
     outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
 
-    print_outcome(console, outcome.selection, outcome.rows, title=f"sweep {run_dir.path.name}")
+    print_outcome(
+        console, outcome.selection, outcome.rows, title=f"sweep {run_dir.path.name}", pick=outcome.summary.pick
+    )
     cost = outcome.summary.cost
     console.print(
         f"tokens used {cost.tokens_used:,}; saved by pruning {cost.tokens_saved_by_pruning:,} (outputs in {run_dir.path})"
@@ -67,6 +71,45 @@ def run(args: argparse.Namespace) -> int:
             f"{outcome.planned - outcome.finished} planned trial(s) did not finish; run the same command again",
             style="red",
         )
+        return 1
+    return 0
+
+
+def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
+    """Every rung's sweep, smallest first, then the fits across them; a report per rung and one of the ladder."""
+    from reports.ladder_report import print_ladder, write_ladder_report
+
+    from reports.report import write_run_report
+    from sweep.config_file import SpecError
+    from sweep.driver import run_sweep
+    from sweep.ladder_driver import run_ladder
+    from sweep.promote.errors import PromotionError
+    from sweep.promote.targets import load_target
+
+    try:
+        load_target(spec.ladder.target)  # before any compute: the report's band reaches to it
+    except PromotionError as exc:
+        raise SpecError(f"{args.spec}: ladder.target: {exc}") from None
+
+    def run_rung(rung, run, start):
+        return run_sweep(
+            rung.spec,
+            run,
+            address=address,
+            fresh=start.fresh,
+            wandb=wandb,
+            view=view,
+            study_name=start.study_name,
+            first_points=start.first_points,
+        )
+
+    outcome = run_ladder(spec, run_dir, fresh=args.fresh, view=view, run_rung=run_rung)
+    for name in outcome.outcomes:
+        write_run_report(run_dir.rung(name).path)
+    print_ladder(console, outcome.summary)
+    console.print(f"report: {write_ladder_report(run_dir.path)}")
+    if outcome.unfinished or not outcome.summary.finished:
+        console.print("some rungs did not finish; run the same command again", style="red")
         return 1
     return 0
 

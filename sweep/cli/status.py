@@ -18,6 +18,7 @@ def add_parser(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reports.tables import print_outcome, progress_line
+    from sweep.best import best_summary
     from sweep.console import make_console
     from sweep.record import Status
     from sweep.rundir import RunDir, open_run
@@ -29,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     rows = trial_rows(sweep)
     plan = sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
-    print_outcome(console, selection, rows, title=f"sweep {record.study_name} ({args.run})")
+    pick = best_summary(selection, rows, plan).pick
+    print_outcome(console, selection, rows, title=f"sweep {record.study_name} ({args.run})", pick=pick)
     # Another terminal's sweep runs as many trials at once as it has running now.
     running = sum(row.status is Status.RUNNING for row in rows)
     console.print(progress_line(rows, planned=plan.planned_trials, best=selection.optimum, concurrency=max(1, running)))

@@ -1,8 +1,19 @@
-"""What `sweep base` and `sweep trial` print: corpora with their skipped lines, the base manifest."""
+"""What `sweep base`, `sweep trial` and a sweep's outcome print: corpora with their skipped lines, the base
+manifest, the pick."""
 
 from __future__ import annotations
 
+import math
+
+from rich.console import Console
+
+from reports.tables import pick_lines, print_outcome
 from sweep.cli import main
+from sweep.pick import PickConfig, make_pick
+from sweep.select import select
+from sweep.space import SearchSpace
+from tests.sweep.scripted import trial_row
+from train_entry.mix import MixRatio
 
 
 def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsys):
@@ -19,3 +30,24 @@ def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsy
     cells = [cell.strip() for cell in domain_row.split("│")[1:-1]]
     assert cells[0] == "domain.train" and cells[3:6] == ["1", "1", "1"], cells
     assert "final.general_loss" in out and "builtin:tiny-llama" in out
+
+
+def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_it_cannot_be_told_from():
+    lrs, mixes = (0.05, 0.08, 0.12, 0.2), ("4:1", "2:1", "1:1")
+    rows = []
+    for lr in lrs:
+        for mix in mixes:
+            share = MixRatio.parse(mix).domain_share
+            rows.append(trial_row(len(rows), lr, mix, 0.1 + 0.05 * math.log(lr / 0.05) + 0.1 * share, 0.1 * lr * share))
+    space = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2, "log": True}, "mix": list(mixes)})
+    pick = make_pick(rows, space=space, budget=0.01, config=PickConfig(), observed=None)
+
+    lines = pick_lines(pick)
+    assert lines[0].startswith(f"pick (surrogate): lr_fraction {pick.point.lr_fraction:.4g}, mix {pick.point.mix}")
+    assert "(90 % intervals); P(a re-run within the budget)" in lines[1]
+    assert lines[2] == f"  why: {pick.reason}"
+    assert "indistinguishable" in lines[3] or "measurably less" in lines[3]
+    console = Console(record=True, width=200)
+    print_outcome(console, select(rows, forgetting_budget=0.01, space=space), rows, title="t", pick=pick)
+    assert lines[0] in console.export_text()
+    assert pick_lines(pick.model_copy(update={"source": None, "point": None})) == [f"pick: none ({pick.reason})"]
