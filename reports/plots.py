@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 from reports.snapshot import RunSnapshot, ratio_label
 from sweep.record import Status
 from sweep.space import LRFractionRange, MixRange
+from sweep.surrogate import completed, fit_surrogate
 from sweep.table import TrialRow
 
 STATUS_COLOURS = {
@@ -172,6 +173,48 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
     ax.set_ylabel("mix general:domain" + (" (binned)" if mix_axis.binned else ""))
     title = f"final {metric} of completed trials"
     ax.set_title(title + (" (optimum's cell outlined)" if optimum else ""), fontsize=10)
+    return figure
+
+
+def surrogate_figure(snapshot: RunSnapshot) -> Figure:
+    """The surrogate's predicted domain_gain over the searched box, the region where a re-run stays within the
+    budget with the pick rule's probability, the completed trials and the pick (a run with a surrogate only)."""
+    surrogate = fit_surrogate(snapshot.rows, snapshot.space)
+    if surrogate is None:
+        raise ValueError(f"run {snapshot.name} has too few distinct completed points for a surrogate")
+    (low_lr, high_lr), (low_ratio, high_ratio) = surrogate.box.log_lr, surrogate.box.log_ratio
+    log_lr, log_ratio = np.meshgrid(np.linspace(low_lr, high_lr, 60), np.linspace(low_ratio, high_ratio, 40))
+    lr, share = np.exp(log_lr).ravel(), 1.0 / (1.0 + np.exp(log_ratio).ravel())
+    gain, forgetting = surrogate.predict(lr, share)
+    probability = forgetting.probability_at_most(snapshot.plan.forgetting_budget).reshape(log_lr.shape)
+    figure, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
+    x, y = np.exp(log_lr), np.exp(log_ratio)
+    filled = ax.contourf(x, y, gain.mean.reshape(log_lr.shape), levels=14, cmap="Blues")
+    figure.colorbar(filled, ax=ax, label="predicted domain_gain")
+    minimum = snapshot.plan.pick.min_probability
+    edge = ax.contour(x, y, probability, levels=[minimum], colors="#c53030", linewidths=2)
+    ax.clabel(edge, fmt={minimum: f"P(within budget) = {minimum:g}"}, fontsize=8)
+    tried = completed(snapshot.rows)
+    ax.scatter(
+        [row.lr_fraction for row in tried],
+        [(1 - row.domain_share) / row.domain_share for row in tried],
+        s=22, color="white", edgecolors="black", linewidths=0.8, zorder=3, label="completed trials",
+    )  # fmt: skip
+    pick = snapshot.summary.pick
+    if pick is not None and pick.point is not None:
+        share = pick.point.domain_share
+        ax.scatter(
+            [pick.point.lr_fraction], [(1 - share) / share], marker="*", s=260, color=OPTIMUM_COLOUR, zorder=4,
+            label=f"pick ({pick.source.value})",
+        )  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("lr_fraction")
+    ax.set_ylabel("general:domain (general per unit of domain)")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.set_title(
+        f"surrogate: predicted domain_gain; within budget with P >= {minimum:g} on the red line's side", fontsize=10
+    )
     return figure
 
 

@@ -149,6 +149,18 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             lambda: plots.heatmap_figure(snapshot, "forgetting"),
         ),
     ]
+    pick = snapshot.summary.pick
+    if pick is not None and pick.fit is not None:
+        plot_list.append(
+            make_plot(
+                "surrogate",
+                "the surrogate and the pick",
+                "Predicted domain_gain of the Gaussian process fitted to the completed trials (white dots), over "
+                "log lr_fraction and log general:domain. The red line bounds the region where a re-run is within the "
+                "forgetting budget with the pick rule's probability; the star is the pick.",
+                lambda: plots.surrogate_figure(snapshot),
+            )
+        )
     if snapshot.histories:
         plot_list.append(
             make_plot(

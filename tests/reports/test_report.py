@@ -31,7 +31,7 @@ from sweep.study import open_study
 from sweep.study_trial import run_study_trial
 from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
 
-PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "curves.png")
+PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "surrogate.png", "curves.png")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 EXPECTED_MD = Path(__file__).parent / "expected" / "run_report.md"
 
