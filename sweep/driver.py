@@ -18,11 +18,11 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import optuna
 import ray
@@ -73,20 +73,30 @@ class SweepOutcome:
 
 
 def run_sweep(
-    spec: SweepSpec, run: RunDir, *, address: str | None, fresh: bool, wandb: WandbTarget | None, view: SweepView
+    spec: SweepSpec,
+    run: RunDir,
+    *,
+    address: str | None,
+    fresh: bool,
+    wandb: WandbTarget | None,
+    view: SweepView,
+    study_name: str | None = None,
+    first_points: Sequence[dict[str, Any]] = (),
 ) -> SweepOutcome:
     """Runs (or resumes) the sweep in `run`; the caller has checked the run name and the address.
 
-    The storage URL and its environment are checked before the run directory is created or touched.
+    The study is named `study_name` (default the run directory's name); `first_points` are enqueued as its first
+    trials (a ladder's predicted point). The storage URL and its environment are checked before the run
+    directory is created or touched.
     """
-    record = RunRecord(study_name=run.path.name, storage=spec.execution.storage)
+    record = RunRecord(study_name=study_name or run.path.name, storage=spec.execution.storage)
     url = record.url(run)  # an unset ${NAME} in the storage URL stops here, before anything is written
-    with _locked(run):
+    with locked(run):
         if fresh:
             _discard(run, url=url, name=record.study_name, view=view)
         log = _log_handler(run.inside(run.driver_log))
         _route_logs(log)
-        sweep = open_study(spec, url=url, name=record.study_name)  # refuses a study made for another spec
+        sweep = open_study(spec, url=url, name=record.study_name, first=first_points)  # refuses another spec's
         run.write_spec_copy(spec)
         run.write_record(record)
         searcher = StudySearcher(sweep)
@@ -109,7 +119,7 @@ def run_sweep(
                 log=log,
                 view=view,
             )
-        return _finish(sweep, run, wandb=wandb)
+        return finish_sweep(sweep, run, wandb=wandb)
 
 
 def _tune(
@@ -225,7 +235,8 @@ class StudyWatch(tune.Callback):
         self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=True)
 
 
-def _finish(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -> SweepOutcome:
+def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -> SweepOutcome:
+    """The table, best.json (and the sweep's W&B summary) of the study as it stands."""
     rows = trial_rows(sweep)
     write_tables(rows, run)
     plan = sweep.plan
@@ -238,7 +249,8 @@ def _finish(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -> Swe
 
 
 @contextmanager
-def _locked(run: RunDir) -> Iterator[None]:
+def locked(run: RunDir) -> Iterator[None]:
+    """Holds the run directory's lock; RunLocked when another driver holds it."""
     run.path.mkdir(parents=True, exist_ok=True)
     # flock dies with its process, so a driver killed with -9 never leaves a stale lock behind.
     with open(run.inside(run.lock), "w") as handle:

@@ -61,6 +61,8 @@ class PickSource(str, enum.Enum):
     """The surrogate's constrained optimum under the rule."""
     OBSERVED = "observed"
     """The best feasible completed trial, when the surrogate cannot pick."""
+    LADDER = "ladder"
+    """A ladder's picks extrapolated to a promotion target's size (a plan's, never a sweep's best.json)."""
 
 
 class PickedPoint(StrictConfig):
@@ -183,7 +185,7 @@ def candidates(space: SearchSpace, rows: Sequence[TrialRow]) -> list[Candidate]:
         lrs = sorted(lr)
     if isinstance(space.mix, MixRange):
         logs = np.linspace(space.mix.low.log_ratio, space.mix.high.log_ratio, MIX_GRID)
-        mixes = [_ratio(float(value)) for value in logs]
+        mixes = [ratio_of(float(value)) for value in logs]
     else:
         mixes = list(space.mix)
     found: dict[tuple[float, float], Candidate] = {}
@@ -311,8 +313,8 @@ def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def _ratio(log_ratio: float) -> MixRatio:
-    """A mix on a range's grid, written with its smaller side 1 and 3 significant digits ("1.5:1"), and
-    exactly that ratio: the point promoted is the point shown."""
+def ratio_of(log_ratio: float) -> MixRatio:
+    """A mix on a range's grid (or extrapolated by a ladder), written with its smaller side 1 and 3 significant
+    digits ("1.5:1"), and exactly that ratio: the point promoted is the point shown."""
     larger = float(f"{math.exp(abs(log_ratio)):.3g}")
     return MixRatio(larger, 1.0) if log_ratio >= 0 else MixRatio(1.0, larger)

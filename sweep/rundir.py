@@ -117,6 +117,8 @@ class RunDir:
     report = In("report", "index.html, a PNG per plot and report.md.")
     wandb_dashboard = In("wandb_dashboard.json", "The W&B view's definition (and its URL once published).")
     promotion = In(PROMOTION_DIR, "One folder per promotion plan.")
+    ladder_json = In("ladder.json", "A ladder run's rungs, their fits across sizes and the prediction of the largest.")
+    rungs = In("rungs", "A ladder run's rungs, each a run directory of its own.")
 
     def trial(self, number: int) -> Path:
         """A trial's own directory: its resolved config, result, index caches and W&B files."""
@@ -127,6 +129,14 @@ class RunDir:
 
     def trial_result(self, number: int) -> Path:
         return self.trial(number) / RESULT_JSON
+
+    def rung(self, name: str) -> RunDir:
+        """A ladder rung's own run directory, runs/<ladder>/rungs/<name>/."""
+        return RunDir(self.rungs / name)
+
+    @property
+    def is_ladder(self) -> bool:
+        return self.ladder_json.is_file()
 
     def plan(self, plan_id: str) -> PlanDir:
         """A promotion plan's directory: plan.json, its run config, summary, Megatron-LM arguments, jobs."""

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, Field, PlainSerializer, ValidationInfo, field_validator, model_validator
 
 from sweep.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.ladder import LadderConfig
 from sweep.pick import PickConfig
 from sweep.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.replicates import ReplicatesConfig
@@ -198,6 +199,8 @@ class SweepSpec(StrictConfig):
     search: SearchConfig = SearchConfig()
     execution: ExecutionConfig = ExecutionConfig()
     tracking: TrackingConfig = TrackingConfig()
+    ladder: LadderConfig | None = None
+    """The same search at several proxy sizes, fitted across them (sweep/ladder.py); None: one sweep of `base`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -221,6 +224,11 @@ class SweepSpec(StrictConfig):
                 f"base.builtin.seq_len ({builtin.seq_len})"
             )
         check_search_fits_space(self.search, self.space)
+        if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
+            raise ValueError(
+                f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
+                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr}}"
+            )
         return self
 
 

@@ -9,6 +9,7 @@ pruner, built from the spec.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -181,8 +182,10 @@ def _same_sweep(stored: SweepPlan | None, plan: SweepPlan) -> bool:
     return stored is not None and stored.model_copy(update={"pick": plan.pick}) == plan
 
 
-def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
-    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
+def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str, Any]] = ()) -> SweepStudy:
+    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun.
+
+    `first`: points (trial params) enqueued before any other, once each: a ladder's predicted point."""
     storage = open_storage(url, creating=True)
     plan = SweepPlan.from_spec(spec)
     study = optuna.create_study(
@@ -202,9 +205,8 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
     sweep.study.set_user_attr(PLAN_ATTR, plan.model_dump(mode="json"))
     if SWEEP_ID_ATTR not in study.user_attrs:
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
-    if spec.search.sampler == "grid":
-        # Enqueued points are WAITING trials in storage, so the grid survives a crash; on a rerun
-        # skip_if_exists enqueues only the points a crash kept from being enqueued.
-        for params in plan.space.grid():
-            sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
+    # Enqueued points are WAITING trials in storage, so they survive a crash; on a rerun skip_if_exists
+    # enqueues only the points a crash kept from being enqueued (or that have not run yet).
+    for params in [*first, *(plan.space.grid() if spec.search.sampler == "grid" else [])]:
+        sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
     return sweep

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
+from sweep.scale import kv_width, layer_matrix_params, layer_norm_params, non_embedding_params
 from train_entry.megatron.config import ModelShape
 
-
-def kv_width(model: ModelShape) -> int:
-    """Width of the key (or value) projection: key/value heads x head dimension."""
-    return model.num_query_groups * (model.hidden_size // model.num_attention_heads)
-
-
-def layer_matrix_params(model: ModelShape) -> int:
-    """One layer's weight matrices: Q and O (h x h), K and V (h x kv width), SwiGLU gate, up and down."""
-    h = model.hidden_size
-    return 2 * h * h + 2 * h * kv_width(model) + 3 * h * model.ffn_hidden_size
-
-
-def layer_norm_params(model: ModelShape) -> int:
-    """The two RMSNorm weight vectors of a layer; replicated, not split, by tensor parallelism."""
-    return 2 * model.hidden_size
+__all__ = [
+    "attention_flops_per_token",
+    "embedding_params",
+    "kv_width",
+    "layer_matrix_params",
+    "layer_norm_params",
+    "model_flops_per_token",
+    "output_layer_flops_per_token",
+    "total_params",
+]
 
 
 def embedding_params(model: ModelShape) -> int:
@@ -28,8 +24,7 @@ def embedding_params(model: ModelShape) -> int:
 
 def total_params(model: ModelShape) -> int:
     embeddings = embedding_params(model) * (2 if model.untie_embeddings_and_output_weights else 1)
-    layers = model.num_layers * (layer_matrix_params(model) + layer_norm_params(model))
-    return layers + embeddings + model.hidden_size  # + the final norm
+    return non_embedding_params(model) + embeddings
 
 
 def model_flops_per_token(model: ModelShape) -> float:

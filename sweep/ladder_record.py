@@ -1,0 +1,219 @@
+"""ladder.json: a ladder run's rungs and their picks, the lines fitted through them, the prediction of the
+largest rung made from the smaller ones before its trials ran, and that prediction against what it measured.
+
+Written by `sweep run` as a LadderSummary and read back through the same type (a corrupt file is an input
+error naming it) by promotion and the report.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from sweep.best import BestSummary
+from sweep.files import read_model, write_model
+from sweep.ladder_fit import Interval, LineFit, Quantity, fit_line
+from sweep.ladder_rungs import RungSpec, centre, space_params
+from sweep.pick import PickSource
+from sweep.rundir import RunDir
+from sweep.space import SearchSpace
+from sweep.surrogate import fit_surrogate, point_key
+from sweep.table import TrialRow
+from train_entry.config import StrictConfig
+from train_entry.mix import MixRatio
+
+
+class RungResult(StrictConfig):
+    """One finished rung: its size and its pick, in the fits' coordinates."""
+
+    name: str
+    parameters: int = Field(gt=0)
+    """Non-embedding parameters."""
+    trial_tokens: int = Field(gt=0)
+    pick_source: PickSource | None
+    """None: the rung has no pick (nothing within the budget) and is left out of the fits."""
+    lr_fraction: float | None
+    mix: str | None
+    values: dict[Quantity, float]
+    """The quantities this rung has: the reference ones need a surrogate, the others a pick."""
+
+
+class Prediction(StrictConfig):
+    """The largest rung's pick as the smaller rungs' lines predict it, fixed before its trials ran."""
+
+    rung: str
+    parameters: int
+    from_rungs: list[str]
+    estimates: dict[Quantity, Interval]
+    enqueued: dict[str, Any]
+    """The predicted point as trial params inside the space (clipped, or the nearest listed value): the largest
+    rung's first trial."""
+    written_at: dt.datetime
+
+
+class Validation(StrictConfig):
+    """The prediction against the largest rung's own measurement."""
+
+    rung: str
+    trial: int | None
+    """The trial run at the predicted point; None when it is not found (the study was changed by hand)."""
+    trial_status: str | None
+    predicted: dict[Quantity, float]
+    """The prediction's means."""
+    measured: dict[Quantity, float]
+    """The largest rung's own pick (its RungResult values)."""
+    at_predicted_point: dict[Quantity, float]
+    """Gain and forgetting of the predicted point at this size: the trial's final values (when it completed)."""
+    surrogate_at_predicted_point: dict[Quantity, float]
+    """The rung's surrogate at the predicted point (smoother than one trial); empty without a surrogate."""
+    within_interval: dict[Quantity, bool | None]
+    """Whether the measured value fell in the prediction's interval; None without an interval."""
+
+
+class LadderSummary(StrictConfig):
+    target: str
+    """The spec's ladder.target: what the report's band reaches to."""
+    forgetting_budget: float
+    reference_lr_fraction: float
+    reference_mix: str
+    trial_tokens_per_parameter: float
+    """D / N of every rung's trials (the largest rung's; smaller ones round up to a few evaluations)."""
+    pretrain_tokens_per_parameter: float | None
+    """Of the built-in rungs' bases; None for Hugging Face rungs."""
+    planned: list[str]
+    rungs: list[RungResult]
+    """The finished rungs, smallest first."""
+    prediction: Prediction | None = None
+    prediction_note: str = ""
+    """Why there is no prediction, when there is none."""
+    fits: dict[Quantity, LineFit] = Field(default_factory=dict)
+    """Over every rung with a pick, once all have finished."""
+    validation: Validation | None = None
+
+    @property
+    def finished(self) -> bool:
+        return [rung.name for rung in self.rungs] == self.planned
+
+    def extrapolate(self, parameters: float) -> dict[Quantity, Interval]:
+        return {quantity: fit.predict(parameters) for quantity, fit in self.fits.items()}
+
+
+def read_ladder(run: RunDir) -> LadderSummary:
+    """CorruptFile (an input error, exit 2) naming ladder.json when it is not what `sweep run` wrote."""
+    return read_model(run.ladder_json, LadderSummary, what="ladder summary")
+
+
+def write_ladder(run: RunDir, summary: LadderSummary) -> None:
+    write_model(run.inside(run.ladder_json), summary)
+
+
+def reference_point(space: SearchSpace, reference: tuple[float, MixRatio] | None) -> tuple[float, float]:
+    """(lr_fraction, log mix ratio) of the ladder's reference point; the space's centre by default."""
+    if reference is None:
+        return centre(space)
+    return reference[0], reference[1].log_ratio
+
+
+def rung_result(
+    rung: RungSpec, summary: BestSummary, rows: list[TrialRow], reference: tuple[float, float]
+) -> RungResult:
+    """A finished rung's pick and its values at the reference point (from a surrogate of its rows)."""
+    pick = summary.pick
+    point = pick.point if pick is not None else None
+    values: dict[Quantity, float] = {}
+    if point is not None:
+        values[Quantity.LOG_LR_FRACTION] = math.log(point.lr_fraction)
+        values[Quantity.LOG_MIX_RATIO] = MixRatio.parse(point.mix).log_ratio
+        gain = pick.gain.mean if pick.gain is not None else point.measured_gain
+        forgetting = pick.forgetting.mean if pick.forgetting is not None else point.measured_forgetting
+        values |= {q: v for q, v in ((Quantity.GAIN, gain), (Quantity.FORGETTING, forgetting)) if v is not None}
+    values |= _at(
+        rows, rung.spec.space, reference, gain=Quantity.REFERENCE_GAIN, forgetting=Quantity.REFERENCE_FORGETTING
+    )
+    return RungResult(
+        name=rung.name,
+        parameters=rung.parameters,
+        trial_tokens=rung.trial_tokens,
+        pick_source=pick.source if pick is not None else None,
+        lr_fraction=point.lr_fraction if point is not None else None,
+        mix=point.mix if point is not None else None,
+        values=values,
+    )
+
+
+def _at(
+    rows: list[TrialRow], space: SearchSpace, point: tuple[float, float], *, gain: Quantity, forgetting: Quantity
+) -> dict[Quantity, float]:
+    """The surrogate's means at (lr_fraction, log mix ratio); empty with too few points for one."""
+    surrogate = fit_surrogate(rows, space)
+    if surrogate is None:
+        return {}
+    share = 1.0 / (1.0 + math.exp(point[1]))
+    gains, forgettings = surrogate.predict([point[0]], [share])
+    return {gain: float(gains.mean[0]), forgetting: float(forgettings.mean[0])}
+
+
+def fit_rungs(rungs: Sequence[RungResult]) -> dict[Quantity, LineFit]:
+    """One line per quantity over the rungs that have it."""
+    fits = {}
+    for quantity in Quantity:
+        having = [rung for rung in rungs if quantity in rung.values]
+        fit = fit_line([rung.parameters for rung in having], [rung.values[quantity] for rung in having])
+        if fit is not None:
+            fits[quantity] = fit
+    return fits
+
+
+def predict(smaller: Sequence[RungResult], largest: RungSpec) -> tuple[Prediction | None, str]:
+    """The largest rung's pick from the smaller rungs' lines, and the point to enqueue; None and why without."""
+    fits = fit_rungs(smaller)
+    if Quantity.LOG_LR_FRACTION not in fits or Quantity.LOG_MIX_RATIO not in fits:
+        with_pick = [rung.name for rung in smaller if rung.pick_source is not None]
+        return None, f"no prediction: {len(with_pick)} smaller rung(s) with a pick ({', '.join(with_pick)}), 2 needed"
+    estimates = {quantity: fit.predict(largest.parameters) for quantity, fit in fits.items()}
+    lr = math.exp(estimates[Quantity.LOG_LR_FRACTION].mean)
+    enqueued = space_params(largest.spec.space, lr, estimates[Quantity.LOG_MIX_RATIO].mean)
+    prediction = Prediction(
+        rung=largest.name,
+        parameters=largest.parameters,
+        from_rungs=[rung.name for rung in smaller],
+        estimates=estimates,
+        enqueued=enqueued,
+        written_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
+    )
+    return prediction, ""
+
+
+def validate(prediction: Prediction, measured: RungResult, rows: list[TrialRow], space: SearchSpace) -> Validation:
+    """The prediction against the largest rung: its pick, and the predicted point's own trial and surrogate."""
+    point = space.point(prediction.enqueued)
+    key = point_key(point.lr_fraction, point.mix.domain_share)
+    trial = min(
+        (row for row in rows if row.replicate_of is None and point_key(row.lr_fraction, row.domain_share) == key),
+        key=lambda row: row.number,
+        default=None,
+    )
+    at_trial = {}
+    if trial is not None and trial.domain_gain is not None and trial.forgetting is not None and trial.finished:
+        at_trial = {Quantity.GAIN: trial.domain_gain, Quantity.FORGETTING: trial.forgetting}
+    predicted = {quantity: interval.mean for quantity, interval in prediction.estimates.items()}
+    return Validation(
+        rung=prediction.rung,
+        trial=trial.number if trial is not None else None,
+        trial_status=trial.status.value if trial is not None else None,
+        predicted=predicted,
+        measured=measured.values,
+        at_predicted_point=at_trial,
+        surrogate_at_predicted_point=_at(
+            rows, space, (point.lr_fraction, point.mix.log_ratio), gain=Quantity.GAIN, forgetting=Quantity.FORGETTING
+        ),
+        within_interval={
+            quantity: interval.contains(measured.values[quantity])
+            for quantity, interval in prediction.estimates.items()
+            if quantity in measured.values
+        },
+    )
