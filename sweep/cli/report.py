@@ -28,12 +28,17 @@ def add_parser(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reports.report import write_comparison_report, write_run_report
+    from sweep.rundir import RunDir
 
     if args.wandb:  # checked first: a sweep that logged nothing to W&B is refused before any writing
         from reports.wandb_dashboard import plan_view, publish
 
         view = plan_view(args.runs)
-    if len(args.runs) == 1:
+    if len(args.runs) == 1 and RunDir(args.runs[0]).is_ladder:
+        from reports.ladder_report import write_ladder_report
+
+        index = write_ladder_report(args.runs[0], args.output)
+    elif len(args.runs) == 1:
         index = write_run_report(args.runs[0], args.output)
     else:
         index = write_comparison_report(args.runs, args.output)

@@ -17,12 +17,14 @@ from typing import Any
 
 from sweep.best import BestSummary, NoBestSummary, read_best
 from sweep.files import CorruptFile, read_model
-from sweep.pick import Pick, PickSource
+from sweep.ladder_fit import Quantity
+from sweep.pick import Pick, PickSource, ratio_of
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
+from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
 from sweep.promote.layout import RankedLayout, search_layouts
 from sweep.promote.targets import Target, load_target
 from sweep.rundir import PlanDir, RunDir
@@ -58,6 +60,12 @@ class Optimum(StrictConfig):
     """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate."""
     reason: str = ""
     """Why this point and not another: the pick's outcome, or the request for the observed optimum."""
+    ladder: LadderPoint | None = None
+    """For source ladder: the target's N, the lines' degrees of freedom, the point's intervals and warnings."""
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.ladder.warnings if self.ladder is not None else []
 
 
 class SweepOrigin(StrictConfig):
@@ -127,12 +135,15 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def read_optimum(run_dir: Path, *, observed: bool = False) -> tuple[Optimum, TrialConfig]:
+def read_optimum(run_dir: Path, *, observed: bool = False, target: Target | None = None) -> tuple[Optimum, TrialConfig]:
     """The point to promote from best.json (its pick; the observed optimum when `observed` or when best.json
     has no pick) and the resolved config a proxy trial at that point runs: a completed trial's, whose blend
-    and schedule every trial shares, at the point's lr_fraction and mix. PromotionError when there is no
-    point, or when a file is not what the sweep wrote."""
+    and schedule every trial shares, at the point's lr_fraction and mix. Of a ladder: its lines at the
+    target's size (the largest rung's pick when `observed`). PromotionError when there is no point, or when a
+    file is not what the sweep wrote."""
     run = RunDir(run_dir)
+    if run.is_ladder:
+        return _ladder_optimum(run, target, observed=observed)
     try:
         best = read_best(run)
     except NoBestSummary as exc:
@@ -144,6 +155,36 @@ def read_optimum(run_dir: Path, *, observed: bool = False) -> tuple[Optimum, Tri
     else:
         optimum = _picked(best, run)
     return optimum, _trial_config(run, best, optimum)
+
+
+def _ladder_optimum(run: RunDir, target: Target | None, *, observed: bool) -> tuple[Optimum, TrialConfig]:
+    """The ladder's extrapolation to the target's N, or (observed) its largest rung's pick, with that rung's
+    resolved trial config at the point."""
+    summary, largest = finished_ladder(run)
+    optimum, trial = read_optimum(largest.path)
+    if observed:
+        reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {optimum.reason}"
+        return optimum.model_copy(update={"reason": reason}), trial
+    if target is None:
+        raise PromotionError("a ladder is extrapolated to the target's size: name a --target (or --observed)")
+    estimates, point = extrapolate(summary, target, run)
+    gain, forgetting = estimates[Quantity.GAIN], estimates[Quantity.FORGETTING]
+    optimum = Optimum(
+        source=PickSource.LADDER,
+        trial=None,
+        lr_fraction=float(f"{math.exp(estimates[Quantity.LOG_LR_FRACTION].mean):.4g}"),
+        mix=ratio_of(estimates[Quantity.LOG_MIX_RATIO].mean),
+        domain_gain=gain.mean,
+        forgetting=forgetting.mean,
+        gain_interval=None if gain.low is None else (gain.low, gain.high),
+        forgetting_interval=None if forgetting.low is None else (forgetting.low, forgetting.high),
+        reason=(
+            f"the ladder's lines over rungs {', '.join(point.rungs)} (least squares on log N, {point.dof} degree(s) "
+            f"of freedom) at {target.name}'s {point.parameters:,} non-embedding parameters; 90 % prediction intervals"
+        ),
+        ladder=point,
+    )
+    return optimum, trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
 
 
 def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> Optimum:
@@ -213,10 +254,10 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
     """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
     best.json's pick, or of its observed optimum when `observed`."""
     run_dir = Path(run_dir)
-    optimum, trial = read_optimum(run_dir, observed=observed)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
+    optimum, trial = read_optimum(run_dir, observed=observed, target=target)
     cluster = load_cluster(config.cluster)
     search = search_layouts(
         target.model,

@@ -93,7 +93,9 @@ def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, 
     """The plan's job path at toy scale on a local 2-node cluster, with the proxy's own model and data."""
     plan = promotion.plan
     # The point the plan promotes, which --observed may have made the observed optimum rather than the pick.
-    _, trial = read_optimum(run_dir, observed=plan.sweep.optimum.source is PickSource.OBSERVED)
+    optimum = plan.sweep.optimum
+    _, trial = read_optimum(run_dir, observed=optimum.source is PickSource.OBSERVED, target=plan.target)
+    trial = trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(
             f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "

@@ -27,7 +27,8 @@ def summary_markdown(plan: Plan) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=SUMMARY_WIDTH, color_system=None, force_terminal=False).print(summary_tables(plan))
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
-    notes = "".join(f"- placeholder: {name}\n" for name in plan.placeholders)
+    notes = "".join(f"- warning: {warning}\n" for warning in plan.sweep.optimum.warnings)
+    notes += "".join(f"- placeholder: {name}\n" for name in plan.placeholders)
     return f"# Promotion plan {plan.id}\n\n```\n{text}\n```\n" + (f"\n{notes}" if notes else "")
 
 
@@ -40,6 +41,7 @@ def _run_table(plan: Plan) -> Table:
     rows = [
         ("sweep", f"{plan.sweep.name}: {_point(optimum)}"),
         *_certainty(optimum),
+        *_ladder(optimum),
         ("chosen by", optimum.reason or "the observed optimum (a plan written before there were picks)"),
         (
             "target",
@@ -82,7 +84,9 @@ def _run_table(plan: Plan) -> Table:
 
 def _point(optimum: Optimum) -> str:
     """The promoted point's gain and forgetting: measured at a trial, or predicted by the surrogate."""
-    if optimum.source is PickSource.SURROGATE:
+    if optimum.source is PickSource.LADDER:
+        text = "ladder extrapolation to the target's size: predicted"
+    elif optimum.source is PickSource.SURROGATE:
         where = f"at trial {optimum.trial}" if optimum.trial is not None else "between tried points"
         text = f"surrogate pick {where}: predicted"
     else:
@@ -95,11 +99,24 @@ def _certainty(optimum: Optimum) -> list[tuple[str, str]]:
     if optimum.gain_interval is None or optimum.forgetting_interval is None:
         return []
     (gain_low, gain_high), (forget_low, forget_high) = optimum.gain_interval, optimum.forgetting_interval
-    text = (
-        f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, "
-        f"{forget_high:.4f}]; P(re-run within budget) {optimum.probability_within_budget:.2f}"
-    )
+    text = f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, {forget_high:.4f}]"
+    if optimum.probability_within_budget is not None:  # a ladder's lines give intervals, no probability
+        text += f"; P(re-run within budget) {optimum.probability_within_budget:.2f}"
     return [("certainty", text)]
+
+
+def _ladder(optimum: Optimum) -> list[tuple[str, str]]:
+    """The ladder's intervals of the point itself and its warnings, for a plan extrapolated from a ladder."""
+    point = optimum.ladder
+    if point is None:
+        return []
+    if point.lr_fraction_interval is None or point.mix_interval is None:
+        where = "no intervals of the point (no degree of freedom)"
+    else:
+        (lr_low, lr_high), (mix_low, mix_high) = point.lr_fraction_interval, point.mix_interval
+        where = f"90 % intervals of the point: lr_fraction [{lr_low:.4g}, {lr_high:.4g}], mix [{mix_low}, {mix_high}]"
+    rows = [("ladder", f"rungs {', '.join(point.rungs)}, {point.dof} degree(s) of freedom; {where}")]
+    return rows + [("WARNING", warning) for warning in point.warnings]
 
 
 def _blend_table(plan: Plan) -> Table:
