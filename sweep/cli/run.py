@@ -78,7 +78,6 @@ def run(args: argparse.Namespace) -> int:
 def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
     """Every rung's sweep, smallest first, then the fits across them; a report per rung and one of the ladder."""
     from reports.ladder_report import print_ladder, write_ladder_report
-
     from reports.report import write_run_report
     from sweep.config_file import SpecError
     from sweep.driver import run_sweep
@@ -155,6 +154,7 @@ class LiveView:
         if self._live is not None:
             self._live.stop()
             self._live = None
+        self._console = None  # a ladder's next rung pickles this view again with its own Tuner
 
     def _terminal_or_log(self) -> Console:
         if self._console is None:
