@@ -16,6 +16,7 @@ matplotlib.use("Agg")  # before pyplot: a report is written on machines without 
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -40,6 +41,8 @@ LR_BINS = 5
 """Columns of a heat map when lr_fraction is sampled from a range: enough to show a trend with
 the 10-30 trials of a sweep, few enough that most cells hold a trial."""
 MIX_BINS = 5
+MINOR_LR_DIGITS = (2, 3, 5)
+"""Minor ticks of a log lr_fraction axis labelled between the decades: 0.02, 0.03, 0.05, 0.2, ..."""
 
 
 def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
@@ -192,6 +195,9 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
     filled = ax.contourf(x, y, gain.mean.reshape(log_lr.shape), levels=14, cmap="Blues")
     figure.colorbar(filled, ax=ax, label="predicted domain_gain")
     minimum = snapshot.plan.pick.min_probability
+    # Hatched: where a re-run is within the budget with less than the rule's probability (never picked).
+    with plt.rc_context({"hatch.linewidth": 0.4, "hatch.color": "#4a5568"}):
+        ax.contourf(x, y, probability, levels=[0.0, minimum], colors="none", hatches=["//"])
     edge = ax.contour(x, y, probability, levels=[minimum], colors="#c53030", linewidths=2)
     ax.clabel(edge, fmt={minimum: f"P(within budget) = {minimum:g}"}, fontsize=8)
     tried = completed(snapshot.rows)
@@ -207,15 +213,31 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
             [pick.point.lr_fraction], [(1 - share) / share], marker="*", s=260, color=OPTIMUM_COLOUR, zorder=4,
             label=f"pick ({pick.source.value})",
         )  # fmt: skip
+    _log_axes(ax, snapshot)
+    ax.set_xlim(math.exp(low_lr) / 1.08, math.exp(high_lr) * 1.08)
+    ax.set_ylim(math.exp(low_ratio) / 1.15, math.exp(high_ratio) * 1.15)  # the edge trials stay visible
+    ax.set_xlabel("lr_fraction")
+    ax.set_ylabel("mix general:domain")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.set_title(f"surrogate: predicted domain_gain; hatched: within budget with P < {minimum:g}", fontsize=10)
+    return figure
+
+
+def _minor_lr_label(value: float, _position: int) -> str:
+    digit = round(value / 10 ** math.floor(math.log10(value)))
+    return f"{value:.2g}" if digit in MINOR_LR_DIGITS else ""
+
+
+def _log_axes(ax: Axes, snapshot: RunSnapshot) -> None:
+    """Log axes labelled in the sweep's own terms: plain lr_fractions, and general:domain as the spec lists it."""
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("lr_fraction")
-    ax.set_ylabel("general:domain (general per unit of domain)")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    ax.set_title(
-        f"surrogate: predicted domain_gain; within budget with P >= {minimum:g} on the red line's side", fontsize=10
-    )
-    return figure
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.xaxis.set_minor_formatter(ticker.FuncFormatter(_minor_lr_label))
+    mix = snapshot.space.mix
+    ratios = [mix.low, mix.high] if isinstance(mix, MixRange) else list(mix)
+    ax.set_yticks([r.general / r.domain for r in ratios], [str(r) for r in ratios])
+    ax.yaxis.set_minor_locator(ticker.NullLocator())
 
 
 def curves_figure(snapshot: RunSnapshot) -> Figure:
