@@ -65,7 +65,7 @@ TINY_SPEC: dict[str, Any] = {
     },
     "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
-    "search": {"num_trials": 4},
+    "search": {"num_trials": 4, "replicates": {"top": 0}},
     "execution": {"concurrency": 2, "cpus": 1},
     "tracking": {"wandb": {"mode": "disabled"}},
 }
@@ -173,9 +173,10 @@ class FinishedSweep:
 @pytest.fixture(scope="session")
 def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
     """The tiny spec swept end to end by `sweep run` on a Ray of its own, which writes the report
-    when it ends: one sweep that the sweep, status and report tests all read."""
+    when it ends: one sweep that the sweep, status and report tests all read. Its 4 trials are followed
+    by one replicate (trial 4) of the best point, with seed 1."""
     root = tmp_path_factory.mktemp("tiny-sweep")
-    spec = write_spec(tiny_corpora, "tiny_sweep.yaml")
+    spec = write_spec(tiny_corpora, "tiny_sweep.yaml", search={"num_trials": 4, "replicates": {"top": 1}})
     done = subprocess.run(
         [sys.executable, "-m", "sweep.cli", "run", str(spec)],
         cwd=root,

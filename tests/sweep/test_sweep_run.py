@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -44,11 +45,16 @@ def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
 def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, tmp_path):
     run_dir = tiny_sweep.run_dir
     trials = study_trials(run_dir, "tiny_sweep")
-    assert len(trials) == 4 and all(t.state.is_finished() for t in trials)
+    assert len(trials) == 5 and all(t.state.is_finished() for t in trials)
+    replicate = trials[4]  # of the best point, trained with its own seed
+    assert replicate.params == trials[replicate.user_attrs["replicate_of"]].params
+    trial_config = json.loads((run_dir / "trials" / "0004" / "trial_config.json").read_text())
+    assert replicate.user_attrs["seed"] == trial_config["seed"] == 1
     table = pd.read_parquet(run_dir / "trials.parquet")
     assert list(table["number"]) == [t.number for t in trials]
+    assert list(table["seed"]) == [0, 0, 0, 0, 1]
     assert all(table["status"].isin(["COMPLETED", "PRUNED", "DIVERGED", "FAILED"]))
-    assert len(pd.read_csv(run_dir / "trials.csv")) == 4
+    assert len(pd.read_csv(run_dir / "trials.csv")) == 5
     assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
     assert (
         "optimum: trial" in tiny_sweep.output
@@ -57,7 +63,7 @@ def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, t
 
     code, status = run("status", str(run_dir), cwd=tmp_path)
     assert code == 0, status
-    assert "4/4 done" in status
+    assert "5/5 done" in status and ("pick (" in status or "pick: none (" in status)
 
 
 def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_pruned_in_optuna(
