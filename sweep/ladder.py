@@ -9,6 +9,7 @@ max_lr. How each rung's pick moves with its parameter count N is fitted and extr
 from __future__ import annotations
 
 import itertools
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,8 +17,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 
 from sweep.config_file import resolve_path
 from sweep.files import CorruptFile, read_model
+from sweep.pick import ratio_of
 from sweep.scale import non_embedding_params
-from sweep.space import LRFraction
+from sweep.space import LRFraction, SearchSpace
+from sweep.surrogate import Box
 from train_entry.config import StrictConfig, shown
 from train_entry.megatron.config import ModelShape
 from train_entry.mix import Mix
@@ -158,19 +161,49 @@ class ReferencePoint(StrictConfig):
     lr_fraction: LRFraction
     mix: Mix
 
+    def check_inside(self, space: SearchSpace) -> None:
+        """ValueError naming the key and the searched range unless the point lies in the space's box: the rungs'
+        surrogates are fitted over that box, and outside it they only extrapolate."""
+        box = Box.of(space)
+        slack = 1e-9  # a bound written back from its log is off in the last digit
+        problems = []
+        lr_low, lr_high = box.log_lr
+        if not lr_low - slack <= math.log(self.lr_fraction) <= lr_high + slack:
+            problems.append(
+                f"ladder.reference.lr_fraction = {self.lr_fraction:g} lies outside the searched space.lr_fraction, "
+                f"{math.exp(lr_low):g} to {math.exp(lr_high):g}"
+            )
+        mix_low, mix_high = box.log_ratio
+        if not mix_low - slack <= self.mix.log_ratio <= mix_high + slack:
+            problems.append(
+                f"ladder.reference.mix = '{self.mix}' lies outside the searched space.mix, {ratio_of(mix_high)} to "
+                f"{ratio_of(mix_low)} (general:domain)"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+
 
 class LadderConfig(StrictConfig):
     """Rungs smallest to largest; the same space, objective, search and execution run at each."""
 
     rungs: list[Rung] = Field(min_length=MIN_RUNGS, max_length=MAX_RUNGS)
     target: str = Field("llama3.1-70b", min_length=1, max_length=1000)
-    """The promotion target (a preset name or a target YAML file) the report's extrapolation band reaches to;
-    `sweep promote` extrapolates to its own --target."""
+    """The promotion target (a preset name, or a target YAML file relative to the spec's folder) the report's
+    extrapolation band reaches to; `sweep promote` extrapolates to its own --target."""
     reference: ReferencePoint | None = None
     """Where gain and forgetting are compared across rungs; default the centre of the space (log scales)."""
     pretrain_tokens_per_parameter: float = Field(DEFAULT_PRETRAIN_TOKENS_PER_PARAMETER, gt=0.0, le=10_000.0)
     """Built-in rungs pretrain on this many tokens per non-embedding parameter (default 3.33: the `m` preset,
     today's builtin:tiny-llama, pretrains for its 1200 steps)."""
+
+    @field_validator("target")
+    @classmethod
+    def _target_file(cls, target: str, info: ValidationInfo) -> str:
+        # A file, like every path in a spec, means the same from any working directory; a preset name has neither
+        # a YAML suffix nor a folder in it.
+        if Path(target).suffix in (".yaml", ".yml") or "/" in target:
+            return str(resolve_path(Path(target), info))
+        return target
 
     @model_validator(mode="after")
     def _ordered(self) -> LadderConfig:

@@ -229,6 +229,8 @@ class SweepSpec(StrictConfig):
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
                 f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr}}"
             )
+        if self.ladder is not None and self.ladder.reference is not None:
+            self.ladder.reference.check_inside(self.space)
         return self
 
 

@@ -21,18 +21,19 @@ from sweep.ladder_fit import Quantity, fit_line
 from sweep.ladder_record import read_ladder
 from sweep.ladder_rungs import RungSpec, rung_specs
 from sweep.pick import Estimate, Pick, PickedPoint, PickSource
+from sweep.promote.targets import load_target
 from sweep.rundir import RunDir
 from sweep.select import select
 from sweep.spec import SpecError, load_spec
 from sweep.study import SweepPlan, open_study
 from tests.sweep.scripted import trial_row
 from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.megatron.config import LLAMA_3_1_8B
 from train_entry.mix import MixRatio
 
 LADDER = {"rungs": ["xs", "s", "m"]}
 ODD = {"name": "odd", "hidden_size": 100, "num_layers": 4, "num_heads": 3, "num_kv_heads": 1, "intermediate_size": 300}
 """A shape whose heads do not divide its width."""
-ODD = {"name": "odd", "hidden_size": 100, "num_layers": 4, "num_heads": 3, "num_kv_heads": 1, "intermediate_size": 300}
 
 
 # ----------------------------------------------------------------------------------------------- the spec
@@ -80,6 +81,51 @@ def test_a_bad_ladder_is_one_message_naming_the_key(write_tiny_spec, ladder, mes
         load_spec(path)
     assert str(path) in str(error.value) and message in str(error.value)
     assert "ladder" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        (
+            {"lr_fraction": 0.5, "mix": "2:1"},
+            "ladder.reference.lr_fraction = 0.5 lies outside the searched space.lr_fraction, 0.05 to 0.3",
+        ),
+        (
+            {"lr_fraction": 0.1, "mix": "16:1"},
+            "ladder.reference.mix = '16:1' lies outside the searched space.mix, 8:1 to 1:2",
+        ),
+    ],
+)
+def test_a_reference_point_outside_the_space_is_one_message_naming_the_key_and_the_range(
+    write_tiny_spec, reference, message
+):
+    space = {"lr_fraction": {"low": 0.05, "high": 0.3}, "mix": ["8:1", "2:1", "1:2"]}
+    path = write_tiny_spec("far_reference.yaml", ladder=LADDER | {"reference": reference}, space=space)
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    assert str(path) in str(error.value) and message in str(error.value)
+    assert len(str(error.value).splitlines()) == 1
+    edge = write_tiny_spec("edge_reference.yaml", ladder=LADDER | {"reference": {"lr_fraction": 0.3, "mix": "1:2"}},
+                           space=space)  # fmt: skip
+    assert load_spec(edge).ladder.reference.lr_fraction == 0.3  # bounds are inclusive
+
+
+def test_a_target_file_resolves_against_the_spec_folder_not_the_working_directory(
+    write_tiny_spec, tmp_path, monkeypatch
+):
+    spec_path = write_tiny_spec("targeted_ladder.yaml", ladder=LADDER | {"target": "targets/mine.yaml"})
+    target_file = spec_path.parent / "targets" / "mine.yaml"
+    target_file.parent.mkdir(exist_ok=True)
+    model = LLAMA_3_1_8B.model_dump(mode="json")
+    target_file.write_text(json.dumps({"name": "mine", "model": model, "max_lr": 3e-4}))  # JSON is YAML
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    ladder = load_spec(spec_path).ladder
+    assert ladder.target == str(target_file.resolve())
+    assert load_target(ladder.target).name == "mine"
+    preset = load_spec(write_tiny_spec("preset_ladder.yaml", ladder=LADDER | {"target": "llama3.1-8b"})).ladder
+    assert preset.target == "llama3.1-8b"  # a preset name is not a path
 
 
 def test_built_in_rungs_need_the_built_in_base(tmp_path):
