@@ -165,7 +165,21 @@ def print_ladder(console: Console, summary: LadderSummary) -> None:
             *(row[quantity.value] for quantity in list(Quantity)[:4]),
         )
     console.print(table)
+    for line in prediction_lines(summary):
+        console.print(line, highlight=False)
+
+
+def prediction_lines(summary: LadderSummary) -> list[str]:
+    """Whether the largest rung's prediction is written yet and, once that rung is measured, predicted against
+    measured: for the end of `sweep run` and for `sweep status` of a ladder."""
+    largest = summary.planned[-1]
+    prediction = summary.prediction
+    if prediction is None:
+        note = summary.prediction_note or f"not written yet (it is written before {largest} starts)"
+        return [f"prediction of {largest}: {note}"]
+    written = f"{prediction.written_at:%Y-%m-%d %H:%M} UTC from {', '.join(prediction.from_rungs)}"
+    lines = [f"prediction of {largest}: written {written}, enqueued as its first trial: {prediction.enqueued}"]
     for row in _prediction_rows(summary):
-        console.print(
-            f"{summary.planned[-1]} {row['quantity']}: predicted {row['predicted']}, measured {row['measured']}"
-        )
+        measured = f", measured {row['measured']} (inside the interval: {row['inside']})" if summary.validation else ""
+        lines.append(f"  {largest} {row['quantity']}: predicted {row['predicted']}{measured}")
+    return lines

@@ -30,7 +30,6 @@ from sweep.ladder_rungs import RungSpec, rung_specs
 from sweep.pick import ratio_of
 from sweep.rundir import RunDir, check_run_name
 from sweep.spec import SweepSpec
-from train_entry.mix import MixRatio
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,6 +70,7 @@ def run_ladder(spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, ru
         if fresh and (trash := run.move_to_trash(keep=run.lock)) is not None:
             view.message(f"--fresh: the previous ladder is kept in {trash}")
         summary = _start(spec, run, rungs)
+        write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
         outcomes: dict[str, SweepOutcome] = {}
         results: list[RungResult] = []
         for index, (rung, study_name) in enumerate(zip(rungs, names)):
@@ -96,6 +96,7 @@ def run_ladder(spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, ru
 def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary:
     """The ladder.json a run starts from: the one there (its prediction kept) or a new one."""
     planned = [rung.name for rung in rungs]
+    sizes = {rung.name: rung.parameters for rung in rungs}
     if run.ladder_json.exists():
         stored = read_ladder(run)
         if stored.planned != planned:
@@ -103,7 +104,7 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary
                 f"{run.ladder_json} is a ladder of rungs {stored.planned}, not {planned}; rerun with --fresh to "
                 "start over, or --name for a new ladder"
             )
-        return stored.model_copy(update={"rungs": [], "fits": {}, "validation": None})
+        return stored.model_copy(update={"rungs": [], "fits": {}, "validation": None, "sizes": sizes})
     ladder = spec.ladder
     reference = ladder.reference
     lr, log_mix = reference_point(spec.space, None if reference is None else (reference.lr_fraction, reference.mix))
@@ -112,16 +113,17 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary
         target=ladder.target,
         forgetting_budget=spec.objective.forgetting_budget,
         reference_lr_fraction=lr,
-        reference_mix=str(ratio_of(log_mix)) if reference is None else str(reference.mix),
+        reference_mix=ratio_of(log_mix) if reference is None else reference.mix,
         trial_tokens_per_parameter=largest.trial_tokens / largest.parameters,
         pretrain_tokens_per_parameter=ladder.pretrain_tokens_per_parameter if ladder.builtin else None,
         planned=planned,
+        sizes=sizes,
         rungs=[],
     )
 
 
 def _reference(summary: LadderSummary) -> tuple[float, float]:
-    return summary.reference_lr_fraction, MixRatio.parse(summary.reference_mix).log_ratio
+    return summary.reference_lr_fraction, summary.reference_mix.log_ratio
 
 
 def _predicted(

@@ -12,10 +12,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sweep.best import BestSummary
 from sweep.files import read_model, write_model
+from sweep.ladder import MAX_RUNGS, MIN_RUNGS, RungName
 from sweep.ladder_fit import Interval, LineFit, Quantity, fit_line
 from sweep.ladder_rungs import RungSpec, centre, space_params
 from sweep.pick import PickSource
@@ -24,13 +25,13 @@ from sweep.space import SearchSpace
 from sweep.surrogate import fit_surrogate, point_key
 from sweep.table import TrialRow
 from train_entry.config import StrictConfig
-from train_entry.mix import MixRatio
+from train_entry.mix import Mix, MixRatio
 
 
 class RungResult(StrictConfig):
     """One finished rung: its size and its pick, in the fits' coordinates."""
 
-    name: str
+    name: RungName
     parameters: int = Field(gt=0)
     """Non-embedding parameters."""
     trial_tokens: int = Field(gt=0)
@@ -45,9 +46,9 @@ class RungResult(StrictConfig):
 class Prediction(StrictConfig):
     """The largest rung's pick as the smaller rungs' lines predict it, fixed before its trials ran."""
 
-    rung: str
-    parameters: int
-    from_rungs: list[str]
+    rung: RungName
+    parameters: int = Field(gt=0)
+    from_rungs: list[RungName]
     estimates: dict[Quantity, Interval]
     enqueued: dict[str, Any]
     """The predicted point as trial params inside the space (clipped, or the nearest listed value): the largest
@@ -58,7 +59,7 @@ class Prediction(StrictConfig):
 class Validation(StrictConfig):
     """The prediction against the largest rung's own measurement."""
 
-    rung: str
+    rung: RungName
     trial: int | None
     """The trial run at the predicted point; None when it is not found (the study was changed by hand)."""
     trial_status: str | None
@@ -75,16 +76,22 @@ class Validation(StrictConfig):
 
 
 class LadderSummary(StrictConfig):
-    target: str
+    """Read back from a run directory that may have been copied or received: every rung name it holds names a
+    folder under rungs/, so each is one plain path component, and the finished rungs are the planned ones."""
+
+    target: str = Field(min_length=1, max_length=1000)
     """The spec's ladder.target: what the report's band reaches to."""
     forgetting_budget: float
-    reference_lr_fraction: float
-    reference_mix: str
-    trial_tokens_per_parameter: float
+    reference_lr_fraction: float = Field(gt=0.0)
+    reference_mix: Mix
+    trial_tokens_per_parameter: float = Field(gt=0.0)
     """D / N of every rung's trials (the largest rung's; smaller ones round up to a few evaluations)."""
     pretrain_tokens_per_parameter: float | None
     """Of the built-in rungs' bases; None for Hugging Face rungs."""
-    planned: list[str]
+    planned: list[RungName] = Field(min_length=MIN_RUNGS, max_length=MAX_RUNGS)
+    sizes: dict[RungName, int] = Field(default_factory=dict)
+    """Each planned rung's non-embedding parameters, for `sweep status` before it finishes; empty in a
+    ladder.json written before it was kept."""
     rungs: list[RungResult]
     """The finished rungs, smallest first."""
     prediction: Prediction | None = None
@@ -93,6 +100,19 @@ class LadderSummary(StrictConfig):
     fits: dict[Quantity, LineFit] = Field(default_factory=dict)
     """Over every rung with a pick, once all have finished."""
     validation: Validation | None = None
+
+    @model_validator(mode="after")
+    def _rungs_are_planned(self) -> LadderSummary:
+        done = [rung.name for rung in self.rungs]
+        if len(set(self.planned)) < len(self.planned) or done != self.planned[: len(done)]:
+            raise ValueError(f"the finished rungs {done} are not the first of the planned rungs {self.planned}")
+        if not set(self.sizes) <= set(self.planned) or any(size <= 0 for size in self.sizes.values()):
+            raise ValueError(f"sizes {self.sizes} are not positive parameter counts of planned rungs")
+        named = [self.prediction.rung] if self.prediction is not None else []
+        named += [self.validation.rung] if self.validation is not None else []
+        if any(name != self.planned[-1] for name in named):
+            raise ValueError(f"the prediction and its validation are of the largest rung, {self.planned[-1]}")
+        return self
 
     @property
     def finished(self) -> bool:

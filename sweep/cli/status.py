@@ -1,7 +1,8 @@
-"""`sweep status RUN`: the trials table and optimum of a running or finished sweep, from its study.
+"""`sweep status RUN`: the trials table and optimum of a running or finished sweep, from its study; of a ladder
+(runs/<ladder>/), each rung's progress and pick in order and the largest rung's prediction.
 
-Reads only the study, so it shows the same thing from any terminal while `sweep run` goes on, and
-creates nothing.
+Reads only the studies and ladder.json, so it shows the same thing from any terminal while `sweep run` goes on,
+and creates nothing.
 """
 
 from __future__ import annotations
@@ -11,28 +12,85 @@ from pathlib import Path
 
 
 def add_parser(verbs) -> None:
-    parser = verbs.add_parser("status", help="print the trials table of a running or finished sweep")
-    parser.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix")
+    parser = verbs.add_parser(
+        "status",
+        help="print the trials table of a running or finished sweep, or each rung of a ladder",
+        description=(
+            "A sweep's run directory: its trials, optimum, pick and progress. A ladder's (runs/<ladder>/): each "
+            "rung's progress and, once it finished, its pick, and the largest rung's prediction against what it "
+            "measured; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
+        ),
+    )
+    parser.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix or runs/lr_mix_ladder")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.tables import print_outcome, progress_line
-    from sweep.best import best_summary
+    from reports.tables import print_outcome
     from sweep.console import make_console
-    from sweep.record import Status
-    from sweep.rundir import RunDir, open_run
-    from sweep.select import select
-    from sweep.table import trial_rows
+    from sweep.rundir import RunDir
 
     console = make_console()
-    record, sweep = open_run(RunDir(args.run))
-    rows = trial_rows(sweep)
-    plan = sweep.plan
-    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
-    pick = best_summary(selection, rows, plan).pick
-    print_outcome(console, selection, rows, title=f"sweep {record.study_name} ({args.run})", pick=pick)
-    # Another terminal's sweep runs as many trials at once as it has running now.
-    running = sum(row.status is Status.RUNNING for row in rows)
-    console.print(progress_line(rows, planned=plan.planned_trials, best=selection.optimum, concurrency=max(1, running)))
+    run_dir = RunDir(args.run)
+    if run_dir.is_ladder:
+        _print_ladder(console, run_dir)
+        return 0
+    status = _RunStatus(run_dir)
+    title = f"sweep {status.record.study_name} ({args.run})"
+    print_outcome(console, status.selection, status.rows, title=title, pick=status.pick)
+    console.print(status.progress())
     return 0
+
+
+class _RunStatus:
+    """What status says of one run directory, read from its study."""
+
+    def __init__(self, run_dir) -> None:
+        from sweep.best import best_summary
+        from sweep.rundir import open_run
+        from sweep.select import select
+        from sweep.table import trial_rows
+
+        self.record, sweep = open_run(run_dir)
+        self.rows = trial_rows(sweep)
+        self.plan = sweep.plan
+        self.selection = select(self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space)
+        self.pick = best_summary(self.selection, self.rows, self.plan).pick
+
+    def progress(self) -> str:
+        from reports.tables import progress_line
+        from sweep.record import Status
+
+        # Another terminal's sweep runs as many trials at once as it has running now.
+        running = sum(row.status is Status.RUNNING for row in self.rows)
+        planned = self.plan.planned_trials
+        return progress_line(self.rows, planned=planned, best=self.selection.optimum, concurrency=max(1, running))
+
+
+def _print_ladder(console, run_dir) -> None:
+    """Each planned rung in order (N, progress, and its pick once it finished), then the prediction."""
+    from reports.ladder_report import prediction_lines
+    from reports.tables import pick_lines
+    from sweep.ladder_record import read_ladder
+
+    summary = read_ladder(run_dir)
+    finished = {rung.name for rung in summary.rungs}
+    sizes = summary.sizes | {rung.name: rung.parameters for rung in summary.rungs}
+    console.print(f"ladder {run_dir.path.name} ({run_dir.path}): {len(finished)} of {len(summary.planned)} rungs "
+                  f"finished", style="bold", highlight=False)  # fmt: skip
+    for index, name in enumerate(summary.planned):
+        rung = run_dir.rung(name)
+        run_dir.inside(rung.path)  # a rung folder that is a symlink out of the ladder is refused, not read
+        size = f"N {sizes[name]:,}" if name in sizes else "N unknown"
+        head = f"rung {name} ({index + 1} of {len(summary.planned)}), {size}: "
+        if not rung.run_json.exists():
+            console.print(head + "not started", highlight=False)
+            continue
+        status = _RunStatus(rung)
+        console.print(head + status.progress(), highlight=False)
+        if name in finished and status.pick is not None:
+            for line in pick_lines(status.pick):
+                console.print(f"  {line}", highlight=False)
+    for line in prediction_lines(summary):
+        console.print(line, highlight=False)
+    console.print(f"a rung's trials: sweep status {run_dir.rungs}/<rung>", highlight=False)

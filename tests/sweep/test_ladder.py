@@ -22,11 +22,12 @@ from sweep.ladder_record import read_ladder
 from sweep.ladder_rungs import RungSpec, rung_specs
 from sweep.pick import Estimate, Pick, PickedPoint, PickSource
 from sweep.promote.targets import load_target
-from sweep.rundir import RunDir
+from sweep.rundir import RunDir, RunRecord, open_run
 from sweep.select import select
 from sweep.spec import SpecError, load_spec
 from sweep.study import SweepPlan, open_study
-from tests.sweep.scripted import trial_row
+from sweep.study_trial import run_study_trial
+from tests.sweep.scripted import STEPS, scripted, trial_row
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.megatron.config import LLAMA_3_1_8B
 from train_entry.mix import MixRatio
@@ -313,6 +314,67 @@ def test_a_corrupt_ladder_json_is_exit_2_naming_it(ladder_spec, tmp_path, capsys
     for argv in (["report", str(run.path)], ["promote", "plan", str(run.path), "--target", "llama3.1-70b"]):
         assert main(argv) == 2
         assert f"{run.ladder_json} is not a ladder summary cpt-sweep wrote" in capsys.readouterr().err
+
+
+class RecordedRungs(ScriptedRungs):
+    """ScriptedRungs whose rungs are run directories `sweep status` reads: a run record, and in the study one
+    completed scripted trial (the rung's first); `stop_at` leaves that rung unfinished, so the ladder stops."""
+
+    def __init__(self, ladder_dir: RunDir, *, stop_at: str | None = None) -> None:
+        super().__init__(ladder_dir)
+        self.stop_at = stop_at
+
+    def __call__(self, rung: RungSpec, run: RunDir, start: RungStart) -> SweepOutcome:
+        outcome = super().__call__(rung, run, start)
+        run.write_record(RunRecord(study_name=start.study_name))
+        _, sweep = open_run(run)
+        run_study_trial(sweep, sweep.trials()[0].number, scripted([0.01 * k for k in range(len(STEPS))]))
+        if rung.name == self.stop_at:
+            return SweepOutcome(rows=outcome.rows, selection=outcome.selection, summary=outcome.summary,
+                                planned=outcome.planned + 1)  # fmt: skip
+        return outcome
+
+
+def snapshot(root) -> list:
+    return sorted((path, path.stat().st_mtime_ns) for path in root.rglob("*"))
+
+
+def test_status_of_a_ladder_shows_each_rung_in_order_and_the_prediction_against_the_measurement(
+    ladder_spec, tmp_path, capsys
+):
+    from sweep.cli import main
+
+    run = RunDir(tmp_path / "runs" / "ladder")
+    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=RecordedRungs(run))
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    assert main(["status", str(run.path)]) == 0
+    out = capsys.readouterr().out
+    assert snapshot(tmp_path) == before  # read-only: nothing created or rewritten
+    lines = out.splitlines()
+    heads = [line for line in lines if line.startswith("rung ")]
+    assert [head.split(" (")[0] for head in heads] == ["rung xs", "rung s", "rung m"]
+    for head, preset in zip(heads, ("xs", "s", "m")):
+        assert f"N {PRESETS[preset].parameters:,}" in head and "1 completed" in head and "0 running" in head
+    assert sum(line.strip().startswith("pick (observed optimum)") for line in lines) == 3  # each rung finished
+    assert "prediction of m: written" in out and "enqueued as its first trial" in out
+    assert "m lr_fraction: predicted" in out and ", measured " in out and "inside the interval: —" in out
+
+
+def test_status_of_an_unfinished_ladder_says_which_rungs_have_not_started(ladder_spec, tmp_path, capsys):
+    from sweep.cli import main
+
+    run = RunDir(tmp_path / "runs" / "ladder")
+    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=RecordedRungs(run, stop_at="s"))
+    capsys.readouterr()
+    before = snapshot(tmp_path)
+    assert main(["status", str(run.path)]) == 0
+    out = capsys.readouterr().out
+    assert snapshot(tmp_path) == before
+    assert "1 of 3 rungs finished" in out
+    assert f"rung m (3 of 3), N {PRESETS['m'].parameters:,}: not started" in out
+    assert "rung s (2 of 3)" in out and out.count("pick (") == 1  # s is not finished: no pick shown for it
+    assert "prediction of m: not written yet" in out
 
 
 @pytest.mark.slow
