@@ -189,7 +189,14 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
     return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=done.stdout)
 
 
+SHARED_SWEEPS = {"tiny_sweep", "wandb_sweep"}
+"""Session fixtures that run a whole sweep: every test reading one runs on the same xdist worker."""
+
+
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SHARED_SWEEPS & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("shared_sweeps"))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
