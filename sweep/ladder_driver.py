@@ -104,7 +104,9 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary
                 f"{run.ladder_json} is a ladder of rungs {stored.planned}, not {planned}; rerun with --fresh to "
                 "start over, or --name for a new ladder"
             )
-        return stored.model_copy(update={"rungs": [], "fits": {}, "validation": None, "sizes": sizes})
+        return stored.model_copy(
+            update={"rungs": [], "fits": {}, "validation": None, "sizes": sizes, "space": spec.space}
+        )
     ladder = spec.ladder
     reference = ladder.reference
     lr, log_mix = reference_point(spec.space, None if reference is None else (reference.lr_fraction, reference.mix))
@@ -117,6 +119,7 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary
         trial_tokens_per_parameter=largest.trial_tokens / largest.parameters,
         pretrain_tokens_per_parameter=ladder.pretrain_tokens_per_parameter if ladder.builtin else None,
         planned=planned,
+        space=spec.space,
         sizes=sizes,
         rungs=[],
     )

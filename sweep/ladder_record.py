@@ -89,6 +89,9 @@ class LadderSummary(StrictConfig):
     pretrain_tokens_per_parameter: float | None
     """Of the built-in rungs' bases; None for Hugging Face rungs."""
     planned: list[RungName] = Field(min_length=MIN_RUNGS, max_length=MAX_RUNGS)
+    space: SearchSpace | None = None
+    """What every rung searched: promotion clips the lines' point into it. None in a ladder.json written before
+    it was kept."""
     sizes: dict[RungName, int] = Field(default_factory=dict)
     """Each planned rung's non-embedding parameters, for `sweep status` before it finishes; empty in a
     ladder.json written before it was kept."""

@@ -13,6 +13,8 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.targets import Target
 from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
+from sweep.space import SearchSpace
+from sweep.surrogate import Box
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix
 
@@ -22,6 +24,9 @@ NEEDED = (Quantity.LOG_LR_FRACTION, Quantity.LOG_MIX_RATIO, Quantity.GAIN, Quant
 class LadderPoint(StrictConfig):
     """The ladder's lines at the target's N: the point, the gain and forgetting expected there, and how sure."""
 
+    lr_fraction: float
+    mix: Mix
+    """The point promoted: the lines' point, clipped into the searched space (a warning says when)."""
     parameters: int
     """The target's non-embedding parameters, counted as the rungs' were."""
     rungs: list[str]
@@ -49,7 +54,8 @@ def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
 
 
 def extrapolate(summary: LadderSummary, target: Target, run: RunDir) -> tuple[dict[Quantity, Interval], LadderPoint]:
-    """The lines at the target's N; PromotionError when a line is missing (a rung without a pick)."""
+    """The lines at the target's N, the point clipped into the rungs' searched space (nothing was measured
+    outside it); PromotionError when a line is missing (a rung without a pick)."""
     parameters = non_embedding_params(target.model)
     estimates = summary.extrapolate(parameters)
     missing = [quantity.value for quantity in NEEDED if quantity not in estimates]
@@ -59,15 +65,43 @@ def extrapolate(summary: LadderSummary, target: Target, run: RunDir) -> tuple[di
             f"rung instead, e.g. {run.rung(summary.planned[-1]).path}"
         )
     lr, mix = estimates[Quantity.LOG_LR_FRACTION], estimates[Quantity.LOG_MIX_RATIO]
+    if summary.space is None:
+        log_lr, log_ratio = lr.mean, mix.mean
+        clipped = [f"{run.ladder_json} does not record the searched space: the lines' point is not clipped into it"]
+    else:
+        log_lr, log_ratio, clipped = _within(summary.space, lr.mean, mix.mean)
     point = LadderPoint(
+        lr_fraction=float(f"{math.exp(log_lr):.4g}"),
+        mix=ratio_of(log_ratio),
         parameters=parameters,
         rungs=[rung.name for rung in summary.rungs],
         dof=lr.dof,
         lr_fraction_interval=None if lr.low is None else (math.exp(lr.low), math.exp(lr.high)),
         mix_interval=None if mix.low is None else (ratio_of(mix.high), ratio_of(mix.low)),
-        warnings=_warnings(summary, estimates, target, parameters),
+        warnings=_warnings(summary, estimates, target, parameters) + clipped,
     )
     return estimates, point
+
+
+def _within(space: SearchSpace, log_lr: float, log_ratio: float) -> tuple[float, float, list[str]]:
+    """The point clipped into the space's box (log lr_fraction, log general:domain), and a warning per clip."""
+    box = Box.of(space)
+    warnings = []
+    lr = min(max(log_lr, box.log_lr[0]), box.log_lr[1])
+    if lr != log_lr:
+        warnings.append(
+            f"the lines' lr_fraction at the target, {math.exp(log_lr):.4g}, lies outside the searched "
+            f"{math.exp(box.log_lr[0]):g}-{math.exp(box.log_lr[1]):g}: clipped to {math.exp(lr):.4g}, as nothing "
+            "was measured beyond it (widen space.lr_fraction and rerun the ladder to follow the trend further)"
+        )
+    ratio = min(max(log_ratio, box.log_ratio[0]), box.log_ratio[1])
+    if ratio != log_ratio:
+        warnings.append(
+            f"the lines' mix at the target, {ratio_of(log_ratio)}, lies outside the searched {ratio_of(box.log_ratio[1])} "
+            f"to {ratio_of(box.log_ratio[0])}: clipped to {ratio_of(ratio)} (widen space.mix and rerun the ladder to "
+            "follow the trend further); the gain and forgetting shown are the lines' at the target, not at the clip"
+        )
+    return lr, ratio, warnings
 
 
 def _warnings(

@@ -18,7 +18,7 @@ from typing import Any
 from sweep.best import BestSummary, NoBestSummary, read_best
 from sweep.files import CorruptFile, read_model
 from sweep.ladder_fit import Quantity
-from sweep.pick import Pick, PickSource, ratio_of
+from sweep.pick import Pick, PickSource
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -172,8 +172,8 @@ def _ladder_optimum(run: RunDir, target: Target | None, *, observed: bool) -> tu
     optimum = Optimum(
         source=PickSource.LADDER,
         trial=None,
-        lr_fraction=float(f"{math.exp(estimates[Quantity.LOG_LR_FRACTION].mean):.4g}"),
-        mix=ratio_of(estimates[Quantity.LOG_MIX_RATIO].mean),
+        lr_fraction=point.lr_fraction,
+        mix=point.mix,
         domain_gain=gain.mean,
         forgetting=forgetting.mean,
         gain_interval=None if gain.low is None else (gain.low, gain.high),

@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from promote_runs import surrogate_pick, write_run
+from promote_runs import SPACE, surrogate_pick, write_run
 
 from sweep.cli import main
 from sweep.ladder_fit import Quantity
@@ -19,13 +19,20 @@ from sweep.promote.summary import summary_markdown
 from sweep.promote.targets import PRESETS
 from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
+from sweep.space import SearchSpace
 from train_entry.mix import blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")
 SIZES = {"xs": 92_480, "s": 302_496, "m": 738_432}
 
 
-def write_ladder_run(root: Path, *, forgetting_scatter: float = 0.0, budget: float = 0.02) -> Path:
+WIDE = SearchSpace.model_validate({"lr_fraction": {"low": 0.01, "high": 0.3}, "mix": ["4:1", "1:1", "1:4"]})
+"""A space the scripted lines stay inside at 70B (lr_fraction 0.017, mix about 1:3.7)."""
+
+
+def write_ladder_run(
+    root: Path, *, forgetting_scatter: float = 0.0, budget: float = 0.02, space: SearchSpace = WIDE
+) -> Path:
     """runs/ladder/ with ladder.json over three rungs whose picks follow a known line (with scatter in
     forgetting), and the largest rung's run directory as a finished sweep."""
     run = RunDir(root / "runs" / "ladder")
@@ -45,6 +52,7 @@ def write_ladder_run(root: Path, *, forgetting_scatter: float = 0.0, budget: flo
     summary = LadderSummary(
         target="llama3.1-70b", forgetting_budget=budget, reference_lr_fraction=0.1, reference_mix="2:1",
         trial_tokens_per_parameter=0.277, pretrain_tokens_per_parameter=3.33, planned=list(SIZES), rungs=rungs,
+        space=space,
         fits=fit_rungs(rungs), prediction=None, prediction_note="scripted",
     )  # fmt: skip
     run.path.mkdir(parents=True)
@@ -66,6 +74,14 @@ def test_the_plan_takes_the_lines_at_the_targets_size(tmp_path):
     assert plan.run.optimization.lr == pytest.approx(optimum.lr_fraction * 1.5e-4, rel=1e-5)
     assert not any("crosses the forgetting budget" in warning for warning in optimum.warnings)
     assert "ladder extrapolation to the target's size" in summary_markdown(plan)
+
+
+def test_a_point_the_lines_put_outside_the_searched_space_is_clipped_into_it_with_a_warning(tmp_path):
+    optimum = make_plan(write_ladder_run(tmp_path, space=SPACE), TARGET).sweep.optimum  # lr_fraction 0.05-0.2
+    assert optimum.lr_fraction == 0.05 and optimum.ladder.lr_fraction == 0.05
+    (warning,) = [w for w in optimum.warnings if "lr_fraction at the target" in w]
+    assert "0.01702, lies outside the searched 0.05-0.2: clipped to 0.05" in warning
+    assert not any("mix at the target" in w for w in optimum.warnings)  # about 1:3.7, inside 2:1 to 1:4
 
 
 def test_a_forgetting_interval_over_the_budget_is_a_warning_in_the_plan_and_its_summary(tmp_path):
