@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,18 @@ def tiny_spec(tiny_spec_path) -> Path:
     return tiny_spec_path
 
 
+@contextmanager
+def once_per_session(tmp_path_factory, name: str) -> Iterator[Path]:
+    """A folder every pytest-xdist worker of this run shares, held under a lock while a session fixture fills it:
+    the first worker to ask runs the sweep, the others wait for it and read the same run directory."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's own base folder, above each worker's
+    with (shared / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield shared / name
+
+
 @pytest.fixture(scope="session")
 def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
     """The run directory of one finished tiny sweep tracked in W&B, whose runs tests read back.
@@ -134,8 +148,6 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
     forgetting budget and guard margin: the 1:4 mixes forget at once and are pruned, the 4:1
     mixes (mostly the base's own general text) run their full budget; the seeded sampler draws both.
     """
-    from sweep.promote.local_cluster import ClusterShape, LocalCluster
-
     spec = write_spec(
         tiny_corpora,
         "wandb_sweep.yaml",
@@ -144,7 +156,17 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
         objective={"forgetting_budget": 0.0},
         tracking={"wandb": {"mode": "online", "project": "cpt-sweep-tests"}},
     )
-    cwd = tmp_path_factory.mktemp("wandb-sweep")
+    with once_per_session(tmp_path_factory, "wandb-sweep") as cwd:
+        run_dir = cwd / "runs" / "wandb_sweep"
+        if not (run_dir / "best.json").is_file():
+            cwd.mkdir(exist_ok=True)
+            _run_on_a_local_cluster(spec, cwd)
+    return run_dir
+
+
+def _run_on_a_local_cluster(spec: Path, cwd: Path) -> None:
+    from sweep.promote.local_cluster import ClusterShape, LocalCluster
+
     with pytest.MonkeyPatch.context() as patch:
         for name in ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE"):
             patch.delenv(name, raising=False)  # the nodes start without them
@@ -160,7 +182,6 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
                 timeout=600,
             )
     assert done.returncode == 0, done.stdout + done.stderr
-    return cwd / "runs" / "wandb_sweep"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,28 +196,25 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
     """The tiny spec swept end to end by `sweep run` on a Ray of its own, which writes the report
     when it ends: one sweep that the sweep, status and report tests all read. Its 4 trials are followed
     by one replicate (trial 4) of the best point, with seed 1."""
-    root = tmp_path_factory.mktemp("tiny-sweep")
     spec = write_spec(tiny_corpora, "tiny_sweep.yaml", search={"num_trials": 4, "replicates": {"top": 1}})
-    done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "run", str(spec)],
-        cwd=root,
-        check=False,  # the assertion below shows the output
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=done.stdout)
-
-
-SHARED_SWEEPS = {"tiny_sweep", "wandb_sweep"}
-"""Session fixtures that run a whole sweep: every test reading one runs on the same xdist worker."""
+    with once_per_session(tmp_path_factory, "tiny-sweep") as root:
+        output = root / "output.txt"
+        if not output.is_file():
+            root.mkdir(exist_ok=True)
+            done = subprocess.run(
+                [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+                cwd=root,
+                check=False,  # the assertion below shows the output
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
+            assert done.returncode == 0, done.stdout + done.stderr
+            output.write_text(done.stdout)
+        return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=output.read_text())
 
 
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if SHARED_SWEEPS & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("shared_sweeps"))
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
