@@ -336,7 +336,13 @@ class RecordedRungs(ScriptedRungs):
 
 
 def snapshot(root) -> list:
-    return sorted((path, path.stat().st_mtime_ns) for path in root.rglob("*"))
+    """Every file with its mtime, but SQLite's -wal and -shm: any reader of a WAL-mode study makes them, and the
+    last connection to close removes them (whether the ladder's own connections are closed yet is up to the GC)."""
+    return sorted(
+        (path, path.stat().st_mtime_ns)
+        for path in root.rglob("*")
+        if path.is_file() and not path.name.endswith(("-wal", "-shm"))
+    )
 
 
 def test_status_of_a_ladder_shows_each_rung_in_order_and_the_prediction_against_the_measurement(
