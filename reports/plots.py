@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from reports.snapshot import RunSnapshot, ratio_label
 from sweep.record import Status
 from sweep.space import LRFractionRange, MixRange
-from sweep.surrogate import completed, fit_surrogate
+from sweep.surrogate import completed
 from sweep.table import TrialRow
 
 STATUS_COLOURS = {
@@ -182,7 +182,7 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
 def surrogate_figure(snapshot: RunSnapshot) -> Figure:
     """The surrogate's predicted domain_gain over the searched box, the region where a re-run stays within the
     budget with the pick rule's probability, the completed trials and the pick (a run with a surrogate only)."""
-    surrogate = fit_surrogate(snapshot.rows, snapshot.space)
+    surrogate = snapshot.surrogate
     if surrogate is None:
         raise ValueError(f"run {snapshot.name} has too few distinct completed points for a surrogate")
     (low_lr, high_lr), (low_ratio, high_ratio) = surrogate.box.log_lr, surrogate.box.log_ratio

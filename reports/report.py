@@ -149,8 +149,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             lambda: plots.heatmap_figure(snapshot, "forgetting"),
         ),
     ]
-    pick = snapshot.summary.pick
-    if pick is not None and pick.fit is not None:
+    if snapshot.surrogate is not None:
         plot_list.append(
             make_plot(
                 "surrogate",

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from reports.tables import flat_items
-from sweep.best import BestSummary, best_summary
+from sweep.best import BestSummary, best_summary_with
 from sweep.record import history_of
 from sweep.rundir import NotARunDirectory, RunDir, open_run
 from sweep.select import Selection, select
 from sweep.space import MixRange, SearchSpace
 from sweep.study import SweepPlan
+from sweep.surrogate import Surrogate, fit_surrogate
 from sweep.table import TrialRow, rows_of
 from sweep.yaml_file import YamlFileError, read_yaml
 from train_entry.trial_config import Metrics
@@ -40,6 +41,8 @@ class RunSnapshot:
     without_history: list[int]
     """Trials recorded before evaluations were kept (a run made by an older cpt-sweep)."""
     selection: Selection
+    surrogate: Surrogate | None
+    """Fitted once to the rows: the pick in `summary` and the report's surrogate plot both read it."""
     summary: BestSummary
     """best.json's content, computed now: the same function `sweep run` writes it with."""
 
@@ -69,6 +72,7 @@ def load_run(run_dir: Path) -> RunSnapshot:
     rows = rows_of(frozen_trials, plan)
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    surrogate = fit_surrogate(rows, plan.space)
     return RunSnapshot(
         name=record.study_name,
         run_dir=run_dir,
@@ -79,7 +83,8 @@ def load_run(run_dir: Path) -> RunSnapshot:
         histories={number: history for number, history in histories.items() if history is not None},
         without_history=[number for number, history in histories.items() if history is None],
         selection=selection,
-        summary=best_summary(selection, rows, plan),
+        surrogate=surrogate,
+        summary=best_summary_with(surrogate, selection, rows, plan),
     )
 
 
