@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.driver import SweepOutcome, SweepView, locked
 from sweep.ladder_record import (
+    LadderMismatch,
     LadderSummary,
     RungResult,
     fit_rungs,
@@ -44,10 +45,6 @@ class RungStart:
 
 RungRunner = Callable[[RungSpec, RunDir, RungStart], SweepOutcome]
 """Runs (or resumes) one rung's sweep to its end: sweep.driver.run_sweep in `sweep run`, scripted trials in tests."""
-
-
-class LadderMismatch(ValueError):
-    """The run directory holds a ladder of other rungs: resuming would mix two ladders."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
 
 
+class LadderMismatch(ValueError):
+    """The run directory holds a ladder of other rungs: resuming would mix two ladders."""
+
+
 class RungResult(StrictConfig):
     """One finished rung: its size and its pick, in the fits' coordinates."""
 

@@ -9,12 +9,14 @@ BuiltinBaseConfig, ToyTrainer) extend it, so a spec writes them where they apply
 from __future__ import annotations
 
 import math
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import torch
 from pydantic import Field
 
 from train_entry.config import StrictConfig
+
+if TYPE_CHECKING:  # torch is imported where an optimizer is built: the spec and run files load without it
+    import torch
 
 
 class OptimizerConfig(StrictConfig):
@@ -48,6 +50,8 @@ class OptimizerConfig(StrictConfig):
         return min_lr + 0.5 * (peak_lr - min_lr) * (1.0 + math.cos(math.pi * progress))
 
     def adamw(self, model: torch.nn.Module, *, peak_lr: float, fused: bool = False) -> torch.optim.AdamW:
+        import torch
+
         # Norm gains and biases are not decayed: decay would pull RMSNorm scales towards zero.
         params = [p for p in model.parameters() if p.requires_grad]
         groups = [

@@ -4,7 +4,7 @@ from sweep.address import AddressError
 from sweep.best import NoBestSummary
 from sweep.config_file import SpecError
 from sweep.files import CorruptFile
-from sweep.ladder_driver import LadderMismatch
+from sweep.ladder_record import LadderMismatch
 from sweep.promote.errors import PromotionError
 from sweep.rundir import RunDirError
 from sweep.storage import StorageError

@@ -10,15 +10,16 @@ import subprocess
 import sys
 
 import numpy as np
+import optuna
 import pytest
 from scipy import stats
 
 from sweep.best import best_summary_with
 from sweep.driver import SweepOutcome
 from sweep.ladder import PRESETS, LadderConfig
-from sweep.ladder_driver import LadderMismatch, RungStart, run_ladder
+from sweep.ladder_driver import RungStart, run_ladder
 from sweep.ladder_fit import Quantity, fit_line
-from sweep.ladder_record import read_ladder
+from sweep.ladder_record import LadderMismatch, read_ladder
 from sweep.ladder_rungs import RungSpec, rung_specs
 from sweep.pick import Estimate, Pick, PickedPoint, PickSource
 from sweep.promote.targets import load_target
