@@ -337,13 +337,17 @@ class RecordedRungs(ScriptedRungs):
 
 
 def snapshot(root) -> list:
-    """Every file with its mtime, but SQLite's -wal and -shm: any reader of a WAL-mode study makes them, and the
-    last connection to close removes them (whether the ladder's own connections are closed yet is up to the GC)."""
-    return sorted(
-        (path, path.stat().st_mtime_ns)
-        for path in root.rglob("*")
-        if path.is_file() and not path.name.endswith(("-wal", "-shm"))
-    )
+    """Every file with its mtime, but SQLite's: any reader of a WAL-mode study makes its -wal and -shm, and the
+    last connection to close folds the WAL into the database file and removes them (whether the ladder's own
+    connections are closed by then is up to the GC). The studies are compared by their trials instead."""
+    sqlite = (".db", ".db-wal", ".db-shm")
+    files = sorted((path, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file())
+    studies = {
+        path: [(t.number, t.state, t.params, t.values) for t in optuna.load_study(
+            study_name=None, storage=f"sqlite:///{path}").get_trials()]
+        for path in sorted(root.rglob("*.db"))
+    }  # fmt: skip
+    return [entry for entry in files if not entry[0].name.endswith(sqlite)] + sorted(studies.items())
 
 
 def test_status_of_a_ladder_shows_each_rung_in_order_and_the_prediction_against_the_measurement(
@@ -386,8 +390,9 @@ def test_status_of_an_unfinished_ladder_says_which_rungs_have_not_started(ladder
 
 @pytest.mark.slow
 def test_a_micro_ladder_trains_end_to_end(write_tiny_spec, tmp_path):
-    """Three tiny built-in shapes, 2 trials each and no replicates, on one Ray per rung: the run directory
-    holds each rung's sweep and ladder.json with its prediction and fits, and the report is written."""
+    """Three tiny built-in shapes, 2 trials each one after the other and no replicates, on one Ray per rung:
+    the run directory holds each rung's sweep and ladder.json with its prediction and fits, and the report
+    is written."""
     micro = [
         {"name": f"r{k}", "hidden_size": 16 * k, "num_layers": k, "num_heads": k, "num_kv_heads": 1,
          "intermediate_size": 44 * k}
@@ -395,9 +400,10 @@ def test_a_micro_ladder_trains_end_to_end(write_tiny_spec, tmp_path):
     ]  # fmt: skip
     spec = write_tiny_spec(
         "micro_ladder.yaml",
-        ladder={"rungs": micro, "pretrain_tokens_per_parameter": 2.0},  # r3: 296 steps of 8 x 64
+        ladder={"rungs": micro, "pretrain_tokens_per_parameter": 1.0},  # r3: 148 steps of 8 x 64
         proxy={"steps": 24, "eval_interval": 12, "warmup_steps": 2},
         search={"num_trials": 2, "sampler": "random", "replicates": {"top": 0}},
+        execution={"concurrency": 1},  # one trial process per rung: its start (imports) costs more than the trials
     )
     done = subprocess.run(
         [sys.executable, "-m", "sweep.cli", "run", str(spec)], cwd=tmp_path, capture_output=True, text=True,
