@@ -68,15 +68,26 @@ TINY_SPEC: dict[str, Any] = {
     "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
     "search": {"num_trials": 4, "replicates": {"top": 0}},
-    "execution": {"concurrency": 2, "cpus": 1},
+    # One trial process at a time: starting one (Ray worker, torch, megatron-core) takes ~17 s of CPU, far more
+    # than a tiny trial; the sweeps that test trials side by side ask for concurrency of their own.
+    "execution": {"concurrency": 1, "cpus": 1},
     "tracking": {"wandb": {"mode": "disabled"}},
 }
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """The test run's own base folder, shared by all of its pytest-xdist workers (each has its own below it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_cache(tmp_path_factory) -> Path:
-    """One cache (tokenizers, indexed corpora, bases) for the whole session, never ~/.cache."""
-    root = tmp_path_factory.mktemp("cpt-sweep-cache")
+    """One cache (tokenizers, indexed corpora, bases) for the whole test run, never ~/.cache. The xdist
+    workers share it: its entries are content-addressed and renamed into place whole (train_entry.data.cache),
+    so a base one worker pretrained is found by the other."""
+    root = run_folder(tmp_path_factory) / "cpt-sweep-cache"
+    root.mkdir(exist_ok=True)
     previous = os.environ.get("CPT_SWEEP_CACHE")
     os.environ["CPT_SWEEP_CACHE"] = str(root)
     os.environ.setdefault("WANDB_MODE", "offline")
@@ -129,9 +140,7 @@ def tiny_spec(tiny_spec_path) -> Path:
 def once_per_session(tmp_path_factory, name: str) -> Iterator[Path]:
     """A folder every pytest-xdist worker of this run shares, held under a lock while a session fixture fills it:
     the first worker to ask runs the sweep, the others wait for it and read the same run directory."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the run's own base folder, above each worker's
+    shared = run_folder(tmp_path_factory)
     with (shared / f"{name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield shared / name
@@ -154,6 +163,7 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
         space={"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:4"]},
         search={"num_trials": 4, "sampler": "random", "forgetting_guard": {"margin": 0.0, "min_steps": 1}},
         objective={"forgetting_budget": 0.0},
+        execution={"concurrency": 2},  # a trial on each node at once
         tracking={"wandb": {"mode": "online", "project": "cpt-sweep-tests"}},
     )
     with once_per_session(tmp_path_factory, "wandb-sweep") as cwd:
@@ -215,6 +225,10 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
 
 
 def pytest_collection_modifyitems(config, items):
+    # The slow tests first: each xdist worker takes a few tests at a time (--maxschedchunk), so the
+    # minutes-long sweeps start at once on every worker and the short tests fill in around them,
+    # instead of one long sweep starting last while the other workers have nothing left to do.
+    items.sort(key=lambda item: "slow" not in item.keywords)
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason="needs CUDA")
