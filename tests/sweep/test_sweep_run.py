@@ -102,8 +102,17 @@ def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_p
     assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
 
 
-def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplicates(write_tiny_spec, tmp_path):
-    spec = write_tiny_spec("durable.yaml", search={"num_trials": 5})
+def test_a_grid_killed_mid_sweep_reruns_to_every_point_once_and_fresh_keeps_the_old_run(write_tiny_spec, tmp_path):
+    """kill -9 of the driver, Ray and its trial once a trial has finished and the next one runs: the rerun
+    keeps the finished trials as they were, re-runs the interrupted one at its own point and ends
+    with every point of the grid exactly once. The grid's size is not the default trial count and the spec
+    has no num_trials (as the spec's own error message tells users to write it): each trial reloads the
+    plan stored in the study. Then --fresh moves the whole run, its study with it, aside and starts anew."""
+    grid = [0.05, 0.08, 0.12, 0.16, 0.2]
+    spec = write_tiny_spec("durable.yaml", space={"lr_fraction": grid, "mix": ["1:1"]}, search={"sampler": "grid"})
+    raw = yaml.safe_load(spec.read_text())
+    del raw["search"]["num_trials"]
+    spec.write_text(yaml.safe_dump(raw))
     run_dir = tmp_path / "runs" / "durable"
     driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
     deadline = time.monotonic() + SWEEP_TIMEOUT_S
@@ -123,37 +132,21 @@ def test_kill_9_mid_sweep_then_rerun_ends_with_the_planned_trials_and_no_duplica
     code, output = run("run", str(spec), cwd=tmp_path)
     assert code == 0, output
     trials = study_trials(run_dir, "durable")
-    assert len(trials) == 5 and all(t.state.is_finished() for t in trials)
-    assert len({t.number for t in trials}) == 5
+    assert sorted(t.params["lr_fraction"] for t in trials) == grid  # every point once, none twice
+    assert all(t.state.is_finished() for t in trials), [t.user_attrs.get("reason") for t in trials]
     after = {t.number: t for t in trials}
     for before in finished_before:  # kept as they were, not re-run
         assert after[before.number].datetime_complete == before.datetime_complete
         assert after[before.number].params == before.params
     table = pd.read_parquet(run_dir / "trials.parquet")
-    assert sorted(table["number"]) == [0, 1, 2, 3, 4]
-
-
-def test_a_grid_of_three_runs_every_point_and_fresh_keeps_the_old_run(write_tiny_spec, tmp_path):
-    """A grid whose size is not the default trial count, written without num_trials (as the spec's own
-    error message tells users to): every trial completes, each reloading the plan stored in the study."""
-    spec = write_tiny_spec(
-        "grid3.yaml", space={"lr_fraction": [0.05, 0.1, 0.2], "mix": ["1:1"]}, search={"sampler": "grid"}
-    )
-    raw = yaml.safe_load(spec.read_text())
-    del raw["search"]["num_trials"]
-    spec.write_text(yaml.safe_dump(raw))
-    run_dir = tmp_path / "runs" / "grid3"
-
-    code, output = run("run", str(spec), cwd=tmp_path)
-    assert code == 0, output
-    trials = study_trials(run_dir, "grid3")
-    assert sorted(t.params["lr_fraction"] for t in trials) == [0.05, 0.1, 0.2]
-    assert all(t.state is TrialState.COMPLETE for t in trials), [t.user_attrs.get("reason") for t in trials]
+    assert sorted(table["number"]) == sorted(after)
     first_best = (run_dir / "best.json").read_bytes()
 
+    raw["space"]["lr_fraction"] = [0.1]  # the new run's own spec: one point is enough to show it starts anew
+    spec.write_text(yaml.safe_dump(raw))
     code, output = run("run", str(spec), "--fresh", cwd=tmp_path)
     assert code == 0, output
     (kept,) = (tmp_path / "runs" / ".trash").iterdir()
-    assert kept.name.startswith("grid3-") and (kept / "best.json").read_bytes() == first_best
-    assert len(study_trials(kept, "grid3")) == 3  # the old study moved with its run
-    assert len(study_trials(run_dir, "grid3")) == 3
+    assert kept.name.startswith("durable-") and (kept / "best.json").read_bytes() == first_best
+    assert len(study_trials(kept, "durable")) == len(trials)  # the old study moved with its run
+    assert [t.params["lr_fraction"] for t in study_trials(run_dir, "durable")] == [0.1]
