@@ -92,7 +92,8 @@ def assert_offline_and_not_blank(rendered: Rendered) -> None:
     image = rendered.screenshot
     colours = image.getcolors(maxcolors=1 << 24)
     assert len(colours) > 200, f"only {len(colours)} colours: the page looks blank"
-    assert max(ImageStat.Stat(image).stddev) > 20
+    # Blank or unstyled, a page is near 0; these long pages of tables and plots measure 19-40.
+    assert max(ImageStat.Stat(image).stddev) > 10
 
 
 def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tiny_sweep, tmp_path):
