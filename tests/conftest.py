@@ -68,8 +68,8 @@ TINY_SPEC: dict[str, Any] = {
     "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
     "search": {"num_trials": 4, "replicates": {"top": 0}},
-    # One trial process at a time: starting one (Ray worker, torch, megatron-core) takes ~17 s of CPU, far more
-    # than a tiny trial; the sweeps that test trials side by side ask for concurrency of their own.
+    # One trial process at a time: a second one (a Ray worker importing torch and megatron-core) costs a tiny
+    # sweep ~17 s more CPU (64 vs 46 s), far more than its trials; sweeps that test trials side by side ask for it.
     "execution": {"concurrency": 1, "cpus": 1},
     "tracking": {"wandb": {"mode": "disabled"}},
 }
