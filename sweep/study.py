@@ -158,12 +158,21 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     return SweepStudy(study, storage, plan)
 
 
-def _optimizers(plan: SweepPlan) -> dict[str, Any]:
+def _optimizers(plan: SweepPlan, *, trials_before: int = 0) -> dict[str, Any]:
+    """The sampler and pruner of the plan; the sampler's seed moves on with the trials already stored
+    (see sweep.sampling), so a driver resuming a study never draws its first points again."""
     search = plan.search
     pruner = GuardedPruner(
         search.pruner, guard=search.forgetting_guard, budget=plan.forgetting_budget, proxy=plan.proxy
     )
-    return {"sampler": make_sampler(search), "pruner": pruner}
+    return {"sampler": make_sampler(search, trials_before=trials_before), "pruner": pruner}
+
+
+def _stored_trials(storage: BaseStorage, name: str) -> int:
+    try:
+        return storage.get_n_trials(storage.get_study_id_from_name(name))
+    except KeyError:
+        return 0  # a new study
 
 
 class StudyMismatch(ValueError):
@@ -193,7 +202,7 @@ def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str
         study_name=name,
         direction="maximize",  # domain_gain; forgetting is the constraint
         load_if_exists=True,
-        **_optimizers(plan),
+        **_optimizers(plan, trials_before=_stored_trials(storage, name)),
     )
     sweep = SweepStudy(study, storage, plan)
     stored = study.user_attrs.get(PLAN_ATTR)  # absent: a new study
