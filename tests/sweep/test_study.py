@@ -1,6 +1,7 @@
 """The study as the one source of truth: outcomes, the trials table, best.json, grid and resume rules."""
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from sweep.select import select
 from sweep.study import StudyMismatch, SweepPlan
 from sweep.study_trial import run_study_trial
 from sweep.table import trial_rows, write_tables
+from train_entry.trial_config import TrialResult, TrialStatus
 
 GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]
 
@@ -59,6 +61,21 @@ def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
     number = sweep.ask().number
     run_study_trial(sweep, number, scripted(GAINS, forgetting=0.05))
     assert sweep.frozen(number).constraints == {"forgetting": pytest.approx(0.05 - 0.02)}
+
+
+def test_a_trial_that_diverges_before_its_first_evaluation_is_shown_to_the_sampler_as_infeasible(open_sweep):
+    """Told FAIL, it would be invisible to every sampler; told PRUNED with no curve and an infinite forgetting
+    constraint, TPE counts it and ranks it below every trial that measured anything."""
+    sweep = open_sweep(sampler="tpe")
+    number = sweep.ask().number
+    reason = "loss 4.500 at step 3 exceeds 1.0001 x the first step's 4.448"
+    result = TrialResult(status=TrialStatus.DIVERGED, reason=reason, steps=3, tokens_seen=768, wall_seconds=0.1, history=[])
+    assert run_study_trial(sweep, number, lambda report: result) is Status.DIVERGED
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.PRUNED and frozen.intermediate_values == {}
+    assert frozen.constraints == {"forgetting": math.inf}
+    (row,) = trial_rows(sweep)
+    assert (row.status, row.reason, row.stopped_step, row.domain_gain) == (Status.DIVERGED, reason, 3, None)
 
 
 def test_a_raising_trial_keeps_its_error_and_attempts_then_fails_with_that_reason(open_sweep):
