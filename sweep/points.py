@@ -19,7 +19,7 @@ class PointSummary(StrictConfig):
     lr_fraction: float
     mix: str
     trials: list[int]
-    """Numbers of the completed trials at this point, main trial first."""
+    """Numbers of the completed trials at this point, one per seed (sweep.surrogate.completed), main trial first."""
     domain_gain_mean: float
     domain_gain_sd: float | None
     """Sample standard deviation over the trials; None for a point measured once."""

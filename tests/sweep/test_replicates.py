@@ -94,3 +94,19 @@ def test_the_rows_of_a_replicate_carry_its_seed_and_the_trial_it_re_runs(open_sw
     assert (replicate.seed, replicate.replicate_of) == (sweep.plan.proxy.seed + 1, 0)
     (point,) = point_summaries([main, replicate])
     assert point.domain_gain_mean == pytest.approx(0.22)
+
+
+def test_a_point_run_twice_at_the_same_seed_is_one_measurement_and_no_seed_spread():
+    """Two trials at one point and seed train the same run: pooled, they would pass for zero seed noise."""
+    rows = [
+        trial_row(0, 0.1, "2:1", 0.20, 0.010, seed=0),
+        trial_row(1, 0.1, "2:1", 0.20, 0.010, seed=0),
+        trial_row(2, 0.2, "1:1", 0.30, 0.020, seed=0),
+        trial_row(3, 0.2, "1:1", 0.26, 0.018, seed=1, replicate_of=2),
+    ]
+    points = point_summaries(rows)
+    assert [(p.trials, p.n) for p in points] == [([2, 3], 2), ([0], 1)]
+    noise = seed_noise(points)
+    assert (noise.points, noise.degrees_of_freedom) == (1, 1)
+    assert noise.domain_gain_sd == pytest.approx(0.04 / 2**0.5)
+    assert seed_noise(point_summaries(rows[:2])) is None
