@@ -29,6 +29,7 @@ import ray
 from ray import tune
 
 from sweep.best import BestSummary, best_summary, write_best
+from sweep.interrupt import sigterm_as_sigint
 from sweep.prepare import Prepared, prepare
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
@@ -137,6 +138,7 @@ def _tune(
 ) -> None:
     execution = spec.execution
     _start_ray(execution, address=address, wandb=wandb)
+    sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
     _route_logs(log)  # ray.init sets up its own console handler again
     # Ray Tune's own console reporter would fight the caller's view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"

@@ -31,7 +31,7 @@ def add_parser(verbs) -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="start over: the old runs/<name>/ is moved to runs/.trash/<name>-<time>/"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted="interrupted; run the same command again to resume")
 
 
 def run(args: argparse.Namespace) -> int:

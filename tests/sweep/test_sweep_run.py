@@ -16,6 +16,8 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
+from sweep.cli import main
+
 pytestmark = pytest.mark.slow
 
 SWEEP_TIMEOUT_S = 300
@@ -40,6 +42,20 @@ def run(*args: str, cwd: Path) -> tuple[int, str]:
 
 def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
     return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'optuna.db'}").get_trials()
+
+
+def wait_for_finished(run_dir: Path, name: str, *, more_than: int) -> list[optuna.trial.FrozenTrial]:
+    """The finished trials of a running sweep once there are more than `more_than` of them (or the timeout)."""
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    finished: list[optuna.trial.FrozenTrial] = []
+    while time.monotonic() < deadline and len(finished) <= more_than:
+        time.sleep(0.2)
+        if (run_dir / "run.json").is_file() and (run_dir / "optuna.db").is_file():
+            try:
+                finished = [t for t in study_trials(run_dir, name) if t.state.is_finished()]
+            except KeyError:  # the study is not created yet
+                pass
+    return finished
 
 
 def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, tmp_path):
@@ -115,15 +131,7 @@ def test_a_grid_killed_mid_sweep_reruns_to_every_point_once_and_fresh_keeps_the_
     spec.write_text(yaml.safe_dump(raw))
     run_dir = tmp_path / "runs" / "durable"
     driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
-    deadline = time.monotonic() + SWEEP_TIMEOUT_S
-    finished_before: list[optuna.trial.FrozenTrial] = []
-    while time.monotonic() < deadline and not finished_before:
-        time.sleep(0.5)
-        if (run_dir / "run.json").is_file() and (run_dir / "optuna.db").is_file():
-            try:
-                finished_before = [t for t in study_trials(run_dir, "durable") if t.state.is_finished()]
-            except KeyError:  # the study is not created yet
-                pass
+    finished_before = wait_for_finished(run_dir, "durable", more_than=0)
     assert driver.poll() is None, "the sweep ended before it could be killed"
     os.killpg(driver.pid, signal.SIGKILL)  # the driver, Ray and the trial workers
     driver.communicate(timeout=60)
@@ -150,3 +158,51 @@ def test_a_grid_killed_mid_sweep_reruns_to_every_point_once_and_fresh_keeps_the_
     assert kept.name.startswith("durable-") and (kept / "best.json").read_bytes() == first_best
     assert len(study_trials(kept, "durable")) == len(trials)  # the old study moved with its run
     assert [t.params["lr_fraction"] for t in study_trials(run_dir, "durable")] == [0.1]
+
+
+def test_a_sweep_of_diverging_trials_stopped_after_each_of_its_first_trials_runs_every_point_once(
+    write_tiny_spec, tmp_path, capsys
+):
+    """Every trial diverges within its first steps, before its first evaluation (a divergence factor just over 1
+    and LRs near the base's own peak): the sweep records each and goes on, and ends with exit 0, its report and no
+    optimum, which status and promote handle. Its driver is stopped once each of its first trials has finished: by
+    Ctrl-C (SIGINT to its process group), by SIGTERM to the driver alone (as docker stop and Kubernetes send it) and
+    by kill -9 of the driver, Ray and the trial; each rerun resumes the study. No two trials share a point and a
+    seed: a sampler that started its stream over on a rerun would draw trial 0 again."""
+    spec = write_tiny_spec(
+        "diverge.yaml",
+        proxy={"divergence_factor": 1.0001},
+        space={"lr_fraction": {"low": 0.9, "high": 1.0}, "mix": ["4:1", "1:1", "1:4"]},
+        search={"num_trials": 6, "sampler": "random"},
+    )
+    run_dir = tmp_path / "runs" / "diverge"
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        before = sum(t.state.is_finished() for t in study_trials(run_dir, "diverge")) if run_dir.is_dir() else 0
+        driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
+        wait_for_finished(run_dir, "diverge", more_than=before)
+        assert driver.poll() is None, "the sweep ended before it could be stopped"
+        if stop is signal.SIGTERM:
+            driver.send_signal(stop)
+        else:
+            os.killpg(driver.pid, stop)
+        output, _ = driver.communicate(timeout=SWEEP_TIMEOUT_S)
+        if stop is not signal.SIGKILL:
+            assert driver.returncode == 1, output
+            assert "planned trial(s) did not finish; run the same command again" in output, output
+            assert "Traceback" not in output and "SIGTERM received" not in output, output
+
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    assert "no trial completed its full budget" in output and "Last result" not in output, output
+    assert (run_dir / "report" / "index.html").is_file()
+    trials = study_trials(run_dir, "diverge")
+    assert len(trials) == 6 and all(t.state is TrialState.PRUNED for t in trials), [t.state for t in trials]
+    runs = [(t.params["lr_fraction"], t.params["mix"], t.user_attrs.get("seed", 0)) for t in trials]
+    assert len(set(runs)) == len(runs), runs
+    table = pd.read_parquet(run_dir / "trials.parquet")
+    assert (table["status"] == "DIVERGED").all() and table["reason"].str.contains("at step").all()
+
+    capsys.readouterr()
+    assert main(["status", str(run_dir)]) == 0 and "6/6 done" in capsys.readouterr().out
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    assert "has no optimum to promote: no trial completed" in capsys.readouterr().err
