@@ -69,7 +69,9 @@ def test_a_trial_that_diverges_before_its_first_evaluation_is_shown_to_the_sampl
     sweep = open_sweep(sampler="tpe")
     number = sweep.ask().number
     reason = "loss 4.500 at step 3 exceeds 1.0001 x the first step's 4.448"
-    result = TrialResult(status=TrialStatus.DIVERGED, reason=reason, steps=3, tokens_seen=768, wall_seconds=0.1, history=[])
+    result = TrialResult(
+        status=TrialStatus.DIVERGED, reason=reason, steps=3, tokens_seen=768, wall_seconds=0.1, history=[]
+    )
     assert run_study_trial(sweep, number, lambda report: result) is Status.DIVERGED
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.PRUNED and frozen.intermediate_values == {}
