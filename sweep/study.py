@@ -26,7 +26,7 @@ from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
 from sweep.spec import SearchConfig, SweepSpec, upgrade_legacy_layout
-from sweep.storage import open_storage, shown_url
+from sweep.storage import StorageUnreadable, open_storage, shown_url
 from train_entry.config import StrictConfig
 from train_entry.trial_config import ProxyConfig
 
@@ -146,6 +146,8 @@ def load_study(*, url: str, name: str) -> SweepStudy:
         raise StudyNotFound(f"it holds no study named {name!r}") from None
     except SQLAlchemyError as exc:
         raise StudyNotFound(f"it cannot be read as an Optuna storage ({type(exc).__name__})") from None
+    except StorageUnreadable as exc:
+        raise StudyNotFound(f"it cannot be read as an Optuna storage ({exc.reason})") from None
     if stored is None:
         raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
     try:
