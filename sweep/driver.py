@@ -31,6 +31,7 @@ from ray import tune
 from sweep.best import BestSummary, best_summary, write_best
 from sweep.interrupt import sigterm_as_sigint
 from sweep.prepare import Prepared, prepare
+from sweep.replicates import replicates_note
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import Selection, select
@@ -67,6 +68,8 @@ class SweepOutcome:
     selection: Selection
     summary: BestSummary
     planned: int
+    notes: tuple[str, ...] = ()
+    """What the table alone does not tell (see print_outcome)."""
 
     @property
     def finished(self) -> int:
@@ -247,7 +250,8 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     write_best(summary, run)
     name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
-    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials)
+    notes = tuple(note for note in [replicates_note(rows, plan)] if note)
+    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials, notes=notes)
 
 
 @contextmanager

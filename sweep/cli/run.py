@@ -59,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
     outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
 
+    title = f"sweep {run_dir.path.name}"
     print_outcome(
-        console, outcome.selection, outcome.rows, title=f"sweep {run_dir.path.name}", pick=outcome.summary.pick
+        console, outcome.selection, outcome.rows, title=title, pick=outcome.summary.pick, notes=outcome.notes
     )
     cost = outcome.summary.cost
     console.print(

@@ -163,3 +163,13 @@ def test_a_plan_stored_by_0_1_is_read_with_its_pruners_own_settings():
     plan = SweepPlan.stored(STORED_0_1)
     assert (plan.search.sampler, plan.search.pruner.type, plan.planned_trials) == ("grid", "none", 4)
     assert plan.space.lr_fraction == [0.05, 0.08] and plan.search.replicates.trials == 0
+
+
+def test_a_rerun_of_a_changed_spec_names_each_key_that_changed_with_both_values(open_sweep):
+    """It said "created by a different search, objective or proxy" and left the user to diff their spec."""
+    open_sweep(num_trials=8, pruner={"type": "median"})
+    with pytest.raises(StudyMismatch) as refused:
+        open_sweep(num_trials=9, pruner={"type": "none"})
+    message = str(refused.value)
+    assert "search.num_trials: 8 then, 9 now" in message and "search.pruner.type: 'median' then, 'none' now" in message
+    assert "--fresh" in message and "\n" not in message
