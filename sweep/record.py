@@ -101,8 +101,9 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
     where training blows up: a FAIL is invisible to every Optuna sampler, and a point they cannot
     see may be proposed again. One that diverged before its first evaluation has no curve and an
     infinite forgetting constraint, which TPE ranks below every trial that measured anything (and it
-    counts towards TPE's startup trials). GP and NSGA-II learn from completed trials only; for
-    them it is simply not drawn again (see sweep.sampling). Why not a penalised value instead: a
+    counts towards TPE's startup trials). GP and NSGA-II learn from completed trials only: to them
+    it is as invisible as a FAIL, and only the resumed stream (sweep.sampling) keeps a rerun from
+    drawing it again. Why not a penalised value instead: a
     made-up domain_gain told COMPLETE would enter the pruners' medians, the forgetting forecasts and
     the surrogate as if measured.
     """
