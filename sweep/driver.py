@@ -31,7 +31,7 @@ from ray import tune
 from sweep.best import BestSummary, best_summary, write_best
 from sweep.interrupt import sigterm_as_sigint
 from sweep.prepare import Prepared, prepare
-from sweep.replicates import replicates_note
+from sweep.points import replicates_note
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import Selection, select
@@ -250,7 +250,7 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     write_best(summary, run)
     name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
-    notes = tuple(note for note in [replicates_note(rows, plan)] if note)
+    notes = tuple(note for note in [replicates_note(rows, top=plan.search.replicates.top)] if note)
     return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials, notes=notes)
 
 

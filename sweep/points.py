@@ -79,5 +79,20 @@ def seed_noise(points: Iterable[PointSummary]) -> SeedNoise | None:
     )
 
 
+def replicates_note(rows: Iterable[TrialRow], *, top: int) -> str | None:
+    """What the replicates did when fewer distinct points could be re-run than replicates.top (`top`) asks for:
+    the points there were took the remaining replicates at further seeds (see sweep.replicates.replicates_due)."""
+    replicates = [row for row in rows if row.replicate_of is not None]
+    points = sorted({row.replicate_of for row in replicates})
+    if not replicates or len(points) >= top:
+        return None
+    seeds = ", ".join(str(seed) for seed in sorted({row.seed for row in replicates if row.seed is not None}))
+    trials = ", ".join(map(str, points))
+    return (
+        f"replicates.top is {top} but only {len(points)} distinct point(s) could be re-run (trial(s) {trials}): "
+        f"the {len(replicates)} replicate(s) re-run them at seeds {seeds}"
+    )
+
+
 def _sd(values: list[float]) -> float | None:
     return statistics.stdev(values) if len(values) > 1 else None

@@ -8,7 +8,6 @@ trial it replicates, so they survive a killed driver and a rerun enqueues only t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,6 @@ from train_entry.config import SEED_LIMIT, StrictConfig
 
 if TYPE_CHECKING:  # sweep.study builds its plan from the spec, which holds this module's config
     from sweep.study import SweepPlan, SweepStudy
-    from sweep.table import TrialRow
 
 
 class ReplicatesConfig(StrictConfig):
@@ -90,22 +88,6 @@ def enqueue_replicates(sweep: SweepStudy) -> int:
         }
         sweep.study.enqueue_trial(replicate.params, user_attrs=attrs)
     return sum(t.state is TrialState.WAITING and is_replicate(t) for t in sweep.trials())
-
-
-def replicates_note(rows: Sequence[TrialRow], plan: SweepPlan) -> str | None:
-    """What the replicates did when fewer distinct points could be re-run than replicates.top asks for: the
-    points there were took the remaining replicates at further seeds (see `replicates_due`)."""
-    replicates = [row for row in rows if row.replicate_of is not None]
-    points = sorted({row.replicate_of for row in replicates})
-    top = plan.search.replicates.top
-    if not replicates or len(points) >= top:
-        return None
-    seeds = ", ".join(str(seed) for seed in sorted({row.seed for row in replicates if row.seed is not None}))
-    trials = ", ".join(map(str, points))
-    return (
-        f"replicates.top is {top} but only {len(points)} distinct point(s) could be re-run (trial(s) {trials}): "
-        f"the {len(replicates)} replicate(s) re-run them at seeds {seeds}"
-    )
 
 
 def _ranked_points(main: list[FrozenTrial], budget: float) -> list[FrozenTrial]:

@@ -6,9 +6,9 @@ from rich.console import Console
 from scripted import STEPS, scripted, trial_row
 
 from reports.tables import print_outcome
-from sweep.points import point_summaries, seed_noise
+from sweep.points import point_summaries, replicates_note, seed_noise
 from sweep.record import Attr, Status
-from sweep.replicates import enqueue_replicates, is_replicate, replicates_note
+from sweep.replicates import enqueue_replicates, is_replicate
 from sweep.searcher import NUMBER, StudySearcher
 from sweep.select import select
 from sweep.study_trial import run_study_trial
@@ -120,11 +120,11 @@ def test_fewer_completed_points_than_replicates_top_is_said_with_the_seeds_they_
     alone showed as two replicates of trial 0 and nothing said why."""
     sweep = open_sweep(num_trials=1, replicates={"top": 2, "seeds": 1}, pruner={"type": "none"})
     _finish(sweep, sweep.ask().number, gain=0.2, forgetting=0.01)
-    assert replicates_note(trial_rows(sweep), sweep.plan) is None  # nothing re-run yet
+    assert replicates_note(trial_rows(sweep), top=2) is None  # nothing re-run yet
     enqueue_replicates(sweep)
     for _ in range(2):
         _finish(sweep, sweep.ask().number, gain=0.21, forgetting=0.01)
-    note = replicates_note(trial_rows(sweep), sweep.plan)
+    note = replicates_note(trial_rows(sweep), top=2)
     assert note == (
         "replicates.top is 2 but only 1 distinct point(s) could be re-run (trial(s) 0): "
         "the 2 replicate(s) re-run them at seeds 1, 2"
