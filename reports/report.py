@@ -196,7 +196,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "boundary": selection.boundary,
         "pick": pick_lines(summary.pick) if summary.pick else [],
         "rule": summary.pick.rule if summary.pick else None,
-        "budget": f"{budget:.4f}",
+        "budget": f"{budget:.4g}",
         "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},
         "cost": {
             "tokens_used": f"{cost.tokens_used:,}",
@@ -211,7 +211,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
             "search": f"sampler {snapshot.plan.search.sampler}, pruner {snapshot.plan.search.pruner.type}",
             "proxy": f"{snapshot.plan.proxy.steps} steps × {snapshot.plan.proxy.batch_size} × "
             f"{snapshot.plan.proxy.seq_len} tokens",
-            "forgetting budget": f"{budget:.4f}",
+            "forgetting budget": f"{budget:.4g}",
         },
         "without_history": snapshot.without_history,
     }
@@ -227,7 +227,7 @@ def _why(snapshot: RunSnapshot) -> list[str]:
     lines = [
         (
             f"Highest domain_gain ({optimum.domain_gain:.4f}) of the {evidence.feasible_completed} completed "
-            f"trial(s) within the forgetting budget {selection.forgetting_budget:.4f}; its forgetting is "
+            f"trial(s) within the forgetting budget {selection.forgetting_budget:.4g}; its forgetting is "
             f"{optimum.forgetting:.4f}."
         )
     ]

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -98,28 +99,47 @@ _STYLE = {
 
 
 def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
-    table = Table(title=title, header_style="bold")
+    # The reason alone gives way on a narrow terminal, cut short: one row per trial keeps the table readable. It
+    # is the table's one flexible column, so it gets what the others leave; without that, rich shrank every
+    # column of a table too wide for the terminal, and a long pruning reason left number, status and mix as "…".
+    # No vertical rules, one space of padding between columns: with both, the other columns alone took 104
+    # characters, more than a 100-column terminal.
+    table = Table(
+        title=title,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        collapse_padding=True,
+        pad_edge=False,
+        expand=any(row.reason for row in rows),
+    )
     columns = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("status", "mix") else "right", no_wrap=True)
-    # The reason alone gives way on a narrow terminal: one row per trial keeps the table readable.
-    table.add_column("reason", no_wrap=True, overflow="ellipsis")
-    for row in rows:
-        mark = " *" if optimum is not None and row.number == optimum.number else ""
-        table.add_row(
-            f"{row.number}{mark}",
-            f"[{_STYLE[row.status]}]{row.status.value}[/]",
-            f"{row.lr_fraction:.4g}",
-            f"{row.peak_lr:.3g}",
-            row.mix,
-            "" if row.seed is None else str(row.seed),
-            _number(row.domain_gain),
-            _number(row.forgetting),
-            "" if row.steps is None else str(row.steps),
-            "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
-            _reason(row),
-        )
+    cells = [_trial_cells(row, optimum) for row in rows]
+    for k, column in enumerate(columns):
+        width = max([len(column), *(len(row[k]) for row in cells)])
+        justify = "left" if column in ("status", "mix") else "right"
+        table.add_column(column, justify=justify, no_wrap=True, width=width)
+    table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=1)
+    for row, values in zip(rows, cells):
+        status = values[1]
+        table.add_row(values[0], f"[{_STYLE[row.status]}]{status}[/]", *values[2:], _reason(row))
     return table
+
+
+def _trial_cells(row: TrialRow, optimum: TrialRow | None) -> tuple[str, ...]:
+    """A row's cells but the reason, as plain text."""
+    mark = " *" if optimum is not None and row.number == optimum.number else ""
+    return (
+        f"{row.number}{mark}",
+        row.status.value,
+        f"{row.lr_fraction:.4g}",
+        f"{row.peak_lr:.3g}",
+        row.mix,
+        "" if row.seed is None else str(row.seed),
+        _number(row.domain_gain),
+        _number(row.forgetting),
+        "" if row.steps is None else str(row.steps),
+        "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
+    )
 
 
 def _reason(row: TrialRow) -> str:
@@ -198,8 +218,16 @@ def pick_lines(pick: Pick) -> list[str]:
 
 
 def print_outcome(
-    console: Console, selection: Selection, rows: list[TrialRow], *, title: str, pick: Pick | None = None
+    console: Console,
+    selection: Selection,
+    rows: list[TrialRow],
+    *,
+    title: str,
+    pick: Pick | None = None,
+    notes: Sequence[str] = (),
 ) -> None:
+    """The trials, the points measured more than once and their spread, `notes` (what a reader could not tell from
+    the table), the verdict and the pick."""
     console.print(trials_table(rows, optimum=selection.optimum, title=title))
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
@@ -210,6 +238,8 @@ def print_outcome(
             f"seed-to-seed spread (sd pooled over {noise.points} points, {noise.degrees_of_freedom} degrees of "
             f"freedom): domain_gain {noise.domain_gain_sd:.4f}, forgetting {noise.forgetting_sd:.4f}"
         )
+    for note in notes:
+        console.print(f"note: {note}", style="yellow", highlight=False)
     console.print(selection.verdict, style="bold" if selection.optimum else "bold red")
     for note in selection.boundary:
         console.print(f"warning: the optimum sits on the edge of the search: {note}", style="yellow")

@@ -29,7 +29,9 @@ import ray
 from ray import tune
 
 from sweep.best import BestSummary, best_summary, write_best
+from sweep.interrupt import sigterm_as_sigint
 from sweep.prepare import Prepared, prepare
+from sweep.points import replicates_note
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import Selection, select
@@ -66,6 +68,8 @@ class SweepOutcome:
     selection: Selection
     summary: BestSummary
     planned: int
+    notes: tuple[str, ...] = ()
+    """What the table alone does not tell (see print_outcome)."""
 
     @property
     def finished(self) -> int:
@@ -137,6 +141,7 @@ def _tune(
 ) -> None:
     execution = spec.execution
     _start_ray(execution, address=address, wandb=wandb)
+    sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
     _route_logs(log)  # ray.init sets up its own console handler again
     # Ray Tune's own console reporter would fight the caller's view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
@@ -245,7 +250,8 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     write_best(summary, run)
     name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
-    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials)
+    notes = tuple(note for note in [replicates_note(rows, top=plan.search.replicates.top)] if note)
+    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials, notes=notes)
 
 
 @contextmanager

@@ -19,7 +19,7 @@ class PointSummary(StrictConfig):
     lr_fraction: float
     mix: str
     trials: list[int]
-    """Numbers of the completed trials at this point, main trial first."""
+    """Numbers of the completed trials at this point, one per seed (sweep.surrogate.completed), main trial first."""
     domain_gain_mean: float
     domain_gain_sd: float | None
     """Sample standard deviation over the trials; None for a point measured once."""
@@ -76,6 +76,21 @@ def seed_noise(points: Iterable[PointSummary]) -> SeedNoise | None:
         degrees_of_freedom=freedom,
         domain_gain_sd=pooled([point.domain_gain_sd for point in repeated]),
         forgetting_sd=pooled([point.forgetting_sd for point in repeated]),
+    )
+
+
+def replicates_note(rows: Iterable[TrialRow], *, top: int) -> str | None:
+    """What the replicates did when fewer distinct points could be re-run than replicates.top (`top`) asks for:
+    the points there were took the remaining replicates at further seeds (see sweep.replicates.replicates_due)."""
+    replicates = [row for row in rows if row.replicate_of is not None]
+    points = sorted({row.replicate_of for row in replicates})
+    if not replicates or len(points) >= top:
+        return None
+    seeds = ", ".join(str(seed) for seed in sorted({row.seed for row in replicates if row.seed is not None}))
+    trials = ", ".join(map(str, points))
+    return (
+        f"replicates.top is {top} but only {len(points)} distinct point(s) could be re-run (trial(s) {trials}): "
+        f"the {len(replicates)} replicate(s) re-run them at seeds {seeds}"
     )
 
 

@@ -22,6 +22,7 @@ from train_entry.data.corpus import CorpusError, CorpusFile, CorpusStats
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio
+from train_entry.model import base_vocab_size
 from train_entry.pretrain import MANIFEST, ensure_builtin_base
 from train_entry.proxy import measure_base
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
@@ -131,7 +132,7 @@ def _tokenizer_dir(base: BaseConfig, data: DataConfig, root: Path) -> Path:
         )
     else:
         tokenizer_dir = Path(base.model)
-    _check_vocab(base.model, tokenizer_dir, base.builtin.vocab_size if base.builtin else None)
+    _check_vocab(base, tokenizer_dir)
     return tokenizer_dir
 
 
@@ -167,18 +168,24 @@ def _warn_short_validation(spec: SweepSpec, corpora: dict[str, CorpusFile], inde
             )
 
 
-def _check_vocab(model: str, tokenizer_dir: Path, builtin_vocab: int | None) -> None:
+def _check_vocab(base: BaseConfig, tokenizer_dir: Path) -> None:
     """A tokenizer whose ids exceed the model's embedding would fail deep inside the first step."""
+    # transformers' own check of the whole config.json first: the tokenizer reads it too, and would
+    # report its faults as the tokenizer's.
+    embedding = base.builtin.vocab_size if base.is_builtin else base_vocab_size(Path(base.model))
     tokens = len(load_tokenizer(tokenizer_dir))
-    if builtin_vocab is not None:
-        embedding = builtin_vocab
-    else:
-        embedding = json.loads((Path(model) / "config.json").read_text()).get("vocab_size", tokens)
-    if tokens > embedding:
+    if embedding is None or tokens <= embedding:
+        return
+    if base.tokenizer is not None:
         raise CorpusError(
-            f"{tokenizer_dir}: the tokenizer has {tokens} tokens but the base {model} embeds only "
+            f"base.tokenizer {tokenizer_dir} has {tokens} tokens but the base {base.model} embeds only "
             f"{embedding}; use the base's own tokenizer (leave base.tokenizer unset)"
         )
+    raise CorpusError(
+        f"{base.model}: its own tokenizer has {tokens} tokens but its config.json's vocab_size is {embedding}: the "
+        f"tokenizer and the weights in that directory do not belong together; name the base's tokenizer in "
+        f"base.tokenizer"
+    )
 
 
 def _base_losses(

@@ -203,8 +203,8 @@ class GuardedPruner(BasePruner):
         guard = self._guard
         if guard is not None and step >= guard.min_steps and forecast.predicted > self._budget + guard.margin:
             return (
-                f"forgetting guard at step {step}: {forecast.describe()}, over budget {self._budget:.4f} "
-                f"+ margin {guard.margin:.4f}"
+                f"forgetting guard at step {step}: {forecast.describe()}, over budget {self._budget:.4g} "
+                f"+ margin {guard.margin:.4g}"
             )
         if self._inner.prune(study, trial):
             return (

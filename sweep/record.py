@@ -97,19 +97,26 @@ def best_of(history: list[Metrics]) -> Metrics:
 def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_reason: str | None) -> Status:
     """Writes a finished trial's outcome and tells Optuna its final state.
 
-    A diverged trial that reported evaluations is told PRUNED, so samplers learn from its curve
-    as from a pruned trial (a FAIL would be invisible to them); its table status stays DIVERGED.
+    A diverged trial is told PRUNED, its table status staying DIVERGED, so that samplers learn
+    where training blows up: a FAIL is invisible to every Optuna sampler, and a point they cannot
+    see may be proposed again. One that diverged before its first evaluation has no curve and an
+    infinite forgetting constraint, which TPE ranks below every trial that measured anything (and it
+    counts towards TPE's startup trials). GP and NSGA-II learn from completed trials only: to them
+    it is as invisible as a FAIL, and only the resumed stream (sweep.sampling) keeps a rerun from
+    drawing it again. Why not a penalised value instead: a
+    made-up domain_gain told COMPLETE would enter the pruners' medians, the forgetting forecasts and
+    the surrogate as if measured.
     """
     status, state = _outcome(result)
     trial = sweep.trial(number)
+    excess = math.inf  # diverged before measuring anything
     if result.history:
         trial.set_user_attr(Attr.HISTORY.value, [metrics.model_dump(mode="json") for metrics in result.history])
         trial.set_user_attr(Attr.LAST.value, result.history[-1].model_dump(mode="json"))
         trial.set_user_attr(Attr.BEST.value, best_of(result.history).model_dump(mode="json"))
-        if state is not TrialState.FAIL:
-            # <= 0 is feasible; samplers read it to learn where the budget holds.
-            excess = result.history[-1].forgetting - sweep.plan.forgetting_budget
-            trial.set_constraint(FORGETTING_CONSTRAINT, excess if math.isfinite(excess) else math.inf)
+        excess = result.history[-1].forgetting - sweep.plan.forgetting_budget
+    # <= 0 is feasible; samplers read it to learn where the budget holds.
+    trial.set_constraint(FORGETTING_CONSTRAINT, excess if math.isfinite(excess) else math.inf)
     attrs: dict[str, Any] = {
         Attr.STATUS: status.value,
         Attr.REASON: stop_reason if result.status is TrialStatus.STOPPED else result.reason,
@@ -162,4 +169,4 @@ def _outcome(result: TrialResult) -> tuple[Status, TrialState]:
         return Status.COMPLETED, TrialState.COMPLETE
     if result.status is TrialStatus.STOPPED:
         return Status.PRUNED, TrialState.PRUNED
-    return Status.DIVERGED, TrialState.PRUNED if result.history else TrialState.FAIL
+    return Status.DIVERGED, TrialState.PRUNED

@@ -26,7 +26,10 @@ NUMBER = "number"
 
 class StudySearcher(Searcher):
     def __init__(self, sweep: SweepStudy) -> None:
-        super().__init__(metric="domain_gain", mode="max")
+        # No metric: Ray Tune never ranks these trials (each tells its own Optuna trial), and a metric here would
+        # make Tune's strict metric check fail the whole sweep on a trial that ends before its first report
+        # (one that diverges at once: its last result holds only Ray's own keys).
+        super().__init__(metric=None, mode=None)
         self._sweep = sweep
         # Trials a killed driver left RUNNING: run again under the same number, so the study
         # ends with exactly the planned trials and no duplicates.

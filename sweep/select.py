@@ -36,13 +36,13 @@ class Selection:
             return (
                 f"optimum: trial {best.number}, lr_fraction {best.lr_fraction:.4g} (peak LR {best.peak_lr:.3g}), "
                 f"mix {best.mix}: domain_gain {best.domain_gain:.4f}, forgetting {best.forgetting:.4f} "
-                f"(budget {self.forgetting_budget:.4f})"
+                f"(budget {self.forgetting_budget:.4g})"
             )
         if self.least_forgetting is None:
             return "no trial completed its full budget, so there is no optimum"
         least = self.least_forgetting
         return (
-            f"no completed trial is within the forgetting budget {self.forgetting_budget:.4f}; "
+            f"no completed trial is within the forgetting budget {self.forgetting_budget:.4g}; "
             f"the least-forgetting Pareto trial is {least.number} (lr_fraction {least.lr_fraction:.4g}, "
             f"mix {least.mix}: forgetting {least.forgetting:.4f}, domain_gain {least.domain_gain:.4f})"
         )

@@ -26,6 +26,7 @@ from sweep.tracking import TrackingConfig
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import Seed, StrictConfig
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusFile
+from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
@@ -72,11 +73,12 @@ class BaseConfig(StrictConfig):
                 raise ValueError(f"unknown built-in base {model!r}; valid: {BUILTIN_BASE!r}")
             return model
         path = resolve_path(Path(model), info)
-        if not (path / "config.json").is_file():
+        if not (path / CONFIG_JSON).is_file():
             raise ValueError(
-                f"{path} is not a Hugging Face model directory (no config.json); "
+                f"{path} is not a Hugging Face model directory (no {CONFIG_JSON}); "
                 f"use {BUILTIN_BASE!r} or a directory written by save_pretrained"
             )
+        check_model_dir(path)  # before any compute: a config that is not one, code to run, no weights
         return str(path)
 
     @field_validator("tokenizer")
@@ -87,6 +89,7 @@ class BaseConfig(StrictConfig):
         path = resolve_path(tokenizer, info)
         if not path.is_dir():
             raise ValueError(f"tokenizer directory not found: {path}")
+        refuse_remote_code(path)
         return path
 
     @model_validator(mode="before")

@@ -17,7 +17,7 @@ from urllib.parse import quote_plus
 from optuna.storages import BaseStorage, RDBStorage
 from sqlalchemy import event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from train_entry.config import shown
 
@@ -26,12 +26,23 @@ EXAMPLE = "postgresql://optuna:${OPTUNA_DB_PASSWORD}@db.internal/optuna"
 PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
 """Query parameters that carry a password (libpq and MySQL drivers read them as one)."""
 MASK = "***"
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite 3 database file (sqlite.org/fileformat.html)."""
 SQLITE_BUSY_TIMEOUT_S = 60
 """How long a writer waits for SQLite's lock: the driver and every running trial share the file."""
 
 
 class StorageError(ValueError):
     """A storage URL that cannot be used as written; the message says the form to use."""
+
+
+class StorageUnreadable(StorageError):
+    """A storage that cannot be opened: a file that is no database, a server that refuses, a driver missing."""
+
+    def __init__(self, url: str, error: BaseException) -> None:
+        lines = str(error).strip().splitlines()
+        self.reason = f"{type(error).__name__}: {lines[0][:200] if lines else ''}"
+        super().__init__(f"{shown_url(url)} cannot be read as an Optuna storage ({self.reason})")
 
 
 def check_url(url: str) -> str:
@@ -50,10 +61,43 @@ def check_url(url: str) -> str:
     if any("${" in part for part in _parts_but_passwords(parsed)):
         raise StorageError(f"${{NAME}} is read from the environment only as a password, e.g. {EXAMPLE}")
     if parsed.drivername.startswith("sqlite") and parsed.database not in (None, "", ":memory:"):
-        folder = Path(parsed.database).expanduser().parent
-        if not folder.is_dir():
-            raise StorageError(f"the SQLite file's folder {folder} does not exist; create it or name another file")
+        _check_sqlite_file(Path(parsed.database).expanduser())
     return url
+
+
+def check_driver(url: str) -> None:
+    """The database is one SQLAlchemy knows and its Python driver is installed on this machine (it was an
+    ImportError when the study was first opened). Not part of `check_url`: a spec or run record names a storage
+    that other machines may open, and this one need not have their driver to validate it."""
+    parsed = make_url(url)
+    try:
+        dialect = parsed.get_dialect()
+    except NoSuchModuleError:
+        raise StorageError(
+            f"{parsed.drivername!r} is not a database SQLAlchemy knows; e.g. sqlite:////abs/path/optuna.db or "
+            f"{EXAMPLE}"
+        ) from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        raise StorageError(
+            f"the {parsed.get_backend_name()} driver {dialect.driver!r} is not installed here: no Python module "
+            f"{error.name or dialect.driver!r}; install the package that provides it, or name an installed driver "
+            f"in the URL ({parsed.get_backend_name()}+DRIVER://...)"
+        ) from None
+
+
+def _check_sqlite_file(path: Path) -> None:
+    """A SQLite file that exists must be one: SQLite's own error came as a traceback when the study was opened."""
+    if not path.parent.is_dir():
+        raise StorageError(f"the SQLite file's folder {path.parent} does not exist; create it or name another file")
+    if path.is_dir():
+        raise StorageError(f"{path} is a directory; name a SQLite file (it is created if missing)")
+    if path.is_file() and path.stat().st_size > 0:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+        if header != SQLITE_HEADER:
+            raise StorageError(f"{path} exists and is not a SQLite database; name a new file or an Optuna study's")
 
 
 def resolve(url: str, *, environ: Mapping[str, str] = os.environ) -> str:
@@ -108,13 +152,16 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
     cut can. The mode is stored in the database file, so only the driver that creates the study
     (`creating`) sets it: a reader must not change the file it reads.
     """
-    if sqlite_file(url) is None:
-        return RDBStorage(url)
-    storage = RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}})
-    if creating:
-        with storage.engine.connect() as connection:
-            connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-        storage.engine.dispose()  # later connections come through the listener
+    try:
+        if sqlite_file(url) is None:
+            return RDBStorage(url)
+        storage = RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}})
+        if creating:
+            with storage.engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+            storage.engine.dispose()  # later connections come through the listener
+    except (SQLAlchemyError, ImportError) as error:
+        raise StorageUnreadable(url, error) from None  # the URL may come from a run.json
     event.listen(storage.engine, "connect", _sqlite_normal_sync)
     return storage
 

@@ -26,8 +26,8 @@ from sweep.record import Attr
 from sweep.sampling import make_sampler
 from sweep.space import SearchSpace
 from sweep.spec import SearchConfig, SweepSpec, upgrade_legacy_layout
-from sweep.storage import open_storage, shown_url
-from train_entry.config import StrictConfig
+from sweep.storage import StorageUnreadable, open_storage, shown_url
+from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import ProxyConfig
 
 PLAN_ATTR = "plan"
@@ -146,6 +146,8 @@ def load_study(*, url: str, name: str) -> SweepStudy:
         raise StudyNotFound(f"it holds no study named {name!r}") from None
     except SQLAlchemyError as exc:
         raise StudyNotFound(f"it cannot be read as an Optuna storage ({type(exc).__name__})") from None
+    except StorageUnreadable as exc:
+        raise StudyNotFound(f"it cannot be read as an Optuna storage ({exc.reason})") from None
     if stored is None:
         raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
     try:
@@ -158,12 +160,21 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     return SweepStudy(study, storage, plan)
 
 
-def _optimizers(plan: SweepPlan) -> dict[str, Any]:
+def _optimizers(plan: SweepPlan, *, trials_before: int = 0) -> dict[str, Any]:
+    """The sampler and pruner of the plan; the sampler's seed moves on with the trials already stored
+    (see sweep.sampling), so a driver resuming a study never draws its first points again."""
     search = plan.search
     pruner = GuardedPruner(
         search.pruner, guard=search.forgetting_guard, budget=plan.forgetting_budget, proxy=plan.proxy
     )
-    return {"sampler": make_sampler(search), "pruner": pruner}
+    return {"sampler": make_sampler(search, trials_before=trials_before), "pruner": pruner}
+
+
+def _stored_trials(storage: BaseStorage, name: str) -> int:
+    try:
+        return storage.get_n_trials(storage.get_study_id_from_name(name))
+    except KeyError:
+        return 0  # a new study
 
 
 class StudyMismatch(ValueError):
@@ -182,6 +193,36 @@ def _same_sweep(stored: SweepPlan | None, plan: SweepPlan) -> bool:
     return stored is not None and stored.model_copy(update={"pick": plan.pick}) == plan
 
 
+SPEC_KEY_OF = {"forgetting_budget": "objective.forgetting_budget", "max_lr": "base.max_lr"}
+"""The plan's keys that sit elsewhere in a spec; the others (proxy, space, search) keep their names."""
+MAX_CHANGES_SHOWN = 5
+
+
+def _what_changed(stored: SweepPlan | None, plan: SweepPlan) -> str:
+    """The spec keys whose values differ from the stored plan's, each with both values."""
+    if stored is None:
+        return "its stored plan is not one this cpt-sweep reads"
+    before = _flat(stored.model_dump(mode="json", exclude={"pick"}))
+    after = _flat(plan.model_dump(mode="json", exclude={"pick"}))
+    changed = [
+        f"{key}: {shown(before.get(key, '(unset)'), 40)} then, {shown(after.get(key, '(unset)'), 40)} now"
+        for key in sorted(before.keys() | after.keys())
+        if before.get(key) != after.get(key)
+    ]
+    more = f", and {len(changed) - MAX_CHANGES_SHOWN} more" if len(changed) > MAX_CHANGES_SHOWN else ""
+    return "; ".join(changed[:MAX_CHANGES_SHOWN]) + more
+
+
+def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
+    """{"search.pruner.type": "median", ...}; lists are values (a changed mix list is one change)."""
+    if not isinstance(tree, dict):
+        return {prefix: tree}
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        flat.update(_flat(value, f"{prefix}.{key}" if prefix else SPEC_KEY_OF.get(key, key)))
+    return flat
+
+
 def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str, Any]] = ()) -> SweepStudy:
     """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun.
 
@@ -193,14 +234,15 @@ def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str
         study_name=name,
         direction="maximize",  # domain_gain; forgetting is the constraint
         load_if_exists=True,
-        **_optimizers(plan),
+        **_optimizers(plan, trials_before=_stored_trials(storage, name)),
     )
     sweep = SweepStudy(study, storage, plan)
     stored = study.user_attrs.get(PLAN_ATTR)  # absent: a new study
     if stored is not None and not _same_sweep(_stored_plan(stored), plan):
         raise StudyMismatch(
-            f"study {name!r} in {shown_url(url)} was created by a different search, objective or proxy; "
-            f"rerun with --fresh to start over, or --name for a new sweep"
+            f"study {name!r} in {shown_url(url)} was created by a different search, objective or proxy "
+            f"({_what_changed(_stored_plan(stored), plan)}); rerun with --fresh to start over, or --name for a new "
+            f"sweep"
         )
     sweep.study.set_user_attr(PLAN_ATTR, plan.model_dump(mode="json"))
     if SWEEP_ID_ATTR not in study.user_attrs:

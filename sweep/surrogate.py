@@ -156,16 +156,21 @@ class Surrogate:
 
 
 def completed(rows: Iterable[TrialRow]) -> list[TrialRow]:
-    """The rows a surrogate is fitted to: trials that ran their whole budget with finite final metrics."""
-    return [
-        row
-        for row in rows
-        if row.status is Status.COMPLETED
-        and row.domain_gain is not None
-        and row.forgetting is not None
-        and math.isfinite(row.domain_gain)
-        and math.isfinite(row.forgetting)
-    ]
+    """The rows a surrogate is fitted to: trials that ran their whole budget with finite final metrics, one per
+    (point, seed). A second trial at the same point and seed (a sampler proposing a listed point again) trains
+    the same run again: it is no second observation, and counted as one it would pass for zero seed noise."""
+    measured: dict[tuple, TrialRow] = {}
+    for row in sorted(rows, key=lambda row: row.number):
+        if (
+            row.status is Status.COMPLETED
+            and row.domain_gain is not None
+            and row.forgetting is not None
+            and math.isfinite(row.domain_gain)
+            and math.isfinite(row.forgetting)
+        ):
+            seed = row.seed if row.seed is not None else f"trial {row.number}"  # rows made by hand
+            measured.setdefault((point_key(row.lr_fraction, row.domain_share), seed), row)
+    return list(measured.values())
 
 
 def point_key(lr_fraction: float, domain_share: float) -> tuple[float, float]:

@@ -64,3 +64,6 @@ def proxy_trainable(
         # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
         row = trial_row(sweep.frozen(number), sweep.plan)
         tracked.end(status=row.status.value, reason=row.reason)
+    # Ray's last result of the trial says how it ended. A trial that diverged before its first evaluation
+    # reported nothing, and Tune's console reporter prints "Trial ... completed. Last result: " for it.
+    tune.report({"status": row.status.value})

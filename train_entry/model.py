@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from transformers import AutoModelForCausalLM, PreTrainedModel
+from huggingface_hub.errors import StrictDataclassError
+from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as transformers_logging
+
+from train_entry.hf_dir import CONFIG_JSON, HfDirError, first_line, model_config
 
 # Loading and saving a model this small is instant; transformers' progress bars would only be noise
 # between the trial's own.
@@ -44,11 +47,57 @@ class Runtime:
 
 
 def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
-    """Loads a saved causal LM in fp32 (master weights) on the runtime's device."""
-    model = AutoModelForCausalLM.from_pretrained(
-        base_dir,
-        dtype=torch.float32,
-        attn_implementation=runtime.attention,
-        local_files_only=True,
-    )
+    """Loads a saved causal LM in fp32 (master weights) on the runtime's device, running none of the directory's
+    code; HfDirError when it cannot be loaded whole (see train_entry.hf_dir)."""
+    base_dir = Path(base_dir)
+    model_config(base_dir)  # an auto_map is refused before transformers reads the directory
+    try:
+        with _transformers_quiet():
+            model, loading = AutoModelForCausalLM.from_pretrained(
+                base_dir,
+                dtype=torch.float32,
+                attn_implementation=runtime.attention,
+                local_files_only=True,
+                trust_remote_code=False,
+                # Reported by the check below in one line, not as transformers' multi-line report and traceback.
+                ignore_mismatched_sizes=True,
+                output_loading_info=True,
+            )
+    except torch.OutOfMemoryError:
+        raise  # the machine's limit, not the directory's fault
+    except (OSError, ValueError, TypeError, RuntimeError, StrictDataclassError) as error:
+        raise HfDirError(f"{base_dir}: not a loadable Hugging Face causal LM ({first_line(error)})") from None
+    _check_loaded_whole(base_dir, loading)
     return model.to(runtime.device)
+
+
+def base_vocab_size(base_dir: Path) -> int | None:
+    """The base's embedding rows, from its config.json as transformers reads it (all of it checked, no weights
+    read, none of the directory's code run); None for a config without vocab_size."""
+    model_config(base_dir)
+    try:
+        config = AutoConfig.from_pretrained(base_dir, local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError, TypeError, StrictDataclassError) as error:
+        raise HfDirError(f"{base_dir / CONFIG_JSON}: transformers cannot read it ({first_line(error)})") from None
+    return getattr(config, "vocab_size", None)
+
+
+def _check_loaded_whole(base_dir: Path, loading: dict) -> None:
+    """A weight of the wrong shape or none at all would be trained from its random initialisation."""
+    problems = [
+        f"{key} has shape {tuple(stored)} where it asks for {tuple(wanted)}"
+        for key, stored, wanted in sorted(loading["mismatched_keys"])
+    ] + [f"{key} is missing" for key in sorted(loading["missing_keys"])]
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise HfDirError(f"{base_dir}: its weights do not fit its config.json: {problems[0]}{more}")
+
+
+@contextlib.contextmanager
+def _transformers_quiet():
+    previous = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        transformers_logging.set_verbosity(previous)

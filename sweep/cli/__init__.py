@@ -2,7 +2,7 @@
 
 Heavy imports (torch, Ray, megatron-core) happen inside the verbs, so that `sweep --help` answers
 at once. Input errors (a bad spec, an unusable corpus, a corrupt run file, a refused address)
-print one clear message and exit with code 2.
+print one clear message and exit with code 2; Ctrl-C or SIGTERM, one line and code 130.
 """
 
 from __future__ import annotations
@@ -35,9 +35,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = promote.legacy_form(argv) or jobs.legacy_form(argv) or argv
     args = build_parser().parse_args(argv)
     from sweep.cli.errors import EXIT_INPUT_ERROR, INPUT_ERRORS
+    from sweep.interrupt import EXIT_INTERRUPTED, sigterm_interrupts
 
     try:
-        return args.func(args)
+        with sigterm_interrupts():
+            return args.func(args)
     except INPUT_ERRORS as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERROR
+    except KeyboardInterrupt:
+        print(getattr(args, "interrupted", "interrupted"), file=sys.stderr)
+        return EXIT_INTERRUPTED

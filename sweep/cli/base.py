@@ -13,11 +13,13 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from reports.tables import print_corpora, print_manifest
-    from sweep.prepare import prepare
     from sweep.spec import load_spec
 
-    prepared = prepare(load_spec(args.spec))
+    spec = load_spec(args.spec)  # a bad spec is said before torch and megatron-core are imported (seconds)
+    from reports.tables import print_corpora, print_manifest
+    from sweep.prepare import prepare
+
+    prepared = prepare(spec)
     print_corpora(prepared.corpus_stats)
     print_manifest(prepared.base_manifest())
     return 0

@@ -11,12 +11,14 @@ from sweep.storage import StorageError
 from sweep.study import StudyMismatch
 from sweep.tracking import TrackingError
 from train_entry.data.corpus import CorpusError
+from train_entry.hf_dir import HfDirError
 
 EXIT_INPUT_ERROR = 2
 
 INPUT_ERRORS = (
     SpecError,
     CorpusError,
+    HfDirError,
     RunDirError,
     StorageError,
     CorruptFile,

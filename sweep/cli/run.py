@@ -31,7 +31,7 @@ def add_parser(verbs) -> None:
     parser.add_argument(
         "--fresh", action="store_true", help="start over: the old runs/<name>/ is moved to runs/.trash/<name>-<time>/"
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted="interrupted; run the same command again to resume")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from sweep.tracking import resolve_wandb
 
     spec = load_spec(args.spec)
+    _check_storage_driver(args.spec, spec.execution.storage)
     name, origin = (args.name, "--name") if args.name is not None else (args.spec.stem, "the spec file's name")
     run_dir = RunDir.named(name, origin=origin)
     address = check_ray_address(args.address, allow_remote=args.allow_remote) if args.address is not None else None
@@ -58,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
     outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
 
+    title = f"sweep {run_dir.path.name}"
     print_outcome(
-        console, outcome.selection, outcome.rows, title=f"sweep {run_dir.path.name}", pick=outcome.summary.pick
+        console, outcome.selection, outcome.rows, title=title, pick=outcome.summary.pick, notes=outcome.notes
     )
     cost = outcome.summary.cost
     console.print(
@@ -73,6 +75,20 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _check_storage_driver(path: Path, storage: str | None) -> None:
+    """A database driver this machine lacks stops the sweep before anything is written (the spec itself is valid
+    wherever the driver is)."""
+    from sweep.config_file import SpecError
+    from sweep.storage import StorageError, check_driver, shown_url
+
+    if storage is None:
+        return  # SQLite in the run directory
+    try:
+        check_driver(storage)
+    except StorageError as exc:
+        raise SpecError(f"{path}: execution.storage = {shown_url(storage)!r}: {exc}") from None
 
 
 def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:

@@ -28,6 +28,7 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from reports.tables import print_outcome
     from sweep.console import make_console
+    from sweep.points import replicates_note
     from sweep.rundir import RunDir
 
     console = make_console()
@@ -37,7 +38,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = _RunStatus(run_dir)
     title = f"sweep {status.record.study_name} ({args.run})"
-    print_outcome(console, status.selection, status.rows, title=title, pick=status.pick)
+    notes = [note for note in [replicates_note(status.rows, top=status.plan.search.replicates.top)] if note]
+    print_outcome(console, status.selection, status.rows, title=title, pick=status.pick, notes=notes)
     console.print(status.progress())
     return 0
 

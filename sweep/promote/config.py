@@ -4,14 +4,18 @@ command-line flags override it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import DEFAULT_CLUSTER
+from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
 from train_entry.config import StrictConfig
+from train_entry.megatron.config import check_split
 
 REFERENCE_SEQUENCES = 1440
 REFERENCE_SEQ_LENGTH = 8192
@@ -36,7 +40,7 @@ class PromotionData(StrictConfig):
     domain: list[DataPrefix] = Field(default_factory=list)
     tokenizer: str | None = None
     """The base's Hugging Face tokenizer directory, on the cluster's file system."""
-    split: str = "99,1,0"
+    split: Annotated[str, AfterValidator(check_split)] = "99,1,0"
     """Train/valid/test split of each indexed dataset, in Megatron's "a,b,c" form."""
 
 
@@ -67,6 +71,23 @@ class PromotionConfig(StrictConfig):
     checkpoint: PromotionCheckpoint = PromotionCheckpoint()
     layout: LayoutRequest = LayoutRequest()
     assumptions: Assumptions = Assumptions()
+
+    def train_iters(self) -> int:
+        """Optimizer steps: the tokens over the global batch, rounded up; PromotionError when they are too few for
+        any LR warmup (at --tokens 1 the plan was one iteration, starting at the peak LR, without a word)."""
+        iterations = math.ceil(self.tokens / self.global_batch_tokens)
+        if self.warmup_fraction > 0 and self.warmup_iters(iterations) == 0:
+            fewest = math.floor(0.5 / self.warmup_fraction) + 1  # the fewest whose warmup rounds to one iteration
+            raise PromotionError(
+                f"tokens = {self.tokens:,} (--tokens) is {iterations:,} iteration(s) of {self.global_batch_tokens:,} "
+                f"tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
+                f"them: re-warming the base's LR needs at least {fewest:,} iterations, "
+                f"{fewest * self.global_batch_tokens:,} tokens"
+            )
+        return iterations
+
+    def warmup_iters(self, train_iters: int) -> int:
+        return round(train_iters * self.warmup_fraction)
 
     @field_validator("target", "cluster")
     @classmethod

@@ -23,7 +23,7 @@ from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
-from sweep.promote.errors import PromotionError
+from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
 from sweep.promote.layout import RankedLayout, search_layouts
 from sweep.promote.targets import Target, load_target
@@ -267,7 +267,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
         assumptions=config.assumptions,
     )
     chosen = search.ranked[0]
-    train_iters = math.ceil(config.tokens / config.global_batch_tokens)
+    train_iters = config.train_iters()
     run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=trial.non_english_share
@@ -322,7 +322,7 @@ def _full_run(
                 lr=peak_lr,
                 # The proxy's schedule, scaled: the same decay shape and floor the sweep measured.
                 min_lr=_significant(peak_lr * trial.proxy.min_lr_ratio),
-                warmup_iters=round(train_iters * config.warmup_fraction),
+                warmup_iters=config.warmup_iters(train_iters),
                 train_iters=train_iters,
                 decay_style=trial.proxy.schedule,
             ),
@@ -334,7 +334,8 @@ def _full_run(
         core_configs(run)
         run.parallelism.data_parallel_size(cluster.gpus)
     except (CoreConfigError, ValueError) as error:
-        raise PromotionError(f"the plan fails the full-run config's or megatron-core's checks: {error}") from error
+        failed = "the plan fails the full-run config's or megatron-core's checks"
+        raise PromotionError(f"{failed}: {one_line(error)}") from error
     return run, placeholders
 
 

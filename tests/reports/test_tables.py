@@ -51,3 +51,27 @@ def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_
     print_outcome(console, select(rows, forgetting_budget=0.01, space=space), rows, title="t", pick=pick)
     assert lines[0] in console.export_text()
     assert pick_lines(pick.model_copy(update={"source": None, "point": None})) == [f"pick: none ({pick.reason})"]
+
+
+def test_a_long_pruning_reason_leaves_number_status_and_mix_readable_at_100_columns():
+    """rich shrank every column of the too-wide table: numbers, statuses and mixes became "…"."""
+    from sweep.record import Status
+
+    reason = "forgetting guard at step 50: forgetting 0.0216 now, predicted 0.0171 at the end, over budget 0.02 " * 2
+    rows = [
+        trial_row(number, 0.1234, mix, 0.2, 0.03, status=Status.PRUNED, seed=0).model_copy(update={"reason": reason})
+        for number, mix in ((7, "1:4"), (18, "4:1"))
+    ] + [trial_row(25, 0.05, "1:1", 0.1, 0.0, seed=0)]
+    space = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
+    console = Console(width=100, record=True)
+    print_outcome(console, select(rows, forgetting_budget=0.02, space=space), rows, title="sweep")
+    lines = console.export_text().splitlines()
+    shown = [line.split()[:5] for line in lines if line.split()[:1] in (["7"], ["18"], ["25"])]
+    assert shown == [
+        ["7", "PRUNED", "0.1234", "0.00037", "1:4"],
+        ["18", "PRUNED", "0.1234", "0.00037", "4:1"],
+        ["25", "*", "COMPLETED", "0.05", "0.00015"],
+    ]
+    pruned = [line.rstrip() for line in lines if line.split()[:1] in (["7"], ["18"])]
+    assert all(" forgett" in line and line.endswith("…") for line in pruned)  # the reasons, cut short
+    assert max(len(line) for line in lines) <= 100

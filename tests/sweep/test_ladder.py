@@ -136,6 +136,7 @@ def test_built_in_rungs_need_the_built_in_base(tmp_path):
         model = tmp_path / "hf"
         model.mkdir()
         (model / "config.json").write_text("{}")
+        (model / "model.safetensors").write_bytes(b"")  # a base directory holds weights; these are never read
         raw["base"] = {"model": str(model), "max_lr": 1e-4}
         type(load_spec("search_spaces/lr_mix_ladder.yaml")).model_validate(raw)
 

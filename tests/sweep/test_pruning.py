@@ -93,7 +93,7 @@ def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(
     assert status is Status.PRUNED and frozen.state is TrialState.PRUNED
     assert frozen.user_attrs[Attr.STEPS.value] == 100
     assert frozen.user_attrs[Attr.REASON.value].startswith("forgetting guard at step 100: forgetting 0.2000 now")
-    assert "over budget 0.0200 + margin 0.0500" in frozen.user_attrs[Attr.REASON.value]
+    assert "over budget 0.02 + margin 0.05" in frozen.user_attrs[Attr.REASON.value]
 
 
 @pytest.mark.parametrize(("forgetting", "expected"), [(0.069, Status.COMPLETED), (0.071, Status.PRUNED)])

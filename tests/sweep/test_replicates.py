@@ -2,12 +2,15 @@
 
 import pytest
 from ray.tune.search import Searcher
+from rich.console import Console
 from scripted import STEPS, scripted, trial_row
 
-from sweep.points import point_summaries, seed_noise
+from reports.tables import print_outcome
+from sweep.points import point_summaries, replicates_note, seed_noise
 from sweep.record import Attr, Status
 from sweep.replicates import enqueue_replicates, is_replicate
 from sweep.searcher import NUMBER, StudySearcher
+from sweep.select import select
 from sweep.study_trial import run_study_trial
 from sweep.table import trial_rows
 
@@ -94,3 +97,39 @@ def test_the_rows_of_a_replicate_carry_its_seed_and_the_trial_it_re_runs(open_sw
     assert (replicate.seed, replicate.replicate_of) == (sweep.plan.proxy.seed + 1, 0)
     (point,) = point_summaries([main, replicate])
     assert point.domain_gain_mean == pytest.approx(0.22)
+
+
+def test_a_point_run_twice_at_the_same_seed_is_one_measurement_and_no_seed_spread():
+    """Two trials at one point and seed train the same run: pooled, they would pass for zero seed noise."""
+    rows = [
+        trial_row(0, 0.1, "2:1", 0.20, 0.010, seed=0),
+        trial_row(1, 0.1, "2:1", 0.20, 0.010, seed=0),
+        trial_row(2, 0.2, "1:1", 0.30, 0.020, seed=0),
+        trial_row(3, 0.2, "1:1", 0.26, 0.018, seed=1, replicate_of=2),
+    ]
+    points = point_summaries(rows)
+    assert [(p.trials, p.n) for p in points] == [([2, 3], 2), ([0], 1)]
+    noise = seed_noise(points)
+    assert (noise.points, noise.degrees_of_freedom) == (1, 1)
+    assert noise.domain_gain_sd == pytest.approx(0.04 / 2**0.5)
+    assert seed_noise(point_summaries(rows[:2])) is None
+
+
+def test_fewer_completed_points_than_replicates_top_is_said_with_the_seeds_they_ran_at(open_sweep):
+    """One completed point and replicates.top 2: both replicates re-run it, at seeds 1 and 2, which the table
+    alone showed as two replicates of trial 0 and nothing said why."""
+    sweep = open_sweep(num_trials=1, replicates={"top": 2, "seeds": 1}, pruner={"type": "none"})
+    _finish(sweep, sweep.ask().number, gain=0.2, forgetting=0.01)
+    assert replicates_note(trial_rows(sweep), top=2) is None  # nothing re-run yet
+    enqueue_replicates(sweep)
+    for _ in range(2):
+        _finish(sweep, sweep.ask().number, gain=0.21, forgetting=0.01)
+    note = replicates_note(trial_rows(sweep), top=2)
+    assert note == (
+        "replicates.top is 2 but only 1 distinct point(s) could be re-run (trial(s) 0): "
+        "the 2 replicate(s) re-run them at seeds 1, 2"
+    )
+    console = Console(width=200, record=True)
+    rows = trial_rows(sweep)
+    print_outcome(console, select(rows, forgetting_budget=0.02, space=sweep.plan.space), rows, title="s", notes=[note])
+    assert f"note: {note}" in console.export_text()

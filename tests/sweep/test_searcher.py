@@ -1,5 +1,6 @@
 """The Ray Tune searcher on a real study, without Ray: asks, resumes interrupted trials, records failures."""
 
+import pytest
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from scripted import STEPS, scripted
@@ -83,3 +84,15 @@ def test_a_trial_that_told_its_own_outcome_is_left_as_it_is(open_sweep):
     run_study_trial(sweep, number, scripted([0.1] * len(STEPS)))
     searcher.on_trial_complete("a", result={"domain_gain": 0.1})
     assert sweep.frozen(number).state is TrialState.COMPLETE
+
+
+@pytest.mark.parametrize("sampler", ["random", "tpe", "gp", "nsga2"])
+def test_a_sweep_resumed_after_each_trial_never_runs_a_point_again(open_sweep, sampler):
+    """Each driver runs one trial and dies; the next resumes the study. A sampler seeded with search.seed
+    alone would start its stream over each time and draw trial 0's point again at the same seed."""
+    for _ in range(3):
+        sweep = open_sweep(num_trials=3, sampler=sampler)
+        run_study_trial(sweep, StudySearcher(sweep).suggest("next")[NUMBER], scripted([0.1] * len(STEPS)))
+    rows = trial_rows(open_sweep(num_trials=3, sampler=sampler))
+    assert len(rows) == 3
+    assert len({(row.lr_fraction, row.mix, row.seed) for row in rows}) == 3, [(r.lr_fraction, r.mix) for r in rows]

@@ -61,3 +61,11 @@ def test_boundary_warning_when_the_optimum_sits_on_an_edge_of_the_range():
     assert "domain_share=0.8 is at the high end" in edge.boundary[1]
     inside = select([row(0, 0.2, 0.01, lr=0.1, mix="1:1")], forgetting_budget=BUDGET, space=SPACE)
     assert inside.boundary == []
+
+
+def test_a_tiny_budget_is_printed_with_the_digits_that_tell_it_from_zero():
+    """A budget of 1e-6 printed as 0.0000, as if no forgetting at all were allowed."""
+    feasible = select([row(0, 0.1, 0.0)], forgetting_budget=1e-6, space=SPACE)
+    assert feasible.verdict.endswith("(budget 1e-06)")
+    infeasible = select([row(0, 0.1, 0.01)], forgetting_budget=2.5e-5, space=SPACE)
+    assert "within the forgetting budget 2.5e-05;" in infeasible.verdict

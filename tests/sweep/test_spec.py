@@ -313,3 +313,44 @@ def test_a_spec_with_many_problems_lists_the_first_twenty(write_tiny_spec):
     path = write_tiny_spec("many.yaml", space={"mix": [f"{k}:0" for k in range(1, 200)]})
     message = str(pytest.raises(SpecError, load_spec, path).value)
     assert "199 problem(s)" in message and "... and 179 more" in message and len(message) < 5000
+
+
+WEIGHTS = "model.safetensors"
+BAD_BASE_DIRS = {
+    # case: (config.json text, weights file, key, what the message says)
+    "config not an object": ("[]", WEIGHTS, "base.model", "config.json: a JSON object is expected"),
+    "config not JSON": ("{not json", WEIGHTS, "base.model", "config.json: not JSON"),
+    "vocab_size a string": ('{"vocab_size": "4096"}', WEIGHTS, "base.model", "vocab_size must be a positive integer"),
+    "no weights": ('{"model_type": "llama", "vocab_size": 64}', None, "base.model", "holds no weights"),
+    "code to run": ("{}", WEIGHTS, "base.model", "config.json: auto_map names Python code"),
+    "a tokenizer with code to run": ("{}", WEIGHTS, "base.tokenizer", "tokenizer_config.json: auto_map names"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_BASE_DIRS, ids=list(BAD_BASE_DIRS))
+def test_a_base_directory_that_cannot_serve_is_refused_by_the_spec_before_any_compute(
+    case, write_tiny_spec, tmp_path, monkeypatch, capsys
+):
+    from tests.hf_dirs import plant_code
+
+    config, weights, key, fragment = BAD_BASE_DIRS[case]
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "config.json").write_text(config)
+    if weights is not None:
+        (base / weights).write_bytes(b"")  # never read: the spec only looks for it
+    section = {"model": str(base), "max_lr": 3e-4}
+    if case == "code to run":
+        plant_code(base, tmp_path / "marker")
+    if case == "a tokenizer with code to run":
+        tokenizer = plant_code(tmp_path / "tokenizer", tmp_path / "marker", file="tokenizer_config.json")
+        section["tokenizer"] = str(tokenizer)
+    path = write_tiny_spec(f"base-{case.replace(' ', '-')}.yaml")
+    path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "base": section}))
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(path) in str(raised.value) and key in str(raised.value) and fragment in str(raised.value)
+    assert main(["base", str(path)]) == 2 and fragment in capsys.readouterr().err
+    assert not (tmp_path / "marker").exists() and not (tmp_path / "cache").exists()

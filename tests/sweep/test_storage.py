@@ -3,6 +3,7 @@ read-only commands never create the database a run record points at."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from sweep.cli import main
 from sweep.rundir import RunDir, RunRecord
 from sweep.spec import load_spec
-from sweep.storage import StorageError, check_url, resolve, shown_url
+from sweep.storage import StorageError, check_url, open_storage, resolve, shown_url
 
 SECRET = "s3cret-5b1e"
 
@@ -86,3 +87,38 @@ def test_status_of_a_planted_run_record_prints_no_secret_and_creates_nothing(sto
         assert SECRET not in captured.out + captured.err
         assert str(run.run_json) in captured.err and len(captured.err.strip().splitlines()) == 1
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_sqlite_storage_that_is_another_kind_of_file_is_refused_before_it_is_opened(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not a database\n")
+    with pytest.raises(StorageError, match=rf"{notes} exists and is not a SQLite database"):
+        check_url(f"sqlite:///{notes}")
+    with pytest.raises(StorageError, match=rf"{tmp_path} is a directory"):
+        check_url(f"sqlite:///{tmp_path}")
+    # A run record is read back through check_url too; open_storage stands alone as well.
+    with pytest.raises(StorageError) as refused:
+        open_storage(f"sqlite:///{notes}")
+    assert "cannot be read as an Optuna storage (DatabaseError: (sqlite3.DatabaseError) file is" in str(refused.value)
+    assert "\n" not in str(refused.value) and notes.read_text() == "not a database\n"
+
+
+@pytest.mark.parametrize(
+    ("storage", "message"),
+    [
+        ("postgresql://optuna:${CPT_TEST_SECRET}@127.0.0.1:1/optuna", "postgresql driver 'psycopg' is not installed"),
+        ("foo://db/optuna", "'foo' is not a database SQLAlchemy knows"),
+    ],
+)
+def test_sweep_run_with_a_database_this_machine_has_no_driver_for_exits_2_and_writes_nothing(
+    storage, message, write_tiny_spec, tmp_path, monkeypatch, capsys
+):
+    if "psycopg" in message and importlib.util.find_spec("psycopg") is not None:
+        pytest.skip("psycopg is installed here")
+    monkeypatch.setenv("CPT_TEST_SECRET", SECRET)
+    monkeypatch.chdir(tmp_path)
+    spec = write_tiny_spec(f"driver-{storage[:3]}.yaml", execution={"storage": storage})
+    assert main(["run", str(spec)]) == 2
+    error = capsys.readouterr().err
+    assert f"{spec}: execution.storage" in error and message in error and SECRET not in error
+    assert len(error.strip().splitlines()) == 1 and not (tmp_path / "runs").exists()

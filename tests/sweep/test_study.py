@@ -1,6 +1,7 @@
 """The study as the one source of truth: outcomes, the trials table, best.json, grid and resume rules."""
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -14,6 +15,7 @@ from sweep.select import select
 from sweep.study import StudyMismatch, SweepPlan
 from sweep.study_trial import run_study_trial
 from sweep.table import trial_rows, write_tables
+from train_entry.trial_config import TrialResult, TrialStatus
 
 GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]
 
@@ -59,6 +61,23 @@ def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
     number = sweep.ask().number
     run_study_trial(sweep, number, scripted(GAINS, forgetting=0.05))
     assert sweep.frozen(number).constraints == {"forgetting": pytest.approx(0.05 - 0.02)}
+
+
+def test_a_trial_that_diverges_before_its_first_evaluation_is_shown_to_the_sampler_as_infeasible(open_sweep):
+    """Told FAIL, it would be invisible to every sampler; told PRUNED with no curve and an infinite forgetting
+    constraint, TPE counts it and ranks it below every trial that measured anything."""
+    sweep = open_sweep(sampler="tpe")
+    number = sweep.ask().number
+    reason = "loss 4.500 at step 3 exceeds 1.0001 x the first step's 4.448"
+    result = TrialResult(
+        status=TrialStatus.DIVERGED, reason=reason, steps=3, tokens_seen=768, wall_seconds=0.1, history=[]
+    )
+    assert run_study_trial(sweep, number, lambda report: result) is Status.DIVERGED
+    frozen = sweep.frozen(number)
+    assert frozen.state is TrialState.PRUNED and frozen.intermediate_values == {}
+    assert frozen.constraints == {"forgetting": math.inf}
+    (row,) = trial_rows(sweep)
+    assert (row.status, row.reason, row.stopped_step, row.domain_gain) == (Status.DIVERGED, reason, 3, None)
 
 
 def test_a_raising_trial_keeps_its_error_and_attempts_then_fails_with_that_reason(open_sweep):
@@ -144,3 +163,13 @@ def test_a_plan_stored_by_0_1_is_read_with_its_pruners_own_settings():
     plan = SweepPlan.stored(STORED_0_1)
     assert (plan.search.sampler, plan.search.pruner.type, plan.planned_trials) == ("grid", "none", 4)
     assert plan.space.lr_fraction == [0.05, 0.08] and plan.search.replicates.trials == 0
+
+
+def test_a_rerun_of_a_changed_spec_names_each_key_that_changed_with_both_values(open_sweep):
+    """It said "created by a different search, objective or proxy" and left the user to diff their spec."""
+    open_sweep(num_trials=8, pruner={"type": "median"})
+    with pytest.raises(StudyMismatch) as refused:
+        open_sweep(num_trials=9, pruner={"type": "none"})
+    message = str(refused.value)
+    assert "search.num_trials: 8 then, 9 now" in message and "search.pruner.type: 'median' then, 'none' now" in message
+    assert "--fresh" in message and "\n" not in message

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from huggingface_hub.errors import StrictDataclassError
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusError, CorpusFile, CorpusReader
+from train_entry.hf_dir import CONFIG_JSON, first_line, model_config, refuse_remote_code
 
 if TYPE_CHECKING:
     from megatron.core.tokenizers import MegatronTokenizerBase
@@ -84,11 +86,12 @@ def _train(corpora: Sequence[CorpusFile], vocab_size: int, max_document_bytes: i
 
 
 def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
-    """The Hugging Face tokenizer saved in `directory` (local files only, nothing downloaded)."""
+    """The Hugging Face tokenizer saved in `directory` (local files only, nothing downloaded, none of its code run)."""
+    _check_tokenizer_dir(directory)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
-    except (OSError, ValueError) as error:
-        raise CorpusError(f"{directory}: not a loadable Hugging Face tokenizer directory ({error})") from None
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)
+    except (OSError, ValueError, TypeError, StrictDataclassError) as error:
+        raise CorpusError(_not_loadable(directory, error)) from None
     if tokenizer.eos_token_id is None:
         raise CorpusError(_no_eos(directory))
     return tokenizer
@@ -99,15 +102,26 @@ def megatron_tokenizer(directory: Path) -> MegatronTokenizerBase:
     # Imported here: megatron-core takes seconds to import, and training a BPE does not need it.
     from megatron.core.tokenizers import MegatronTokenizer
 
+    _check_tokenizer_dir(directory)
     try:
         tokenizer = MegatronTokenizer.from_pretrained(
-            str(directory), metadata_path={"library": "huggingface", "model_type": "gpt"}, use_fast=True
+            str(directory),
+            metadata_path={"library": "huggingface", "model_type": "gpt"},
+            use_fast=True,
+            trust_remote_code=False,  # megatron-core's default too; said here, where it matters
         )
     except ValueError as error:
-        raise CorpusError(f"{directory}: not a loadable Hugging Face tokenizer directory ({error})") from None
+        raise CorpusError(_not_loadable(directory, error)) from None
     if tokenizer.eod is None:
         raise CorpusError(_no_eos(directory))
     return tokenizer
+
+
+def _check_tokenizer_dir(directory: Path) -> None:
+    """No auto_map (train_entry.hf_dir), and a config.json, which AutoTokenizer reads too, that is one."""
+    refuse_remote_code(directory)
+    if (Path(directory) / CONFIG_JSON).is_file():
+        model_config(directory)
 
 
 def tokenizer_files(directory: Path) -> list[Path]:
@@ -118,6 +132,10 @@ def tokenizer_files(directory: Path) -> list[Path]:
     return sorted(
         path for path in directory.iterdir() if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES
     )
+
+
+def _not_loadable(directory: Path, error: Exception) -> str:
+    return f"{directory}: not a loadable Hugging Face tokenizer directory ({first_line(error)})"
 
 
 def _no_eos(directory: Path) -> str:

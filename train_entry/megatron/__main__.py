@@ -4,8 +4,8 @@
         -m train_entry.megatron --config plan/run.json
 
 A config that cannot run (bad JSON, a value out of range, a layout megatron-core rejects or this
-node's layers cannot run, a missing base checkpoint or tokenizer) exits with code 2 and one
-message, before any GPU work.
+node's layers cannot run, a missing base checkpoint or tokenizer, a tokenizer directory that names
+code to run) exits with code 2 and one message, before any GPU work.
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from train_entry.data.corpus import CorpusError
+from train_entry.hf_dir import HfDirError, refuse_remote_code
 from train_entry.megatron.checkpoints import CheckpointError, start_point
 from train_entry.megatron.config import FullRunConfig, RunConfigError
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.train import train
 
-INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError)
+INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError, HfDirError)
 """Errors that mean "fix the run config": reported without a traceback, exit code 2."""
 
 
@@ -44,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         core_configs(config)
         check_backend(config, transformer_engine=has_transformer_engine())
         start_point(config.checkpoint)
+        refuse_remote_code(Path(config.data.tokenizer))  # loaded later, after the process group is up
         result = train(config)
     except ValidationError as error:
         print(f"error: {args.config}: {error}", file=sys.stderr)

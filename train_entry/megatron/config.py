@@ -229,16 +229,21 @@ class Data(StrictConfig):
 
     @model_validator(mode="after")
     def _split_parses(self) -> Data:
-        parts = self.split.split(",")
-        try:
-            shares = [float(part) for part in parts]
-        except ValueError:
-            shares = []
-        if len(parts) != 3 or any(not math.isfinite(s) or s < 0 for s in shares) or not shares or shares[0] <= 0:
-            raise ValueError(
-                f'split must be three non-negative numbers "train,valid,test" with train > 0, got {self.split!r}'
-            )
+        check_split(self.split)
         return self
+
+
+def check_split(split: str) -> str:
+    """`split` when it is Megatron's "train,valid,test" of three non-negative numbers with train > 0; a promotion
+    config checks its own with this too, so a bad one is named in that file."""
+    parts = split.split(",")
+    try:
+        shares = [float(part) for part in parts]
+    except ValueError:
+        shares = []
+    if len(parts) != 3 or any(not math.isfinite(s) or s < 0 for s in shares) or not shares or shares[0] <= 0:
+        raise ValueError(f'split must be three non-negative numbers "train,valid,test" with train > 0, got {split!r}')
+    return split
 
 
 class Checkpoint(StrictConfig):

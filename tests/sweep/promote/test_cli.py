@@ -168,3 +168,24 @@ def test_a_bad_promotion_file_names_the_file_key_and_value(finished_run, tmp_pat
     assert f"{config}: 2 problem(s) in the promotion config:" in err
     assert "tokens = -5: Input should be greater than 0" in err
     assert "layout.tensr = 8: unknown key; valid keys here: tensor, pipeline" in err
+
+
+def test_a_bad_split_in_a_promotion_file_is_one_line_naming_the_file_and_the_key(finished_run, capsys, tmp_path):
+    """It was pydantic's multi-line dump of the plan's Data, naming neither."""
+    path = tmp_path / "promotion.yaml"
+    path.write_text("target: llama3.1-8b\ndata:\n  split: '99,1'\n")
+    run_dir = finished_run()
+    assert promote(run_dir, "--config", str(path)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {path}: data.split = '99,1': split must be three non-negative numbers")
+    assert len(err.strip().splitlines()) == 1 and not (run_dir / "promotion").exists()
+
+
+def test_a_run_too_short_to_warm_up_is_refused_naming_the_tokens_it_needs(finished_run, capsys):
+    """--tokens 1 planned a run of one iteration at the peak LR without a word."""
+    run_dir = finished_run()
+    assert promote(run_dir, "--target", "llama3.1-8b", "--tokens", "1") == 2
+    err = capsys.readouterr().err
+    assert "tokens = 1 (--tokens) is 1 iteration(s) of 11,796,480 tokens" in err
+    assert "needs at least 51 iterations, 601,620,480 tokens" in err and not (run_dir / "promotion").exists()
+    assert promote(run_dir, "--target", "llama3.1-8b", "--tokens", "601620480") == 0

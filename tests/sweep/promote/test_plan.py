@@ -241,3 +241,14 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     if torch.cuda.is_available():
         arguments.validate_args(args, {})
         assert args.data_parallel_size == plan.chosen.data_parallel
+
+
+def test_a_full_run_check_that_fails_is_one_line_naming_its_key():
+    from pydantic import ValidationError
+
+    from sweep.promote.errors import one_line
+    from train_entry.megatron.config import Data
+
+    with pytest.raises(ValidationError) as failed:
+        Data(blend=[], tokenizer=3, split="1,2")
+    assert one_line(failed.value) == "Data.blend: List should have at least 1 item after validation, not 0 (and 1 more)"

@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from tests.hf_dirs import plant_code
 from train_entry.megatron.__main__ import main
 from train_entry.megatron.core_configs import has_transformer_engine
 
@@ -47,6 +48,15 @@ def test_a_base_that_is_no_megatron_checkpoint_exits_2(full_run_data, tmp_path, 
     data["checkpoint"]["base_dir"] = str(tmp_path)
     assert main(["--config", _write(tmp_path, data)]) == 2
     assert "is not a Megatron distributed checkpoint" in capsys.readouterr().err
+
+
+def test_a_tokenizer_directory_naming_code_exits_2_before_anything_runs(full_run_data, tmp_path, capsys):
+    marker = tmp_path / "marker"
+    data = _runnable(full_run_data, tmp_path, tensor=8)
+    data["data"]["tokenizer"] = str(plant_code(tmp_path / "tokenizer", marker, file="tokenizer_config.json"))
+    assert main(["--config", _write(tmp_path, data)]) == 2
+    assert "tokenizer_config.json: auto_map names Python code" in capsys.readouterr().err
+    assert not marker.exists()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message a CPU-only machine gets")
