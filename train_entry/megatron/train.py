@@ -39,6 +39,7 @@ from train_entry.megatron.core_configs import check_backend, core_configs, has_t
 from train_entry.megatron.data import build_datasets, micro_batches, to_device
 from train_entry.megatron.lr_schedule import build_scheduler
 from train_entry.megatron.model import build_chunks, wrap_for_training
+from train_entry.megatron.optimizer_state import step_count
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,9 @@ class FullRunResult(StrictConfig):
     valid_loss: float | None
     checkpoints: list[str] = Field(default_factory=list)
     """The checkpoints this call saved, in order."""
+    adam_step: int
+    """Adam's step count at the end, which its bias correction uses: the optimizer steps since the base
+    (the iteration, unless a step was skipped), carried through every resume."""
     wall_seconds: float
 
 
@@ -293,6 +297,7 @@ class _Run:
             train_loss=train_loss,
             valid_loss=valid_loss,
             checkpoints=checkpoints,
+            adam_step=step_count(self.trainer.optimizer),
             wall_seconds=time.perf_counter() - started,
         )
 
