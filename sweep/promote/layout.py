@@ -23,7 +23,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.memory import Memory, memory_per_gpu
 from sweep.promote.step_time import StepTime, step_time
 from train_entry.config import StrictConfig
-from train_entry.megatron.config import ModelShape, Parallelism, interleaving_fits
+from train_entry.megatron.config import ModelShape, Parallelism, ddp_bucket_size, interleaving_fits
 
 Recompute = Literal["none", "selective", "full"]
 Shape = tuple[int, int, int | None, int, int]
@@ -241,6 +241,7 @@ def _rank(
         global_batch_size=global_batch_size,
         sequence_parallel=tp > 1,
         recompute=recompute,
+        ddp_bucket_size=ddp_bucket_size(dp),
     )
     return RankedLayout(
         parallelism=par,

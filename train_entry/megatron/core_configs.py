@@ -94,6 +94,8 @@ def core_configs(
         ddp = DistributedDataParallelConfig(
             # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
             grad_reduce_in_fp32=opt.bf16,
+            # Pinned by the run, not derived from the DP size, so a resume on other nodes finds the same buckets.
+            bucket_size=par.ddp_bucket_size,
             overlap_grad_reduce=True,
             overlap_param_gather=True,
             align_param_gather=par.pipeline > 1,
@@ -114,6 +116,9 @@ def _parallelism(par: Parallelism) -> dict[str, Any]:
         "context_parallel_size": par.context,
         "sequence_parallel": par.sequence_parallel,
         "recompute_granularity": None if par.recompute == "none" else par.recompute,
+        # Selective: the MLP (its SwiGLU input is the layer's largest activation), never the attention core,
+        # which every attention the entry runs computes flash-style without storing the scores.
+        "recompute_modules": ["mlp"] if par.recompute == "selective" else None,
         # Full recompute: every layer, one at a time, keeping only each layer's input.
         "recompute_method": "uniform" if par.recompute == "full" else None,
         "recompute_num_layers": 1 if par.recompute == "full" else None,
