@@ -178,9 +178,9 @@ def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
     needed = transformer_engine_settings(config)
     if needed and not transformer_engine:
         raise CoreConfigError(
-            f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node has none: install "
-            "the full-run extra (pip install '.[full-run]'), or plan without them (sweep promote "
-            "--tensor-parallel 1 --context-parallel 1 turns sequence and context parallelism off)"
+            f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node's image has none: "
+            "install the full-run extra (pip install '.[full-run]'), or plan for an image without TE "
+            "(sweep promote ... --no-transformer-engine, or transformer_engine: false in the cluster's YAML)"
         )
 
 
