@@ -39,6 +39,7 @@ def core_configs(
     config: FullRunConfig,
     *,
     transformer_engine: bool | None = None,
+    fusions: bool = True,
     use_cpu_initialization: bool = False,
 ) -> CoreConfigs:
     """megatron-core's TransformerConfig, OptimizerConfig and DistributedDataParallelConfig for `config`.
@@ -46,6 +47,7 @@ def core_configs(
     transformer_engine (default: whether it is installed) picks flash attention and TE's fused
     kernels; without it the model uses the SDPA / flash-attn core attention and megatron-core's own
     fused kernels (check_backend says which layouts then cannot run).
+    fusions turns megatron-core's torch.compile'd kernels on (the entry asks fusions.fusions_usable).
     use_cpu_initialization creates the weights on the CPU (for CPU-only checks of the model).
     Raises CoreConfigError with megatron-core's message when it rejects the layout or shape.
     """
@@ -74,7 +76,7 @@ def core_configs(
             params_dtype=dtype,
             pipeline_dtype=dtype,
             **_parallelism(par),
-            **_kernels(transformer_engine=te),
+            **_kernels(transformer_engine=te, fusions=fusions),
             use_cpu_initialization=use_cpu_initialization,
         )
         optimizer = OptimizerConfig(
@@ -130,7 +132,7 @@ def _parallelism(par: Parallelism) -> dict[str, Any]:
     }
 
 
-def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
+def _kernels(*, transformer_engine: bool, fusions: bool) -> dict[str, Any]:
     """TransformerConfig's choice of attention and fused kernels, with Transformer Engine or without it."""
     te = transformer_engine
     return {
@@ -147,10 +149,11 @@ def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
         "gradient_accumulation_fusion": te,
         # These three are megatron-core's own kernels (torch.compile'd SwiGLU, residual add and
         # vocabulary cross entropy, megatron.core.jit): they need no TE, and unfused each of them is
-        # several memory-bound passes over the activations or the [s, b, vocab] logits.
-        "bias_activation_fusion": True,
-        "bias_dropout_fusion": True,
-        "cross_entropy_loss_fusion": True,
+        # several memory-bound passes over the activations or the [s, b, vocab] logits. torch.compile needs a
+        # C compiler on the node: fusions is off where the entry's preflight could not compile (fusions.py).
+        "bias_activation_fusion": fusions,
+        "bias_dropout_fusion": fusions,
+        "cross_entropy_loss_fusion": fusions,
     }
 
 

@@ -37,6 +37,7 @@ from train_entry.megatron.checkpoints import StartKind, StartPoint, start_point
 from train_entry.megatron.config import FullRunConfig
 from train_entry.megatron.core_configs import check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.data import build_datasets, micro_batches, to_device
+from train_entry.megatron.fusions import fusions_usable
 from train_entry.megatron.lr_schedule import build_scheduler
 from train_entry.megatron.model import build_chunks, wrap_for_training
 from train_entry.megatron.optimizer_state import step_count
@@ -148,8 +149,9 @@ class Trainer:
         self.num_microbatches = par.num_microbatches(world_size)
         self.transformer_engine = has_transformer_engine()
         check_backend(config, transformer_engine=self.transformer_engine)
+        self.fusions = fusions_usable("cuda")
         self.transformer, optimizer_config, ddp_config = core_configs(
-            config, transformer_engine=self.transformer_engine
+            config, transformer_engine=self.transformer_engine, fusions=self.fusions
         )
         parallel_state.initialize_model_parallel(
             tensor_model_parallel_size=par.tensor,
