@@ -19,10 +19,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from train_entry.fullrun.config import JobConfig
-from train_entry.fullrun.worker import LOG_PREFIX, preflight, train_loop_per_worker
+from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig
+from train_entry.fullrun.worker import preflight, train_loop_per_worker
 
-RESULT_JSON = "result.json"
 CHECKPOINTS_KEPT = 2
 """The latest checkpoint is what a restart needs; the one before it guards against a torn write."""
 

@@ -18,11 +18,9 @@ import ray
 import ray.train
 import torch.distributed as dist
 
-from train_entry.fullrun.config import JobConfig, MegatronTrainer, ToyTrainer
+from train_entry.fullrun.config import LOG_PREFIX, JobConfig, MegatronTrainer, ToyTrainer
 from train_entry.fullrun.placement import check_tensor_parallel_groups, placement_lines
 
-LOG_PREFIX = "fullrun:"
-"""Starts every line the workers print, so the job log is easy to follow and to parse."""
 
 
 def log_rank0(message: str) -> None:
