@@ -228,13 +228,18 @@ class Trainer:
         self.optimizer.zero_grad()
         return self.forward_backward(iterators, forward_only=False)
 
-    def train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
-        """One iteration: gradients, the optimizer step, the LR schedule's step; the mean loss and the grad norm."""
-        total = self.gradients(iterators)
+    def apply_gradients(self) -> float:
+        """The distributed optimizer's step on the gradients in DDP's buffers, then the LR schedule's; the grad norm."""
         updated, grad_norm, _ = self.optimizer.step()
         if updated:
             self.scheduler.step(increment=1)
-        return _mean_over_data_parallel(total), float(grad_norm or 0.0)
+        return float(grad_norm or 0.0)
+
+    def train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
+        """One iteration: gradients, the optimizer step, the LR schedule's step; the mean loss and the grad norm."""
+        total = self.gradients(iterators)
+        grad_norm = self.apply_gradients()
+        return _mean_over_data_parallel(total), grad_norm
 
 
 class _Run:
