@@ -93,20 +93,27 @@ def core_configs(
             use_distributed_optimizer=True,
             overlap_param_gather=True,
         )
-        ddp = DistributedDataParallelConfig(
-            # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
-            grad_reduce_in_fp32=opt.bf16,
-            # Pinned by the run, not derived from the DP size, so a resume on other nodes finds the same buckets.
-            bucket_size=par.ddp_bucket_size,
-            overlap_grad_reduce=True,
-            overlap_param_gather=True,
-            align_param_gather=par.pipeline > 1,
-            use_distributed_optimizer=True,
-            check_for_nan_in_grad=True,
-        )
+        ddp = _ddp(config)
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _ddp(config: FullRunConfig) -> DistributedDataParallelConfig:
+    """megatron-core's DDP: gradients reduce-scattered and parameters all-gathered for the distributed optimizer,
+    both overlapped with compute."""
+    par = config.parallelism
+    return DistributedDataParallelConfig(
+        # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
+        grad_reduce_in_fp32=config.optimization.bf16,
+        # Pinned by the run, not derived from the DP size, so a resume on other nodes finds the same buckets.
+        bucket_size=par.ddp_bucket_size,
+        overlap_grad_reduce=True,
+        overlap_param_gather=True,
+        align_param_gather=par.pipeline > 1,
+        use_distributed_optimizer=True,
+        check_for_nan_in_grad=True,
+    )
 
 
 def _parallelism(par: Parallelism) -> dict[str, Any]:
