@@ -71,6 +71,13 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "the surrogate's constrained optimum",
     )
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
+    parser.add_argument(
+        "--transformer-engine",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
+        "true for h100-480); without it the layout search leaves out sequence and context parallelism",
+    )
     parser.add_argument("--tokens", type=positive_int, help="training tokens of the full run (default 1e12)")
     parser.add_argument(
         "--global-batch-tokens", type=positive_int, help="tokens per step (default 1440 x 8192 = 11796480)"
@@ -202,6 +209,7 @@ def config_from_args(args: argparse.Namespace):
         for key, value in (
             ("target", args.target),
             ("cluster", args.cluster),
+            ("transformer_engine", args.transformer_engine),
             ("tokens", args.tokens),
             ("global_batch_tokens", args.global_batch_tokens),
         )

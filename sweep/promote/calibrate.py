@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from sweep.promote.assumptions import Assumptions, Calibration
 from sweep.promote.config import PromotionConfig
-from sweep.promote.counts import attention_flops_per_token, layer_matrix_params
+from sweep.promote.counts import attention_flops_per_token, layer_matrix_params, mlp_flops_per_token
 from sweep.promote.errors import PromotionError
 from train_entry.megatron.config import ModelShape
 
@@ -84,7 +84,7 @@ def measured_assumptions(assumed: Plan, timing: LayerTiming) -> Assumptions:
 def layer_flops_per_token(model: ModelShape, recompute: str) -> float:
     """One layer's FLOPs per token as the step-time model counts them: 6 x its matrix parameters +
     12 x hidden x sequence for attention, plus what recomputation repeats (the whole forward, a
-    third of the total, for full; the attention core's for selective)."""
-    attention = attention_flops_per_token(model.model_copy(update={"num_layers": 1}))
-    layer = 6.0 * layer_matrix_params(model) + attention
-    return layer + {"none": 0.0, "selective": attention / 3, "full": layer / 3}[recompute]
+    third of the total, for full; the MLP's for selective)."""
+    one_layer = model.model_copy(update={"num_layers": 1})
+    layer = 6.0 * layer_matrix_params(model) + attention_flops_per_token(one_layer)
+    return layer + {"none": 0.0, "selective": mlp_flops_per_token(one_layer) / 3, "full": layer / 3}[recompute]

@@ -1,6 +1,7 @@
 """Clusters: the GPUs a plan is laid out on, with the numbers the memory and step-time models need.
 
-The preset is the reference recipe's cluster: 60 DGX-class nodes of 8 NVIDIA H100 SXM 80 GB.
+The preset is the reference recipe's cluster: 60 DGX-class nodes of 8 NVIDIA H100 SXM 80 GB, with
+Transformer Engine in its image (NVIDIA's PyTorch containers ship it).
 Figures from NVIDIA's H100 Tensor Core GPU datasheet: 989 TFLOP/s dense bf16 (the 1979 on the
 sheet is with 2:4 sparsity), 80 GB HBM3, NVLink 4 at 900 GB/s per GPU (both directions summed);
 and from the DGX H100 user guide: one ConnectX-7 400 Gb/s InfiniBand NDR port per GPU.
@@ -30,6 +31,10 @@ class Cluster(StrictConfig):
     """Intra-node (NVLink) bandwidth per GPU and direction, GB/s: half of NVIDIA's bidirectional figure."""
     inter_node_gb_per_s: float = Field(gt=0.0)
     """Inter-node (InfiniBand) bandwidth per GPU and direction, GB/s: 400 Gb/s NDR is 50 GB/s."""
+    transformer_engine: bool = True
+    """Whether the cluster's image has Transformer Engine (the full-run extra: pip install '.[full-run]').
+    Without it the entry runs megatron-core's local layers, which cannot run sequence or context
+    parallelism, so the layout search leaves both out and the plan says what that costs."""
     source: str = ""
     """Where the figures come from, shown in the summary."""
 
@@ -57,6 +62,10 @@ PRESETS: dict[str, Cluster] = {
 DEFAULT_CLUSTER = "h100-480"
 
 
-def load_cluster(name_or_path: str) -> Cluster:
-    """A preset by name, or a cluster YAML file (keys: the fields of Cluster)."""
-    return preset_or_file(name_or_path, PRESETS, Cluster, kind="cluster")
+def load_cluster(name_or_path: str, *, transformer_engine: bool | None = None) -> Cluster:
+    """A preset by name, or a cluster YAML file (keys: the fields of Cluster); transformer_engine, when given,
+    in place of the cluster's own (the image a promotion is told it runs)."""
+    cluster = preset_or_file(name_or_path, PRESETS, Cluster, kind="cluster")
+    if transformer_engine is None:
+        return cluster
+    return cluster.model_copy(update={"transformer_engine": transformer_engine})

@@ -59,6 +59,9 @@ class PromotionConfig(StrictConfig):
     """A preset name (llama3.1-8b, llama3.1-70b, llama3.1-405b) or a target YAML file; required."""
     cluster: str = DEFAULT_CLUSTER
     """A preset name (h100-480) or a cluster YAML file."""
+    transformer_engine: bool | None = None
+    """Whether the cluster's image has Transformer Engine, overriding the cluster's own transformer_engine;
+    None keeps the cluster's."""
     tokens: int = Field(10**12, gt=0)
     """Training tokens of the full run (the reference recipe: 1 T)."""
     global_batch_tokens: int = Field(REFERENCE_SEQUENCES * REFERENCE_SEQ_LENGTH, gt=0)

@@ -11,6 +11,7 @@ __all__ = [
     "kv_width",
     "layer_matrix_params",
     "layer_norm_params",
+    "mlp_flops_per_token",
     "model_flops_per_token",
     "output_layer_flops_per_token",
     "total_params",
@@ -45,3 +46,8 @@ def output_layer_flops_per_token(model: ModelShape) -> float:
 def attention_flops_per_token(model: ModelShape) -> float:
     """The attention part of model_flops_per_token (forward + backward)."""
     return 12.0 * model.num_layers * model.hidden_size * model.seq_length
+
+
+def mlp_flops_per_token(model: ModelShape) -> float:
+    """The SwiGLU MLPs' part of model_flops_per_token (forward + backward): gate, up and down, h x f each."""
+    return 6.0 * model.num_layers * 3 * model.hidden_size * model.ffn_hidden_size

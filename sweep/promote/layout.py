@@ -7,6 +7,8 @@ Megatron's constraints, each checked and named when a request breaks it:
   (megatron-core's load-balanced causal split); TP x PP x CP x DP = GPUs; the global batch is a
   multiple of micro-batch x DP; the interleaved schedule needs at least PP microbatches per step,
   in whole groups of PP (megatron-core's microbatch_group_size_per_vp_stage defaults to PP).
+And the entry's: sequence and context parallelism need Transformer Engine's layers, so on a
+cluster whose image has none the search runs TP without sequence parallelism, and CP 1.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.memory import Memory, memory_per_gpu
 from sweep.promote.step_time import StepTime, step_time
 from train_entry.config import StrictConfig
-from train_entry.megatron.config import ModelShape, Parallelism, interleaving_fits
+from train_entry.megatron.config import ModelShape, Parallelism, ddp_bucket_size, interleaving_fits
 
 Recompute = Literal["none", "selective", "full"]
 Shape = tuple[int, int, int | None, int, int]
@@ -80,11 +82,29 @@ def search_layouts(
     return LayoutSearch(ranked=_fitting(layouts, cluster), considered=len(layouts))
 
 
+def fastest_with_transformer_engine(
+    model: ModelShape, cluster: Cluster, *, global_batch_size: int, request: LayoutRequest, assumptions: Assumptions
+) -> RankedLayout | None:
+    """On a cluster whose image has no Transformer Engine: the layout the search would choose if it had TE
+    (sequence and context parallelism allowed), to say what going without costs. None when the cluster
+    has TE, or when no layout fits even with it."""
+    if cluster.transformer_engine:
+        return None
+    with_te = cluster.model_copy(update={"transformer_engine": True})
+    try:
+        search = search_layouts(
+            model, with_te, global_batch_size=global_batch_size, request=request, assumptions=assumptions
+        )
+    except PromotionError:
+        return None
+    return search.ranked[0]
+
+
 def _shapes(model: ModelShape, cluster: Cluster, request: LayoutRequest) -> list[Shape]:
     """(TP, PP, VPP, CP, DP) of every split of the cluster's GPUs that the request and the model allow."""
     tensors = _tensor_sizes(model, cluster, request.tensor)
     splits = _pipeline_splits(model, request.pipeline, request.virtual_pipeline)
-    contexts = _context_sizes(model, request.context)
+    contexts = _context_sizes(model, request.context, transformer_engine=cluster.transformer_engine)
     shapes = [
         (tp, pp, vpp, cp, cluster.gpus // (tp * pp * cp))
         for tp in tensors
@@ -209,10 +229,17 @@ def _pipeline_splits(model: ModelShape, forced_pp: int | None, forced_vpp: int |
     return splits
 
 
-def _context_sizes(model: ModelShape, forced: int | None) -> list[int]:
+def _context_sizes(model: ModelShape, forced: int | None, *, transformer_engine: bool) -> list[int]:
     def valid(cp: int) -> bool:
         return cp == 1 or model.seq_length % (2 * cp) == 0
 
+    if not transformer_engine:
+        if forced not in (None, 1):
+            raise PromotionError(
+                f"context parallel size {forced} needs Transformer Engine's layers, and the cluster's image has none "
+                "(transformer_engine: false): plan with --context-parallel 1, or for an image with TE"
+            )
+        return [1]
     if forced is not None:
         if not valid(forced):
             raise PromotionError(
@@ -239,8 +266,9 @@ def _rank(
         data=dp,
         micro_batch_size=mbs,
         global_batch_size=global_batch_size,
-        sequence_parallel=tp > 1,
+        sequence_parallel=tp > 1 and cluster.transformer_engine,
         recompute=recompute,
+        ddp_bucket_size=ddp_bucket_size(dp),
     )
     return RankedLayout(
         parallelism=par,

@@ -49,48 +49,16 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     ]
     if model.untie_embeddings_and_output_weights:
         args.append(["--untie-embeddings-and-output-weights"])
-    args += [
-        ["--transformer-impl", "transformer_engine"],
-        ["--attention-backend", "flash"],
-        ["--bf16"] if opt.bf16 else [],
-        # Layout.
-        ["--tensor-model-parallel-size", str(par.tensor)],
-        ["--pipeline-model-parallel-size", str(par.pipeline)],
-    ]
-    if par.virtual_pipeline is not None:
-        per_chunk = model.num_layers // (par.pipeline * par.virtual_pipeline)
-        # Megatron-LM overlaps the interleaved schedule's p2p by default (--overlap-p2p-comm is on).
-        args.append(["--num-layers-per-virtual-pipeline-stage", str(per_chunk)])
-    args.append(["--context-parallel-size", str(par.context)])
-    if par.sequence_parallel:
-        args.append(["--sequence-parallel"])
-    if par.recompute == "selective":
-        args.append(["--recompute-granularity", "selective"])
-    elif par.recompute == "full":
-        args += [
-            ["--recompute-granularity", "full"],
-            ["--recompute-method", "uniform"],
-            ["--recompute-num-layers", "1"],
-        ]
+    args += [*_layer_implementation(plan), ["--bf16"] if opt.bf16 else [], *_layout(plan)]
     args += [
         ["--use-distributed-optimizer"],
         ["--overlap-grad-reduce"],
+        ["--ddp-bucket-size", str(par.ddp_bucket_size)],
         ["--overlap-param-gather"],
         ["--accumulate-allreduce-grads-in-fp32"] if opt.bf16 else [],
         ["--micro-batch-size", str(par.micro_batch_size)],
         ["--global-batch-size", str(par.global_batch_size)],
-        # Optimization.
-        ["--train-iters", str(opt.train_iters)],
-        ["--lr", _number(opt.lr)],
-        ["--min-lr", _number(opt.min_lr)],
-        ["--lr-decay-style", opt.decay_style],
-        ["--lr-warmup-iters", str(opt.warmup_iters)],
-        ["--lr-decay-iters", str(opt.train_iters)],
-        ["--weight-decay", _number(opt.weight_decay)],
-        ["--adam-beta1", _number(opt.adam_beta1)],
-        ["--adam-beta2", _number(opt.adam_beta2)],
-        ["--adam-eps", _number(opt.adam_eps)],
-        ["--clip-grad", _number(opt.clip_grad)],
+        *_optimization(plan),
         ["--seed", str(run.seed)],
         # Data: weight/prefix pairs, weights normalised by Megatron as by megatron-core's builder.
         ["--data-path", *[item for source in data.blend for item in (_number(source.weight), source.prefix)]],
@@ -109,6 +77,60 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     if run.eval_interval is not None:
         args.append(["--eval-interval", str(run.eval_interval)])
     return [group for group in args if group]
+
+
+def _optimization(plan: Plan) -> list[list[str]]:
+    """AdamW, its LR schedule and the gradient clip."""
+    opt = plan.run.optimization
+    return [
+        ["--train-iters", str(opt.train_iters)],
+        ["--lr", _number(opt.lr)],
+        ["--min-lr", _number(opt.min_lr)],
+        ["--lr-decay-style", opt.decay_style],
+        ["--lr-warmup-iters", str(opt.warmup_iters)],
+        ["--lr-decay-iters", str(opt.train_iters)],
+        ["--weight-decay", _number(opt.weight_decay)],
+        ["--adam-beta1", _number(opt.adam_beta1)],
+        ["--adam-beta2", _number(opt.adam_beta2)],
+        ["--adam-eps", _number(opt.adam_eps)],
+        ["--clip-grad", _number(opt.clip_grad)],
+    ]
+
+
+def _layout(plan: Plan) -> list[list[str]]:
+    """The parallel layout and its recomputation."""
+    model, par = plan.run.model, plan.run.parallelism
+    args = [
+        ["--tensor-model-parallel-size", str(par.tensor)],
+        ["--pipeline-model-parallel-size", str(par.pipeline)],
+    ]
+    if par.virtual_pipeline is not None:
+        per_chunk = model.num_layers // (par.pipeline * par.virtual_pipeline)
+        # Megatron-LM overlaps the interleaved schedule's p2p by default (--overlap-p2p-comm is on).
+        args.append(["--num-layers-per-virtual-pipeline-stage", str(per_chunk)])
+    args.append(["--context-parallel-size", str(par.context)])
+    if par.sequence_parallel:
+        args.append(["--sequence-parallel"])
+    if par.recompute == "selective":
+        # The MLP, not Megatron-LM's default core_attn: flash attention stores no scores worth recomputing.
+        args += [["--recompute-granularity", "selective"], ["--recompute-modules", "mlp"]]
+    elif par.recompute == "full":
+        args += [["--recompute-granularity", "full"], ["--recompute-method", "uniform"], ["--recompute-num-layers", "1"]]
+    return args
+
+
+def _layer_implementation(plan: Plan) -> list[list[str]]:
+    """Transformer Engine's layers with flash attention where the cluster's image has TE; else megatron-core's
+    local layers, and off the fusions only TE (or Apex) provides: RoPE's, the weight-gradient GEMM's and the
+    masked softmax's CUDA kernels. Megatron-LM's local layers then run megatron-core's unfused attention."""
+    if plan.cluster.transformer_engine:
+        return [["--transformer-impl", "transformer_engine"], ["--attention-backend", "flash"]]
+    return [
+        ["--transformer-impl", "local"],
+        ["--no-rope-fusion"],
+        ["--no-gradient-accumulation-fusion"],
+        ["--no-masked-softmax-fusion"],
+    ]
 
 
 def args_text(plan: Plan) -> str:

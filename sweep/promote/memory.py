@@ -7,14 +7,18 @@ fp32 master weights + Adam m and v (12) sharded over the data-parallel x context
 
 Activations follow Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
 Transformer Models", arXiv:2205.05198, section 4 and table 2), adapted to this architecture:
-bf16 tensors stored per token of one layer, all divided by TP under tensor + sequence parallelism,
+bf16 tensors stored per token of one layer,
 
   attention: RMSNorm input 2h + QKV input 2h + Q 2h + K, V 2 x 2 x kv + attention output 2h,
   MLP:       RMSNorm input 2h + gate/up input 2h + SwiGLU input 2 x 2f + down input 2f,
 
-i.e. 12h + 4kv + 6f bytes (no dropout masks: Llama trains without dropout). Flash attention never
-stores the s x s scores (Korthikanti's 5as/h term), so selective recomputation of the attention core
-saves nothing more here; full recomputation keeps only each layer's input (2h / TP) plus one
+i.e. 12h + 4kv + 6f bytes (no dropout masks: Llama trains without dropout). Tensor parallelism
+splits them all under sequence parallelism; without it (Transformer Engine's layers are needed
+for it) the two RMSNorm inputs and the two column-parallel inputs, 8h, stay whole on every TP rank
+(Korthikanti's table 2, "tensor parallel" row). Flash attention never stores the s x s scores
+(Korthikanti's 5as/h term), so recomputing the attention core would save nothing: selective
+recomputation recomputes the MLP instead, which then stores only its input, saving the SwiGLU and
+down-projection inputs (6f); full recomputation keeps only each layer's input (2h) plus one
 layer's activations while it is recomputed. The first pipeline stage holds the most microbatches
 in flight: min(PP, microbatches) under 1F1B, PP x (1 + (PP-1)/(PP x VPP)) when interleaved
 (Narayanan et al. 2021, section 2.2; the same factor as Megatron-LM's theoretical_memory_usage.py).
@@ -62,6 +66,21 @@ def activation_bytes_per_token_layer(model: ModelShape) -> int:
     return 12 * model.hidden_size + 4 * kv_width(model) + 6 * model.ffn_hidden_size
 
 
+def stored_bytes_per_token_layer(model: ModelShape, par: Parallelism) -> float:
+    """Bytes one layer keeps per token on one GPU until its backward, under `par`'s TP, sequence
+    parallelism and recomputation (full: the layer's input only)."""
+    h, tp = model.hidden_size, par.tensor
+    # The RMSNorm inputs and the column-parallel linears' inputs: split over TP by sequence parallelism only.
+    sequence_split = tp if par.sequence_parallel else 1
+    if par.recompute == "full":
+        return 2 * h / sequence_split
+    norm_and_linear_inputs = 8 * h
+    split = activation_bytes_per_token_layer(model) - norm_and_linear_inputs
+    if par.recompute == "selective":
+        split -= 6 * model.ffn_hidden_size  # the recomputed MLP's SwiGLU and down-projection inputs
+    return split / tp + norm_and_linear_inputs / sequence_split
+
+
 def in_flight_microbatches(par: Parallelism, microbatches: int) -> float:
     """Microbatches whose activations the first pipeline stage holds at its peak."""
     pp = par.pipeline
@@ -79,15 +98,15 @@ def memory_per_gpu(model: ModelShape, par: Parallelism, *, data_parallel: int, r
     layers = model.num_layers // pp
     layer_params = layer_matrix_params(model) / tp + layer_norm_params(model)
     embedding = embedding_params(model) / tp
-    # Tokens of one microbatch on one GPU, and its per-layer activations split over TP (sequence parallel).
+    # Tokens of one microbatch on one GPU, and the activations each layer keeps for its backward.
     tokens = par.micro_batch_size * model.seq_length / cp
-    full_layer = tokens * activation_bytes_per_token_layer(model) / tp
-    if par.recompute == "full":
-        stored_layer = tokens * 2 * model.hidden_size / tp
-        transient = full_layer  # one layer's activations while it is recomputed in the backward
-    else:
-        stored_layer, transient = full_layer, 0.0
-    logits = tokens * 4 * (model.hidden_size + model.vocab_size) / tp
+    stored_layer = tokens * stored_bytes_per_token_layer(model, par)
+    # Full recomputation: one layer's activations while it is recomputed in the backward.
+    recomputed = par.model_copy(update={"recompute": "none"})
+    transient = tokens * stored_bytes_per_token_layer(model, recomputed) if par.recompute == "full" else 0.0
+    # The output layer's input (split over TP only with sequence parallelism) and its fp32 logits.
+    output_input = 4 * model.hidden_size / (tp if par.sequence_parallel else 1)
+    logits = tokens * (output_input + 4 * model.vocab_size / tp)
 
     first_params = layers * layer_params + embedding
     first_acts = layers * stored_layer * in_flight_microbatches(par, microbatches) + transient

@@ -25,7 +25,7 @@ from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
-from sweep.promote.layout import RankedLayout, search_layouts
+from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.targets import Target, load_target
 from sweep.rundir import PlanDir, RunDir
 from train_entry.config import StrictConfig
@@ -104,6 +104,9 @@ class Plan(StrictConfig):
     """The chosen layout first (it is run.parallelism), then the next best."""
     layouts_considered: int
     """Layouts that satisfied Megatron's constraints; the ranked ones are those that also fit in memory."""
+    with_transformer_engine: RankedLayout | None = None
+    """On a cluster whose image has no Transformer Engine: the layout the search would choose with it
+    (sequence and context parallelism allowed), for what going without costs; None otherwise."""
     estimate: Estimate
     placeholders: list[str]
     """Inputs the request left out, stood in for by paths under /PLACEHOLDER; a submission refuses them."""
@@ -258,14 +261,13 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
     optimum, trial = read_optimum(run_dir, observed=observed, target=target)
-    cluster = load_cluster(config.cluster)
-    search = search_layouts(
-        target.model,
-        cluster,
-        global_batch_size=_global_batch_size(config, target.model),
-        request=config.layout,
-        assumptions=config.assumptions,
-    )
+    cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
+    layout_query = {
+        "global_batch_size": _global_batch_size(config, target.model),
+        "request": config.layout,
+        "assumptions": config.assumptions,
+    }
+    search = search_layouts(target.model, cluster, **layout_query)
     chosen = search.ranked[0]
     train_iters = config.train_iters()
     run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
@@ -283,6 +285,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
         run=run,
         layouts=search.ranked[:LAYOUTS_KEPT],
         layouts_considered=search.considered,
+        with_transformer_engine=fastest_with_transformer_engine(target.model, cluster, **layout_query),
         estimate=_estimate(target.model, cluster, chosen, train_iters, config.global_batch_tokens),
         placeholders=placeholders,
     )

@@ -29,10 +29,8 @@ from sweep.promote.jobs import follow_logs
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import submit_plan
 from sweep.rundir import PlanDir
-from train_entry.fullrun.config import JobConfig, ToyTrainer
-from train_entry.fullrun.job import RESULT_JSON
+from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig, ToyTrainer
 from train_entry.fullrun.toy import load_state
-from train_entry.fullrun.worker import LOG_PREFIX
 from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import TrialConfig
 

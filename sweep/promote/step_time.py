@@ -2,7 +2,7 @@
 
 compute = executed FLOPs per GPU / (peak bf16 x MFU), where executed FLOPs are the model FLOPs
 (counts.model_flops_per_token) plus recomputation: full recomputation repeats every forward (+1/3),
-selective repeats the attention core's forward (+1/3 of the attention FLOPs).
+selective repeats the MLPs' forward (+1/3 of the MLP FLOPs; flash attention is never recomputed).
 imbalance = the pipeline moves at the pace of its slowest stage. Megatron splits the layers evenly
           over the stages (the plan keeps that split: no --decoder-last-pipeline-num-layers), and the
           last stage also runs the output layer, 6 x vocab x hidden FLOPs per token, so each of the
@@ -12,7 +12,8 @@ Communication, ring collectives moving (n-1)/n of a buffer per GPU at the link's
 direction; a group is on NVLink while it fits in a node, on the network otherwise (Megatron's
 rank order is TP, CP, DP, PP from the innermost):
   TP: with sequence parallelism 4 all-gathers/reduce-scatters of a microbatch's (s/CP) x h bf16
-      activations per layer forward and 4 backward (+4 with full recomputation); not overlapped
+      activations per layer forward and 4 backward (+4 with full recomputation, +2 with selective's
+      recomputed MLP); without it, 2 all-reduces forward and 2 backward, the same volume; not overlapped
       (Megatron's --tp-comm-overlap needs Transformer Engine userbuffers, which the plan leaves off).
   CP: ring attention passes K and V around the CP group (cp-1) times forward, K, V and their
       gradients backward; megatron-core overlaps it with the attention compute (causal: half the
@@ -33,6 +34,7 @@ from sweep.promote.counts import (
     kv_width,
     layer_matrix_params,
     layer_norm_params,
+    mlp_flops_per_token,
     model_flops_per_token,
     output_layer_flops_per_token,
 )
@@ -99,18 +101,19 @@ def step_time(
 
 
 def _recompute_flops_per_token(model: ModelShape, par: Parallelism) -> float:
-    """Forward FLOPs run again in the backward: the attention core's (selective) or the whole model's (full)."""
+    """Forward FLOPs run again in the backward: the MLPs' (selective) or the whole model's (full)."""
     if par.recompute == "selective":
-        return attention_flops_per_token(model) / 3
+        return mlp_flops_per_token(model) / 3
     if par.recompute == "full":
         return model_flops_per_token(model) / 3
     return 0.0
 
 
 def _tp_comm(model: ModelShape, par: Parallelism, cluster: Cluster, *, microbatches: int) -> float:
-    """Sequence parallelism's all-gathers and reduce-scatters: 4 forward and 4 backward per layer and
-    microbatch, 4 more with full recomputation; none of them overlapped."""
-    tp_ops = 8 + (4 if par.recompute == "full" else 0)
+    """Sequence parallelism's all-gathers and reduce-scatters (or, without it, the all-reduces of the same volume):
+    4 forward and 4 backward per layer and microbatch, 4 more with full recomputation, 2 with selective's MLP;
+    none of them overlapped."""
+    tp_ops = 8 + {"none": 0, "selective": 2, "full": 4}[par.recompute]
     layers = model.num_layers // par.pipeline
     return layers * microbatches * tp_ops * _ring(cluster, _activation_bytes(model, par), par.tensor, par.tensor)
 

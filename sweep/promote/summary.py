@@ -212,12 +212,32 @@ def _compute_rate(plan: Plan) -> str:
 
 
 def _transformer_engine_row(plan: Plan) -> list[tuple[str, str]]:
-    """A row naming the chosen layout's settings that the entry runs only with Transformer Engine."""
+    """What the plan needs of the cluster's image: the settings only Transformer Engine's layers run, or,
+    without TE, what leaving them out costs."""
+    if not plan.cluster.transformer_engine:
+        return [("without TE", _cost_without_transformer_engine(plan))]
     needed = transformer_engine_settings(plan.run)
     if not needed:
         return []
     text = (
-        f"Transformer Engine on every node for {', '.join(needed)} (a node without it refuses them); "
-        "--tensor-parallel 1 --context-parallel 1 plans without them"
+        f"Transformer Engine in the cluster's image for {', '.join(needed)} (a node without it stops with that "
+        "message before any GPU work); --no-transformer-engine plans for an image without it"
     )
     return [("needs TE", text)]
+
+
+def _cost_without_transformer_engine(plan: Plan) -> str:
+    """The image has no TE: sequence and context parallelism are out, and what the search would choose with them."""
+    text = "the cluster's image has no Transformer Engine: layouts without sequence and context parallelism only"
+    best = plan.with_transformer_engine
+    if best is None:
+        return f"{text}; no layout with them fits either"
+    extra_s = plan.estimate.step_s - best.step.total_s
+    if extra_s <= 0:
+        return f"{text}, which costs nothing here: with TE the search chooses a layout as fast ({describe(best)})"
+    iterations = plan.estimate.train_iters
+    return (
+        f"{text}. With TE the search would choose {describe(best)} at {best.step.total_s:.2f} s per step: "
+        f"going without costs {extra_s:.2f} s per step (+{extra_s / best.step.total_s:.1%}), "
+        f"{extra_s * iterations / 86400:.1f} days and {extra_s * iterations * plan.cluster.gpus / 3600:,.0f} GPU-hours"
+    )

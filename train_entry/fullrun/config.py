@@ -16,6 +16,10 @@ from train_entry.trial_config import CorpusPrefixes
 
 JOB_JSON = "job.json"
 """The job's config in the folder Ray uploads as its working_dir: `python -m train_entry.fullrun.job --config job.json`."""
+RESULT_JSON = "result.json"
+"""What the job writes beside Ray Train's run state when it ends."""
+LOG_PREFIX = "fullrun:"
+"""Starts every line the workers print, so the job log is easy to follow and to parse."""
 
 
 class MegatronTrainer(StrictConfig):

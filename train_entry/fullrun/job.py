@@ -1,9 +1,13 @@
 """`python -m train_entry.fullrun.job --config job.json`: the full run's Ray job entrypoint.
 
-The Jobs API starts it on the cluster's head with RAY_ADDRESS set. It runs a Ray Train
-TorchTrainer: one worker per GPU (per CPU slot in a rehearsal), packed node by node, restarted
-from the latest checkpoint up to max_failures times after a lost worker or node. At the end it
-writes result.json beside Ray Train's run state and prints it.
+The Jobs API starts it on the cluster's head with RAY_ADDRESS set. First a preflight: a megatron
+run's config must pass megatron-core's checks and be one this image's layers run (no sequence or
+context parallelism without Transformer Engine); otherwise the job stops with one line naming the
+setting and exit code 2, before any worker takes a GPU (a worker's failure would be retried
+max_failures times). Then a Ray Train TorchTrainer: one worker per GPU (per CPU slot in a
+rehearsal), packed node by node, restarted from the latest checkpoint up to max_failures times
+after a lost worker or node. At the end it writes result.json beside Ray Train's run state and
+prints it.
 """
 
 from __future__ import annotations
@@ -15,10 +19,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from train_entry.fullrun.config import JobConfig
-from train_entry.fullrun.worker import LOG_PREFIX, train_loop_per_worker
+from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig
+from train_entry.fullrun.worker import preflight, train_loop_per_worker
 
-RESULT_JSON = "result.json"
 CHECKPOINTS_KEPT = 2
 """The latest checkpoint is what a restart needs; the one before it guards against a torn write."""
 
@@ -64,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
         job = JobConfig.model_validate_json(args.config.read_text(encoding="utf-8"))
     except (OSError, ValidationError) as error:
         print(f"error: --config {args.config}: {error}", file=sys.stderr)
+        return 2
+    try:
+        preflight(job)
+    except ValidationError as error:
+        first = error.errors(include_url=False)[0]
+        where = ".".join(["trainer", "run", *map(str, first["loc"])])
+        print(f"error: --config {args.config}: {where}: {first['msg']}", file=sys.stderr)
+        return 2
+    except ValueError as error:  # CoreConfigError: megatron-core's rules or this image's layers
+        print(f"error: {error}", file=sys.stderr)
         return 2
     summary = run_job(job)
     run_dir = Path(job.storage_path) / job.name

@@ -18,11 +18,9 @@ import ray
 import ray.train
 import torch.distributed as dist
 
-from train_entry.fullrun.config import JobConfig, MegatronTrainer, ToyTrainer
+from train_entry.fullrun.config import LOG_PREFIX, JobConfig, MegatronTrainer, ToyTrainer
 from train_entry.fullrun.placement import check_tensor_parallel_groups, placement_lines
 
-LOG_PREFIX = "fullrun:"
-"""Starts every line the workers print, so the job log is easy to follow and to parse."""
 
 
 def log_rank0(message: str) -> None:
@@ -34,6 +32,7 @@ def log_rank0(message: str) -> None:
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:
     job = JobConfig.model_validate(config)
+    preflight(job)  # on this worker's own image, before the first collective touches its GPU
     node_of_rank: list[Any] = [None] * dist.get_world_size()
     dist.all_gather_object(node_of_rank, ray.get_runtime_context().get_node_id())
     for line in placement_lines(node_of_rank):
@@ -43,6 +42,23 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:
         _run_toy(job, job.trainer)
     else:
         _run_megatron(job, job.trainer)
+
+
+def preflight(job: JobConfig) -> None:
+    """What a worker will run, checked against this node's image: a megatron run's config against
+    megatron-core's rules and the layers installed here. CoreConfigError or ValidationError.
+
+    The job's driver runs it before any worker starts, and each worker before its first collective.
+    """
+    if not isinstance(job.trainer, MegatronTrainer):
+        return
+    # Imported here: megatron-core is needed for megatron jobs only (a rehearsal's image may lack it).
+    from train_entry.megatron.config import FullRunConfig
+    from train_entry.megatron.core_configs import check_backend, core_configs, has_transformer_engine
+
+    config = FullRunConfig.model_validate(job.trainer.run)
+    core_configs(config)
+    check_backend(config, transformer_engine=has_transformer_engine())
 
 
 def _run_toy(job: JobConfig, trainer: ToyTrainer) -> None:

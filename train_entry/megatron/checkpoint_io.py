@@ -92,11 +92,7 @@ def load_resume(
     shape: ModelShape,
 ) -> int:
     """Restore weights, optimizer, LR schedule from one of the run's own checkpoints; returns its iteration."""
-    # megatron-core builds the optimizer's part of the request from the state a first step creates.
-    prepare_for_load(optimizer)
-    request = _model_state(model)
-    request["optimizer"] = optimizer.sharded_state_dict(request, is_loading=True, metadata=_metadata())
-    loaded = _load(request, directory)
+    loaded = read_resume(directory, model=model, optimizer=optimizer)
     saved_shape = ModelShape.model_validate(json.loads(loaded["run_config"])["model"])
     if saved_shape != shape:
         raise CheckpointError(
@@ -107,6 +103,18 @@ def load_resume(
     finish_load(optimizer)
     scheduler.load_state_dict(loaded["opt_param_scheduler"])
     return int(loaded["iteration"])
+
+
+def read_resume(
+    directory: Path, *, model: list[DistributedDataParallel], optimizer: ChainedOptimizer
+) -> dict[str, Any]:
+    """One of the run's own checkpoints as megatron-core loads it, for this rank's model and optimizer, not yet
+    applied: the request built from them, filled from `directory`."""
+    # megatron-core builds the optimizer's part of the request from the state a first step creates.
+    prepare_for_load(optimizer)
+    request = _model_state(model)
+    request["optimizer"] = optimizer.sharded_state_dict(request, is_loading=True, metadata=_metadata())
+    return _load(request, directory)
 
 
 def load_base(directory: Path, *, model: list[DistributedDataParallel], optimizer: MegatronOptimizer) -> None:

@@ -90,6 +90,13 @@ def interleaving_fits(*, pipeline: int, virtual_pipeline: int | None, microbatch
     return virtual_pipeline is None or microbatches % pipeline == 0
 
 
+def ddp_bucket_size(data_parallel: int) -> int:
+    """megatron-core's own bucket size for `data_parallel` ranks, max(40M, 1M x DP) parameters
+    (DistributedDataParallel.__init__): at a large DP a bigger bucket keeps each rank's share of the
+    reduce-scatter large enough to stay bandwidth-bound. A plan pins the value for its DP."""
+    return max(40_000_000, 1_000_000 * data_parallel)
+
+
 class Parallelism(StrictConfig):
     """How the model and the batch are split over the GPUs: world size = tensor x pipeline x context x data."""
 
@@ -109,7 +116,14 @@ class Parallelism(StrictConfig):
     sequence_parallel: bool = False
     """Shard layer-norm and dropout activations over the tensor-parallel group; needs tensor > 1."""
     recompute: Literal["none", "selective", "full"] = "none"
-    """Activation recomputation: selective recomputes the attention core, full whole layers (uniform, one at a time)."""
+    """Activation recomputation: selective recomputes each layer's MLP (megatron-core's "mlp" recompute module),
+    full whole layers (uniform, one at a time). Selective leaves the attention core alone: flash attention
+    (TE's, flash-attn's or SDPA's) never stores the s x s scores, so recomputing it would only cost time."""
+    ddp_bucket_size: int = Field(ddp_bucket_size(1), gt=0)
+    """Parameters per gradient bucket of megatron-core's DDP, fixed for the whole run. The distributed
+    optimizer's checkpoint is laid out by bucket and a resume must find the same buckets, while
+    megatron-core's default (ddp_bucket_size(DP)) changes with the data-parallel size above 40: pinned,
+    a restart on fewer or more nodes loads. A plan sets megatron-core's value for its own DP."""
 
     @model_validator(mode="after")
     def _sizes_fit(self) -> Parallelism:

@@ -39,6 +39,7 @@ def core_configs(
     config: FullRunConfig,
     *,
     transformer_engine: bool | None = None,
+    fusions: bool = True,
     use_cpu_initialization: bool = False,
 ) -> CoreConfigs:
     """megatron-core's TransformerConfig, OptimizerConfig and DistributedDataParallelConfig for `config`.
@@ -46,6 +47,7 @@ def core_configs(
     transformer_engine (default: whether it is installed) picks flash attention and TE's fused
     kernels; without it the model uses the SDPA / flash-attn core attention and megatron-core's own
     fused kernels (check_backend says which layouts then cannot run).
+    fusions turns megatron-core's torch.compile'd kernels on (the entry asks fusions.fusions_usable).
     use_cpu_initialization creates the weights on the CPU (for CPU-only checks of the model).
     Raises CoreConfigError with megatron-core's message when it rejects the layout or shape.
     """
@@ -74,7 +76,7 @@ def core_configs(
             params_dtype=dtype,
             pipeline_dtype=dtype,
             **_parallelism(par),
-            **_kernels(transformer_engine=te),
+            **_kernels(transformer_engine=te, fusions=fusions),
             use_cpu_initialization=use_cpu_initialization,
         )
         optimizer = OptimizerConfig(
@@ -91,18 +93,27 @@ def core_configs(
             use_distributed_optimizer=True,
             overlap_param_gather=True,
         )
-        ddp = DistributedDataParallelConfig(
-            # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
-            grad_reduce_in_fp32=opt.bf16,
-            overlap_grad_reduce=True,
-            overlap_param_gather=True,
-            align_param_gather=par.pipeline > 1,
-            use_distributed_optimizer=True,
-            check_for_nan_in_grad=True,
-        )
+        ddp = _ddp(config)
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _ddp(config: FullRunConfig) -> DistributedDataParallelConfig:
+    """megatron-core's DDP: gradients reduce-scattered and parameters all-gathered for the distributed optimizer,
+    both overlapped with compute."""
+    par = config.parallelism
+    return DistributedDataParallelConfig(
+        # bf16 gradients summed over hundreds of ranks lose too many bits; reduce them in fp32.
+        grad_reduce_in_fp32=config.optimization.bf16,
+        # Pinned by the run, not derived from the DP size, so a resume on other nodes finds the same buckets.
+        bucket_size=par.ddp_bucket_size,
+        overlap_grad_reduce=True,
+        overlap_param_gather=True,
+        align_param_gather=par.pipeline > 1,
+        use_distributed_optimizer=True,
+        check_for_nan_in_grad=True,
+    )
 
 
 def _parallelism(par: Parallelism) -> dict[str, Any]:
@@ -114,6 +125,9 @@ def _parallelism(par: Parallelism) -> dict[str, Any]:
         "context_parallel_size": par.context,
         "sequence_parallel": par.sequence_parallel,
         "recompute_granularity": None if par.recompute == "none" else par.recompute,
+        # Selective: the MLP (its SwiGLU input is the layer's largest activation), never the attention core,
+        # which every attention the entry runs computes flash-style without storing the scores.
+        "recompute_modules": ["mlp"] if par.recompute == "selective" else None,
         # Full recompute: every layer, one at a time, keeping only each layer's input.
         "recompute_method": "uniform" if par.recompute == "full" else None,
         "recompute_num_layers": 1 if par.recompute == "full" else None,
@@ -125,7 +139,7 @@ def _parallelism(par: Parallelism) -> dict[str, Any]:
     }
 
 
-def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
+def _kernels(*, transformer_engine: bool, fusions: bool) -> dict[str, Any]:
     """TransformerConfig's choice of attention and fused kernels, with Transformer Engine or without it."""
     te = transformer_engine
     return {
@@ -142,10 +156,11 @@ def _kernels(*, transformer_engine: bool) -> dict[str, Any]:
         "gradient_accumulation_fusion": te,
         # These three are megatron-core's own kernels (torch.compile'd SwiGLU, residual add and
         # vocabulary cross entropy, megatron.core.jit): they need no TE, and unfused each of them is
-        # several memory-bound passes over the activations or the [s, b, vocab] logits.
-        "bias_activation_fusion": True,
-        "bias_dropout_fusion": True,
-        "cross_entropy_loss_fusion": True,
+        # several memory-bound passes over the activations or the [s, b, vocab] logits. torch.compile needs a
+        # C compiler on the node: fusions is off where the entry's preflight could not compile (fusions.py).
+        "bias_activation_fusion": fusions,
+        "bias_dropout_fusion": fusions,
+        "cross_entropy_loss_fusion": fusions,
     }
 
 
@@ -173,9 +188,9 @@ def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
     needed = transformer_engine_settings(config)
     if needed and not transformer_engine:
         raise CoreConfigError(
-            f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node has none: install "
-            "the full-run extra (pip install '.[full-run]'), or plan without them (sweep promote "
-            "--tensor-parallel 1 --context-parallel 1 turns sequence and context parallelism off)"
+            f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node's image has none: "
+            "install the full-run extra (pip install '.[full-run]'), or plan for an image without TE "
+            "(sweep promote ... --no-transformer-engine, or transformer_engine: false in the cluster's YAML)"
         )
 
 

@@ -7,10 +7,12 @@ optimizer and pipeline schedule), fed random token batches so that no corpus or 
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +34,10 @@ difference of two layer counts, and a small one keeps a 405B-wide layer pair wit
 class IterationTiming:
     median_s: float
     """Median wall time of the timed iterations, CUDA synchronised before and after each."""
+    optimizer_median_s: float | None
+    """Of each iteration, the median time of the optimizer's and the LR schedule's step; None without them."""
+    parameters: int
+    """Parameters of this rank's model chunks: what the optimizer steps."""
     peak_memory_gb: float
     """torch.cuda.max_memory_allocated over building and running, in GB (1e9 bytes)."""
     attention: str
@@ -67,7 +73,8 @@ def one_gpu_config(
 
 
 def time_iterations(config: FullRunConfig, *, iterations: int, warmup: int, optimizer_step: bool) -> IterationTiming:
-    """Time a Trainer of `config` on this GPU: train_step() with optimizer_step, else gradients() alone.
+    """Time a Trainer of `config` on this GPU: gradients() then, with optimizer_step, apply_gradients(), each
+    timed apart (the iteration's time is their sum).
 
     The first `warmup` iterations (CUDA and torch.compile warm-up) are not timed. Frees the GPU
     memory it took before returning.
@@ -77,21 +84,35 @@ def time_iterations(config: FullRunConfig, *, iterations: int, warmup: int, opti
         trainer = Trainer(config)
         batches = [random_micro_batch(config, seed, trainer.device) for seed in range(SAMPLE_BATCHES)]
         iterators = [itertools.cycle(batches) if reads else None for reads in trainer.reads_data]
-        step = trainer.train_step if optimizer_step else trainer.gradients
-        seconds = []
+        steps = [functools.partial(trainer.gradients, iterators)]
+        if optimizer_step:
+            steps.append(trainer.apply_gradients)
+        seconds: list[list[float]] = []
         for index in range(warmup + iterations):
-            torch.cuda.synchronize()
-            started = time.perf_counter()
-            step(iterators)
-            torch.cuda.synchronize()
+            timed = [_synchronised_seconds(step) for step in steps]
             if index >= warmup:
-                seconds.append(time.perf_counter() - started)
+                seconds.append(timed)
         attention = attention_backend(transformer_engine=trainer.transformer_engine)
-        del trainer, batches, iterators, step
+        parameters = sum(param.numel() for chunk in trainer.model for param in chunk.parameters())
+        del trainer, batches, iterators, steps
     gc.collect()  # megatron-core's DDP and optimizer hold reference cycles to the parameters
     peak = torch.cuda.max_memory_allocated() / 1e9
     torch.cuda.empty_cache()
-    return IterationTiming(median_s=statistics.median(seconds), peak_memory_gb=peak, attention=attention)
+    return IterationTiming(
+        median_s=statistics.median(sum(parts) for parts in seconds),
+        optimizer_median_s=statistics.median(parts[1] for parts in seconds) if optimizer_step else None,
+        parameters=parameters,
+        peak_memory_gb=peak,
+        attention=attention,
+    )
+
+
+def _synchronised_seconds(step: Callable[[], object]) -> float:
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    step()
+    torch.cuda.synchronize()
+    return time.perf_counter() - started
 
 
 def time_layer(

@@ -37,8 +37,10 @@ from train_entry.megatron.checkpoints import StartKind, StartPoint, start_point
 from train_entry.megatron.config import FullRunConfig
 from train_entry.megatron.core_configs import check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.data import build_datasets, micro_batches, to_device
+from train_entry.megatron.fusions import fusions_usable
 from train_entry.megatron.lr_schedule import build_scheduler
 from train_entry.megatron.model import build_chunks, wrap_for_training
+from train_entry.megatron.optimizer_state import step_count
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +76,9 @@ class FullRunResult(StrictConfig):
     valid_loss: float | None
     checkpoints: list[str] = Field(default_factory=list)
     """The checkpoints this call saved, in order."""
+    adam_step: int
+    """Adam's step count at the end, which its bias correction uses: the optimizer steps since the base
+    (the iteration, unless a step was skipped), carried through every resume."""
     wall_seconds: float
 
 
@@ -144,8 +149,9 @@ class Trainer:
         self.num_microbatches = par.num_microbatches(world_size)
         self.transformer_engine = has_transformer_engine()
         check_backend(config, transformer_engine=self.transformer_engine)
+        self.fusions = fusions_usable("cuda")
         self.transformer, optimizer_config, ddp_config = core_configs(
-            config, transformer_engine=self.transformer_engine
+            config, transformer_engine=self.transformer_engine, fusions=self.fusions
         )
         parallel_state.initialize_model_parallel(
             tensor_model_parallel_size=par.tensor,
@@ -222,13 +228,18 @@ class Trainer:
         self.optimizer.zero_grad()
         return self.forward_backward(iterators, forward_only=False)
 
-    def train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
-        """One iteration: gradients, the optimizer step, the LR schedule's step; the mean loss and the grad norm."""
-        total = self.gradients(iterators)
+    def apply_gradients(self) -> float:
+        """The distributed optimizer's step on the gradients in DDP's buffers, then the LR schedule's; the grad norm."""
         updated, grad_norm, _ = self.optimizer.step()
         if updated:
             self.scheduler.step(increment=1)
-        return _mean_over_data_parallel(total), float(grad_norm or 0.0)
+        return float(grad_norm or 0.0)
+
+    def train_step(self, iterators: list[Iterator[Any] | None]) -> tuple[float, float]:
+        """One iteration: gradients, the optimizer step, the LR schedule's step; the mean loss and the grad norm."""
+        total = self.gradients(iterators)
+        grad_norm = self.apply_gradients()
+        return _mean_over_data_parallel(total), grad_norm
 
 
 class _Run:
@@ -293,6 +304,7 @@ class _Run:
             train_loss=train_loss,
             valid_loss=valid_loss,
             checkpoints=checkpoints,
+            adam_step=step_count(self.trainer.optimizer),
             wall_seconds=time.perf_counter() - started,
         )
 

@@ -61,6 +61,21 @@ def test_user_defined_target_and_cluster_files(finished_run, capsys):
     assert "--use-rope-scaling" not in (directory / "pretrain_gpt_args.txt").read_text()
 
 
+def test_a_cluster_without_transformer_engine_plans_without_its_settings_and_the_flag_overrides_it(
+    finished_run, tmp_path
+):
+    cluster = cluster_yaml(tmp_path, gpus_per_node=8)
+    cluster.write_text(cluster.read_text() + "transformer_engine: false\n")
+    run_dir = finished_run()
+    assert promote(run_dir, "--target", "llama3.1-8b", "--cluster", str(cluster)) == 0
+    assert promote(run_dir, "--target", "llama3.1-8b", "--cluster", str(cluster), "--transformer-engine") == 0
+    plans = {plan.cluster.transformer_engine: plan for plan in map(Plan.read, (run_dir / "promotion").iterdir())}
+    assert plans.keys() == {False, True}
+    assert not plans[False].run.parallelism.sequence_parallel and plans[False].run.parallelism.context == 1
+    assert plans[True].run.parallelism.sequence_parallel
+    assert "without TE" in (run_dir / "promotion" / plans[False].id / "summary.md").read_text()
+
+
 @pytest.mark.parametrize("path", SHIPPED_PROMOTIONS, ids=lambda p: p.name)
 def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, capsys, path):
     config = load_config(path, PromotionConfig, kind="promotion config")
@@ -89,6 +104,10 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, c
             "global batch of 10000000 tokens is not a whole number of 8192-token sequences",
         ),
         (["--target", "llama3.1-405b", "--cluster", "{c8x1}"], "the model fits no layout in 80 GB per GPU on 8 GPUs"),
+        (
+            ["--target", "llama3.1-70b", "--no-transformer-engine", "--context-parallel", "2"],
+            "context parallel size 2 needs Transformer Engine's layers, and the cluster's image has none",
+        ),
         (["--target", "llama9"], "unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"),
         ([], "no target: name a preset or a target YAML file"),
     ],
@@ -97,6 +116,7 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, c
         "indivisible-batch",
         "partial-sequence",
         "405b-on-8-gpus",
+        "cp-without-te",
         "unknown-target",
         "no-target",
     ],

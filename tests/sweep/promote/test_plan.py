@@ -22,12 +22,17 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
 from sweep.promote.plan import Plan, make_plan
 from sweep.promote.promotion import write_plan
-from train_entry.megatron.core_configs import core_configs
+from train_entry.megatron.core_configs import core_configs, transformer_engine_settings
 from train_entry.mix import MixRatio, blend_weights
 
 EXPECTED = Path(__file__).parent / "expected"
-TARGETS = ["llama3.1-8b", "llama3.1-70b"]
-MAX_LR = {"llama3.1-8b": 3e-4, "llama3.1-70b": 1.5e-4}
+PROMOTIONS = {
+    "llama3.1-8b": PromotionConfig(target="llama3.1-8b"),
+    "llama3.1-70b": PromotionConfig(target="llama3.1-70b"),
+    # The same cluster with an image that has no Transformer Engine.
+    "llama3.1-70b-without-te": PromotionConfig(target="llama3.1-70b", transformer_engine=False),
+}
+TARGETS = list(PROMOTIONS)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +42,7 @@ def run_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def plans(run_dir) -> dict[str, Plan]:
-    return {target: make_plan(run_dir, PromotionConfig(target=target)) for target in TARGETS}
+    return {name: make_plan(run_dir, config) for name, config in PROMOTIONS.items()}
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -130,6 +135,30 @@ def test_the_plan_id_depends_only_on_what_decides_the_run(run_dir, plans, tmp_pa
     assert make_plan(run_dir, pinned).id != plan.id
     other = write_run(tmp_path / "lr_mix", lr_fraction=0.12)
     assert make_plan(other, PromotionConfig(target="llama3.1-70b")).id != plan.id
+
+
+def test_without_transformer_engine_the_plan_leaves_out_sequence_and_context_parallelism_and_says_the_cost(
+    plans, tmp_path
+):
+    with_te, without = plans["llama3.1-70b"], plans["llama3.1-70b-without-te"]
+    assert not without.cluster.transformer_engine and with_te.cluster.transformer_engine
+    assert without.id != with_te.id
+    assert all(not layout.parallelism.sequence_parallel and layout.parallelism.context == 1 for layout in without.layouts)
+    assert transformer_engine_settings(without.run) == []
+    # What the search would choose with TE is the TE plan's choice; going without costs its step-time difference.
+    assert without.with_transformer_engine == with_te.chosen and with_te.with_transformer_engine is None
+    extra_s = without.estimate.step_s - with_te.estimate.step_s
+    assert extra_s > 0
+    summary = " ".join((write_plan(without, tmp_path).path / "summary.md").read_text().replace("│", " ").split())
+    assert f"going without costs {extra_s:.2f} s per step (+{extra_s / with_te.estimate.step_s:.1%})" in summary
+    args = parse_args_txt(write_plan(without, tmp_path).megatron_args.read_text())
+    assert args["--transformer-impl"] == ["local"] and "--sequence-parallel" not in args
+
+
+def test_context_parallelism_pinned_for_an_image_without_transformer_engine_is_refused(run_dir):
+    config = PromotionConfig(target="llama3.1-70b", transformer_engine=False, layout=LayoutRequest(context=2))
+    with pytest.raises(PromotionError, match=r"context parallel size 2 needs Transformer Engine's layers"):
+        make_plan(run_dir, config)
 
 
 def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
@@ -238,6 +267,8 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
         plan.run.optimization.train_iters,
         1440,
     )
+    assert args.ddp_bucket_size == plan.run.parallelism.ddp_bucket_size
+    assert args.transformer_impl == ("transformer_engine" if plan.cluster.transformer_engine else "local")
     if torch.cuda.is_available():
         arguments.validate_args(args, {})
         assert args.data_parallel_size == plan.chosen.data_parallel

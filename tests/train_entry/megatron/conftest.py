@@ -11,7 +11,7 @@ import pytest
 from train_entry.data.corpus import CorpusFile
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
-from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig
+from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig, ModelShape
 
 
 def _full_run(**parallelism: Any) -> dict[str, Any]:
@@ -62,6 +62,15 @@ def full_run(request) -> FullRunConfig:
     """Each of LAYOUTS as a validated FullRunConfig."""
     model, parallelism = LAYOUTS[request.param]
     return FullRunConfig.model_validate({**_full_run(**parallelism), "model": model.model_dump()})
+
+
+@pytest.fixture
+def tiny_gpu_shape() -> ModelShape:
+    """A 2-layer Llama small enough for a GPU test's many steps, large enough to split into several DDP buckets."""
+    return ModelShape(
+        num_layers=2, hidden_size=128, ffn_hidden_size=352, num_attention_heads=4, num_query_groups=2,
+        vocab_size=512, seq_length=64,
+    )  # fmt: skip
 
 
 @pytest.fixture

@@ -80,6 +80,8 @@ def test_resumes_after_two_kills_in_a_row_and_follows_the_uninterrupted_run(sing
     result = train(config, on_log=logged.append)
     assert (result.start, result.start_iteration, result.iteration) == (StartKind.RESUME, 20, 30)
     assert result.checkpoints == [str(iteration_dir(run, 30))]
+    # Adam's bias correction counted every step through both resumes (megatron-core's load alone restarts it at 1).
+    assert result.adam_step == 30
     assert [m.iteration for m in logged] == [m.iteration for m in uninterrupted] == [5, 10, 15, 20, 25, 30]
     # The schedule went on where it stopped (it ends at min_lr), and with the same samples, weights and
     # Adam state the losses are the uninterrupted run's, up to the GPU's nondeterministic reductions.

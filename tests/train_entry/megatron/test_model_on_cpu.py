@@ -34,8 +34,8 @@ def _llama_parameters(shape: ModelShape) -> int:
     return shape.num_layers * layer + embeddings + h  # + the final RMSNorm
 
 
-def _chunks(full_run_data, shape: ModelShape):
-    data = full_run_data()
+def _chunks(full_run_data, shape: ModelShape, **parallelism):
+    data = full_run_data(**parallelism)
     data["model"] = shape.model_dump()
     data["optimization"] |= {"bf16": False}
     config = FullRunConfig.model_validate(data)
@@ -87,3 +87,10 @@ def test_without_transformer_engine_the_layers_attend_through_sdpa_under_the_loc
         return {value.key for value in model.sharded_state_dict().values() if hasattr(value, "key")}
 
     assert keys(chunk) == keys(megatron_cores_own)
+
+
+def test_selective_recompute_recomputes_the_mlp_and_leaves_the_flash_attention_alone(single_rank_group, full_run_data):
+    (chunk,) = _chunks(full_run_data, TINY, recompute="selective")
+    layers = chunk.decoder.layers
+    assert [layer.recompute_mlp for layer in layers] == [True] * TINY.num_layers
+    assert [layer.self_attention.checkpoint_core_attention for layer in layers] == [False] * TINY.num_layers

@@ -1,0 +1,134 @@
+"""benchmarks/gpu_check.sh on what a CPU machine can check: its wheel list holds every package the GPU tests
+import, it refuses a machine without CUDA in one line, and its summary line reads what the parts left."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from gpu_check_summary import RESUME_TEST, summary  # noqa: E402
+
+TORCH_BRINGS = {"torch", "filelock", "fsspec", "jinja2", "markupsafe", "mpmath", "networkx", "setuptools", "sympy"}
+TORCH_BRINGS |= {"triton", "typing-extensions"}
+"""torch's own wheel requires these: a machine with torch has them."""
+GPU_PATHS = [
+    # What the gpu tests import, and what their code imports only when it runs on a GPU.
+    "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
+    "train_entry.builtin_base", "sweep.prepare", "sweep.promote.promotion", "sweep.cli.promote", "full_run_gpu",
+]  # fmt: skip
+IMPORTED = """
+import importlib, importlib.metadata as md, json, os, sys
+import pytest, transformers
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+transformers.LlamaForCausalLM, transformers.PreTrainedTokenizerFast
+owner = {}
+for dist in md.distributions():
+    name, root = dist.metadata["Name"], str(dist.locate_file(""))
+    for file in dist.files or []:
+        owner[os.path.normpath(os.path.join(root, file))] = (name, root)
+modules = list(sys.modules.values())
+files = {os.path.normpath(module.__file__) for module in modules if getattr(module, "__file__", None)}
+print(json.dumps(sorted(owner[path] for path in files if path in owner)))
+"""
+
+
+def pinned() -> dict[str, str]:
+    lines = (BENCHMARKS / "gpu-check-requirements.txt").read_text().splitlines()
+    requirements = [Requirement(line) for line in lines if line.strip() and not line.startswith("#")]
+    assert all(len(req.specifier) == 1 and next(iter(req.specifier)).operator == "==" for req in requirements)
+    return {canonicalize_name(req.name): str(req.specifier) for req in requirements}
+
+
+def test_the_wheel_list_holds_every_package_the_gpu_tests_import_and_what_those_require():
+    gpu_tests = sorted(
+        str(path.relative_to(REPO).with_suffix("")).replace("/", ".")
+        for path in (REPO / "tests").rglob("test_*.py")
+        if "mark.gpu" in path.read_text()
+    )
+    assert "tests.train_entry.megatron.test_optimizer_resume_gpu" in gpu_tests
+    conftests = ["tests.conftest", "tests.train_entry.megatron.conftest", "tests.sweep.promote.conftest"]
+    paths = [str(REPO), str(BENCHMARKS), str(REPO / "tests/sweep/promote")]
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+    output = subprocess.run(
+        [sys.executable, "-c", IMPORTED, *conftests, *gpu_tests, *GPU_PATHS],
+        capture_output=True, text=True, check=True, cwd=REPO, env=environment, timeout=300,
+    ).stdout  # fmt: skip
+    imported = {
+        canonicalize_name(name)
+        for name, location in json.loads(output.splitlines()[-1])
+        if f"setuptools{os.sep}_vendor" not in location  # setuptools brings its own
+    }
+    listed = pinned()
+    missing = imported - listed.keys() - TORCH_BRINGS - {"cpt-sweep"}
+    assert not missing, f"benchmarks/gpu-check-requirements.txt lacks {sorted(missing)}"
+    needed_by_listed = {
+        canonicalize_name(requirement.name)
+        for name in listed
+        for text in _requires(name)
+        if (requirement := Requirement(text)).marker is None or requirement.marker.evaluate(PY312_LINUX)
+    }
+    missing = {name for name in needed_by_listed - listed.keys() - TORCH_BRINGS if not name.startswith("nvidia-")}
+    assert not missing, f"benchmarks/gpu-check-requirements.txt lacks what its packages require: {sorted(missing)}"
+
+
+PY312_LINUX = {"python_version": "3.12", "python_full_version": "3.12.3", "sys_platform": "linux", "extra": ""}
+PY312_LINUX |= {"platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython"}
+PY312_LINUX |= {"platform_python_implementation": "CPython", "os_name": "posix"}
+
+
+def _requires(name: str) -> list[str]:
+    import importlib.metadata
+
+    return importlib.metadata.distribution(name).requires or []
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks what a machine without CUDA answers")
+def test_without_cuda_the_check_stops_in_its_preflight_in_one_line(tmp_path):
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_check.sh"), str(tmp_path / "log")],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "WHEELS": str(tmp_path / "no-wheels")},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"gpu_check: the torch of {sys.executable} sees no CUDA GPU; run this on a GPU machine"
+    )
+    assert not (tmp_path / "log" / "gpu-tests.xml").exists()
+
+
+def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
+    (tmp_path / "gpu-tests.xml").write_text(
+        '<testsuites><testsuite tests="12" failures="1" errors="0" skipped="2">'
+        f'<testcase name="{RESUME_TEST}"><properties><property name="adam_step_after_megatron_core_load" value="1"/>'
+        '<property name="adam_step_after_finish_load" value="3"/></properties></testcase>'
+        '<testcase name="test_other"><failure message="x"/></testcase></testsuite></testsuites>'
+    )
+    rows = [
+        {"shape": "0.5B", "what": "one layer, micro-batch 4 x 2048", "ratio": 0.912, "seconds": 0.004},
+        {"shape": "0.5B", "what": "optimizer step, 0.62 B parameters", "ratio": None, "seconds": 0.0123},
+        {"shape": "0.5B", "what": "whole iteration, 8 micro-batches", "ratio": 0.7, "seconds": 0.9},
+    ]
+    (tmp_path / "full-run-benchmark.json").write_text(json.dumps(rows))
+    assert summary(tmp_path) == (
+        "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
+        "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms"
+    )
+
+
+def test_the_summary_says_which_part_left_nothing(tmp_path):
+    assert summary(tmp_path) == (
+        "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
+        "run; benchmark: no figures (stopped at the time limit before its first row, or failed)"
+    )
