@@ -26,6 +26,7 @@ from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
 from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
 from sweep.promote.layout import RankedLayout, search_layouts
+from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from sweep.rundir import PlanDir, RunDir
 from train_entry.config import StrictConfig
@@ -268,6 +269,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
     )
     chosen = search.ranked[0]
     train_iters = math.ceil(config.tokens / config.global_batch_tokens)
+    config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
     run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=trial.non_english_share

@@ -241,3 +241,35 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     if torch.cuda.is_available():
         arguments.validate_args(args, {})
         assert args.data_parallel_size == plan.chosen.data_parallel
+
+
+def test_a_sweep_of_megatron_prefixes_promotes_them_without_placeholders(tmp_path):
+    """The proxies read the full run's own prefixes, so the plan's --data-path names them, weighted by tokens."""
+    import yaml
+    from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
+
+    run_dir = write_run(tmp_path / "runs" / "megatron")
+    data, tokens = {}, {"general": [300, 100], "non_english": [50], "domain": [80]}
+    for side, counts in tokens.items():
+        prefixes = []
+        for number, count in enumerate(counts):
+            prefix = tmp_path / "lustre" / f"{side}_{number}_text_document"
+            prefix.parent.mkdir(exist_ok=True)
+            builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=DType.optimal_dtype(512))
+            builder.add_document(list(range(count)), [count])
+            builder.finalize(f"{prefix}.idx")
+            prefixes.append(str(prefix))
+        data[side] = {"train": prefixes, "valid": prefixes[0], "tokenizer": "/models/llama"}
+    (run_dir / "spec.yaml").write_text(yaml.safe_dump({"data": data}))
+    checkpoint = PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run")
+    given = PromotionData(domain=[DataPrefix(prefix="/d/listings")])  # a side the request names keeps its own
+
+    plan = make_plan(run_dir, PromotionConfig(target="llama3.1-8b", checkpoint=checkpoint, data=given))
+
+    weights = {Path(source.prefix).name: source.weight for source in plan.run.data.blend}
+    assert weights == pytest.approx(
+        {"general_0_text_document": 0.45 * 0.75, "general_1_text_document": 0.45 * 0.25,
+         "non_english_0_text_document": 0.05, "listings": 0.5}
+    )  # fmt: skip
+    assert plan.run.data.tokenizer == "/models/llama"
+    assert plan.placeholders == []
