@@ -64,12 +64,14 @@ def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = No
         table.add_column(column, justify="left" if column == "corpus" else "right")
     for name, s in stats.items():
         skipped = (s.skipped_non_utf8, s.skipped_malformed, s.skipped_empty, s.skipped_oversized)
-        table.add_row(name, f"{s.documents:,}", f"{s.tokens:,}", _coverage(s), *(f"{n:,}" if n else "" for n in skipped))
+        table.add_row(
+            name, f"{s.documents:,}", f"{s.tokens:,}", _coverage(s), *(f"{n:,}" if n else "" for n in skipped)
+        )
     (console or make_console()).print(table)
 
 
 def _coverage(stats: CorpusStats) -> str:
-    """"whole" or the share of the corpus's stored bytes the sample read, and the corpus's size."""
+    """ "whole" or the share of the corpus's stored bytes the sample read, and the corpus's size."""
     if stats.sampled_bytes >= stats.corpus_bytes:
         return "whole"
     return f"{stats.share:.2%} of {stats.corpus_bytes / 1e9:,.3g} GB"

@@ -139,7 +139,11 @@ def _sample(
         check_tokenizer(config.tokenizer, tokenizer_dir)
         vocab_size = len(load_tokenizer(tokenizer_dir))
         return sample_prefixes(
-            prefixes, vocab_size=vocab_size, cache_root=root / "datasets", max_tokens=max_tokens, on_progress=on_progress
+            prefixes,
+            vocab_size=vocab_size,
+            cache_root=root / "datasets",
+            max_tokens=max_tokens,
+            on_progress=on_progress,
         )
 
 

@@ -158,7 +158,9 @@ class CorpusConfig(StrictConfig):
                 "tokenizer directory), which must be the base's"
             )
         if self.tokenizer is not None and not any(kinds.values()):
-            raise ValueError("tokenizer applies only to Megatron prefixes, and neither train nor valid is one; remove it")
+            raise ValueError(
+                "tokenizer applies only to Megatron prefixes, and neither train nor valid is one; remove it"
+            )
         return self
 
     def corpus(self, split: Literal["train", "valid"]) -> Corpus:

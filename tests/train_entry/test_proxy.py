@@ -164,7 +164,11 @@ def test_a_compressed_corpus_under_another_key_trains_the_same_as_the_plain_one(
 def megatron_spec(prepared, write_tiny_spec, name: str, *, tokenizer) -> Prepared:
     """The tiny spec with each corpus given as the Megatron prefix `prepared` tokenised it into."""
     data = {
-        side: {"train": getattr(prepared.train, side), "valid": getattr(prepared.valid, side), "tokenizer": str(tokenizer)}
+        side: {
+            "train": getattr(prepared.train, side),
+            "valid": getattr(prepared.valid, side),
+            "tokenizer": str(tokenizer),
+        }
         for side in ("domain", "general", "non_english")
     }
     data["non_english"]["share"] = 0.1

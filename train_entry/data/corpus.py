@@ -137,7 +137,9 @@ def _shards(path: Path) -> list[Path]:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise CorpusError(f"corpus file not found: {path} (nor a directory, a glob or a Megatron prefix {path}.bin/.idx)") from None
+        raise CorpusError(
+            f"corpus file not found: {path} (nor a directory, a glob or a Megatron prefix {path}.bin/.idx)"
+        ) from None
     if not stat.S_ISREG(mode):
         raise CorpusError(f"{path} is not a regular file (a FIFO, socket or device); name a corpus file")
     if path.stat().st_size == 0:

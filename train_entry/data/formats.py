@@ -97,7 +97,9 @@ def declared_format(path: Path) -> ShardFormat:
             raise CorpusError(f"{path}: {suffix} files are not read here; give {_UNREAD_SUFFIXES[suffix]} instead")
     if last == ".parquet":
         if codec is not Codec.NONE:
-            raise CorpusError(f"{path}: a {codec.value}-compressed Parquet file is not read; Parquet compresses its own columns")
+            raise CorpusError(
+                f"{path}: a {codec.value}-compressed Parquet file is not read; Parquet compresses its own columns"
+            )
         return ShardFormat(Layout.PARQUET)
     return ShardFormat(Layout.JSONL if last in JSONL_SUFFIXES else Layout.TEXT, codec)
 
@@ -154,7 +156,9 @@ def check_text_head(path: Path, head: bytes, fmt: ShardFormat, *, decompressed: 
     if seen is None:
         return
     if decompressed:
-        raise CorpusError(f"{path}: decompresses to {seen} data, not {fmt.layout.value}; give JSONL, plain text or Parquet")
+        raise CorpusError(
+            f"{path}: decompresses to {seen} data, not {fmt.layout.value}; give JSONL, plain text or Parquet"
+        )
     magic = f"magic bytes {head[:4].hex(' ')}"
     if seen in _COMPRESSED_NAMES:
         suffix = _COMPRESSED_NAMES[seen]
@@ -206,7 +210,7 @@ class _Zstd(io.RawIOBase):
         self.decompressor = zstandard.ZstdDecompressor().decompressobj()
         self.pending = b""
         self.fed = False
-        self.out = b""
+        self.out = memoryview(b"")
 
     def readable(self) -> bool:
         return True
@@ -222,7 +226,7 @@ class _Zstd(io.RawIOBase):
             data, self.pending = self.pending[: self._FEED], self.pending[self._FEED :]
             if self.decompressor.eof:  # the next frame
                 self.decompressor = zstandard.ZstdDecompressor().decompressobj()
-            self.out = self.decompressor.decompress(data)
+            self.out = memoryview(self.decompressor.decompress(data))
             self.fed = True
             if self.decompressor.eof:
                 self.pending = self.decompressor.unused_data + self.pending
@@ -239,12 +243,13 @@ DECOMPRESSION_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError, zstandard
 def open_stream(raw: BinaryIO, codec: Codec, *, chunk: int) -> tuple[BinaryIO, _Counting]:
     """The decompressed stream of an open compressed file, and the counter of compressed bytes read so far."""
     counting = _Counting(raw, chunk)
+    # The caller closes the stream (a `with` around its use): it is returned open.
     if codec is Codec.GZIP:
         stream: BinaryIO = gzip.GzipFile(fileobj=counting, mode="rb")
     elif codec is Codec.BZIP2:
         stream = bz2.BZ2File(counting)
     elif codec is Codec.XZ:
-        stream = lzma.LZMAFile(counting)
+        stream = lzma.LZMAFile(counting)  # noqa: SIM115
     elif codec is Codec.ZSTD:
         stream = io.BufferedReader(_Zstd(counting))
     else:

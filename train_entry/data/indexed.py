@@ -44,8 +44,6 @@ class IndexedCorpus:
     stats: CorpusStats
 
 
-
-
 def build_indexed(
     corpus: Corpus,
     tokenizer_dir: Path,

@@ -57,7 +57,9 @@ def open_prefix(prefix: Path) -> IndexedDataset:
         raise CorpusError(f"{idx}: shorter than its {sequences:,} sequences need: truncated")
     dataset = IndexedDataset(str(prefix))
     itemsize = DType.size(dataset.index.dtype)
-    expected = int(dataset.index.sequence_pointers[-1]) + int(dataset.sequence_lengths[-1]) * itemsize if sequences else 0
+    expected = (
+        int(dataset.index.sequence_pointers[-1]) + int(dataset.sequence_lengths[-1]) * itemsize if sequences else 0
+    )
     if data.stat().st_size != expected:
         raise CorpusError(f"{data}: {data.stat().st_size:,} bytes where its index describes {expected:,}: not the pair")
     return dataset
@@ -188,4 +190,6 @@ class _Copy:
         stats.tokens += stratum.tokens
         stats.sampled_bytes += stratum.stored
         if self.on_progress is not None:
-            self.on_progress(SampleProgress(stats.sampled_bytes, stats.corpus_bytes, stats.documents, stats.tokens, self.max_tokens))
+            self.on_progress(
+                SampleProgress(stats.sampled_bytes, stats.corpus_bytes, stats.documents, stats.tokens, self.max_tokens)
+            )

@@ -14,6 +14,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Self
 
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
 from train_entry.data.documents import DocumentParser
@@ -103,7 +104,7 @@ class CorpusSample:
         if self.spill is not None:
             self.spill.close()
 
-    def __enter__(self) -> CorpusSample:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

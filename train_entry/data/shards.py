@@ -58,7 +58,6 @@ class _At(enum.Enum):
     FOREIGN = "in a document that started in an earlier stratum"
 
 
-
 def read_line(stream: BinaryIO, limit: int) -> Line | _End:
     """The next line without its line break; None for one over `limit` bytes (passed over, never held whole)."""
     line = stream.readline(limit + 1)
@@ -237,7 +236,7 @@ class Spill:
     _LENGTH = struct.Struct("<q")
 
     def __init__(self) -> None:
-        self.file = tempfile.TemporaryFile()
+        self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close(), when the sample is done)
         self.blocks: dict[int, tuple[int, int]] = {}
 
     def clear(self) -> None:
@@ -333,4 +332,9 @@ def _slices(metadata: pq.FileMetaData, stratum_bytes: int) -> Iterator[tuple[int
         stored = sum(row_group.column(c).total_compressed_size for c in range(row_group.num_columns))
         count = min(MAX_SLICES_PER_ROW_GROUP, rows, max(1, math.ceil(stored / stratum_bytes)))
         for i in range(count):
-            yield group, i * rows // count, (i + 1) * rows // count, _start(i + 1, stored, count) - _start(i, stored, count)
+            yield (
+                group,
+                i * rows // count,
+                (i + 1) * rows // count,
+                _start(i + 1, stored, count) - _start(i, stored, count),
+            )

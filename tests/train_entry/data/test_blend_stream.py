@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from train_entry.data.corpus import Corpus
 from train_entry.data.blend import Batch, build_train_stream, build_validation_sets
+from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer
 from train_entry.mix import MixRatio, blend_weights

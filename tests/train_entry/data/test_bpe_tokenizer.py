@@ -8,8 +8,7 @@ import pytest
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from train_entry.data.corpus import Corpus
-from train_entry.data.corpus import CorpusError
+from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import (
     EOD_TOKEN,
     PAD_TOKEN,

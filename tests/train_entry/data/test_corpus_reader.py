@@ -99,7 +99,11 @@ def test_plain_text_documents_are_separated_by_blank_lines(tmp_path: Path) -> No
 
     documents, stats = read(path, max_document_bytes=80)
 
-    assert documents == ["First document,\nits second line.", "Second document.", "Fifth, last, without a final newline."]
+    assert documents == [
+        "First document,\nits second line.",
+        "Second document.",
+        "Fifth, last, without a final newline.",
+    ]
     assert (stats.skipped_non_utf8, stats.skipped_oversized, stats.documents) == (1, 1, 3)
 
 
@@ -209,7 +213,9 @@ def test_gzip_data_named_jsonl_is_refused_as_looking_compressed(tmp_path: Path) 
     path = tmp_path / "train.jsonl"
     path.write_bytes(gzip.compress(jsonl(*(f"doc {k}" for k in range(3000)))))
 
-    with pytest.raises(CorpusError, match=r"train\.jsonl: looks compressed \(gzip magic bytes 1f 8b.*name it train\.jsonl\.gz"):
+    with pytest.raises(
+        CorpusError, match=r"train\.jsonl: looks compressed \(gzip magic bytes 1f 8b.*name it train\.jsonl\.gz"
+    ):
         read(path)
 
 

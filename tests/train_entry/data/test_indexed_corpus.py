@@ -114,7 +114,9 @@ def test_a_corpus_with_nothing_usable_raises_and_leaves_no_cache_entry(tmp_path:
 def numbered(path: Path, documents: int) -> Path:
     """JSONL documents "<k> <words>": the number says where a sampled document came from."""
     words = ["price", "cotton", "shipping", "review", "size", "colour", "warranty", "return", "lamp", "oak"]
-    lines = (json.dumps({"text": f"{k} " + " ".join(words[(k * j) % 10] for j in range(k % 40))}) for k in range(documents))
+    lines = (
+        json.dumps({"text": f"{k} " + " ".join(words[(k * j) % 10] for j in range(k % 40))}) for k in range(documents)
+    )
     path.write_text("".join(line + "\n" for line in lines))
     return path
 
@@ -126,7 +128,9 @@ def test_a_sample_holds_the_tokens_asked_for_from_across_the_corpus_in_its_order
     tokenizer = load_tokenizer(tokenizer_dir)
     shown: list[SampleProgress] = []
 
-    sample = build_indexed(Corpus.of(corpus), tokenizer_dir, tmp_path / "cache", max_tokens=100_000, on_progress=shown.append)
+    sample = build_indexed(
+        Corpus.of(corpus), tokenizer_dir, tmp_path / "cache", max_tokens=100_000, on_progress=shown.append
+    )
 
     dataset = IndexedDataset(sample.prefix)
     numbers = [int(tokenizer.decode(dataset[i][:-1].tolist()).split()[0]) for i in range(len(dataset))]

@@ -21,7 +21,9 @@ def megatron_prefix(folder: Path, name: str, documents: int, tokenizer_dir: Path
     """A prefix as a team's preprocessing leaves it: numbered documents tokenised, .bin/.idx beside the prefix."""
     text = folder / f"{name}.jsonl"
     folder.mkdir(parents=True, exist_ok=True)
-    text.write_text("".join(json.dumps({"text": f"{k} listing of {name} " * (1 + k % 5)}) + "\n" for k in range(documents)))
+    text.write_text(
+        "".join(json.dumps({"text": f"{k} listing of {name} " * (1 + k % 5)}) + "\n" for k in range(documents))
+    )
     built = build_indexed(Corpus.of(text), tokenizer_dir, folder / "cache")
     prefix = folder / f"{name}_text_document"
     for suffix in (".bin", ".idx"):

@@ -24,7 +24,9 @@ from train_entry.data.sample import CorpusSample, read_documents, spread_order
 from train_entry.data.shards import Spill, StreamShard, TextShard
 
 LINES = st.lists(
-    st.sampled_from(["", "  ", " \r", "\t", "a", "bb b", "ccc cc", "x" * 70, "ü é", "bad \udcff byte", "{\"text\": \"j\"}"]),
+    st.sampled_from(
+        ["", "  ", " \r", "\t", "a", "bb b", "ccc cc", "x" * 70, "ü é", "bad \udcff byte", '{"text": "j"}']
+    ),
     max_size=14,
 )
 
