@@ -12,13 +12,23 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from train_entry.data.corpus import CorpusError
+
 SPREAD_BLOCKS = 64
 """Blocks hashed at evenly spaced offsets across the whole corpus."""
 BLOCK_BYTES = 4096
 
 
 def corpus_fingerprint(files: Sequence[Path]) -> str:
-    """sha256 (hex) of the files' sizes, mtimes and sampled blocks, in the files' order."""
+    """sha256 (hex) of the files' sizes, mtimes and sampled blocks, in the files' order; CorpusError for a file
+    that cannot be read."""
+    try:
+        return _fingerprint(files)
+    except OSError as error:
+        raise CorpusError(f"{error.filename or files[0]}: cannot be read ({error.strerror or error})") from None
+
+
+def _fingerprint(files: Sequence[Path]) -> str:
     total = hashlib.sha256()
     sizes = []
     for path in files:

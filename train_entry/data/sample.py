@@ -112,7 +112,10 @@ class CorpusSample:
 
     def _open(self, path: Path, max_document_bytes: int) -> Shard:
         fmt = declared_format(path)
-        check_format(path, fmt)
+        try:
+            check_format(path, fmt)
+        except OSError as error:
+            raise CorpusError(f"{path}: cannot be read ({error.strerror or error})") from None
         parser = DocumentParser(
             fmt.layout, text_field=self.corpus.text_field, max_document_bytes=max_document_bytes, stats=self.stats
         )
