@@ -220,8 +220,7 @@ def measure_iteration(case: Case, *, iterations: int, warmup: int) -> tuple[Row,
         shape=case.name,
         what=f"whole iteration, {count} micro-batches of {mbs} x {shape.seq_length}, {shape.num_layers} layers",
         entry=(
-            f"{entry_tflops:.0f} TFLOP/s, {tokens / entry.median_s / 1e3:.1f} k tokens/s, "
-            f"{entry.peak_memory_gb:.1f} GB"
+            f"{entry_tflops:.0f} TFLOP/s, {tokens / entry.median_s / 1e3:.1f} k tokens/s, {entry.peak_memory_gb:.1f} GB"
         ),
         bare=f"{bare_tflops:.0f} TFLOP/s (layers only), {bare_gb:.1f} GB",
         ratio=entry_tflops / bare_tflops,

@@ -57,15 +57,25 @@ def print_trial(result: TrialResult, *, title: str, console: Console | None = No
 
 
 def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = None) -> None:
-    """Documents and tokens per corpus file, and what reading it skipped (never silently)."""
+    """Documents and tokens per corpus split, how much of the corpus its sample covers, and what reading it skipped
+    (never silently)."""
     table = Table(title="corpora")
-    columns = ("corpus", "documents", "tokens", "not UTF-8", "malformed", "empty", "oversized")
+    columns = ("corpus", "documents", "tokens", "sample of corpus", "not UTF-8", "malformed", "empty", "oversized")
     for column in columns:
         table.add_column(column, justify="left" if column == "corpus" else "right")
     for name, s in stats.items():
         skipped = (s.skipped_non_utf8, s.skipped_malformed, s.skipped_empty, s.skipped_oversized)
-        table.add_row(name, f"{s.documents:,}", f"{s.tokens:,}", *(f"{n:,}" if n else "" for n in skipped))
+        table.add_row(
+            name, f"{s.documents:,}", f"{s.tokens:,}", _coverage(s), *(f"{n:,}" if n else "" for n in skipped)
+        )
     (console or make_console()).print(table)
+
+
+def _coverage(stats: CorpusStats) -> str:
+    """ "whole" or the share of the corpus's stored bytes the sample read, and the corpus's size."""
+    if stats.sampled_bytes >= stats.corpus_bytes:
+        return "whole"
+    return f"{stats.share:.2%} of {stats.corpus_bytes / 1e9:,.3g} GB"
 
 
 def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) -> None:

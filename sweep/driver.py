@@ -30,8 +30,8 @@ from ray import tune
 
 from sweep.best import BestSummary, best_summary, write_best
 from sweep.interrupt import sigterm_as_sigint
-from sweep.prepare import Prepared, prepare
 from sweep.points import replicates_note
+from sweep.prepare import Prepared, prepare
 from sweep.rundir import RunDir, RunLocked, RunRecord
 from sweep.searcher import StudySearcher
 from sweep.select import Selection, select

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweep.progress import step_progress
-from sweep.spec import BaseConfig, DataConfig, SweepSpec
+from sweep.progress import sample_progress, step_progress
+from sweep.sample_size import sample_tokens
+from sweep.spec import BaseConfig, CorpusConfig, DataConfig, SweepSpec
 from train_entry.data.cache import digest
-from train_entry.data.corpus import CorpusError, CorpusFile, CorpusStats
-from train_entry.data.indexed import build_indexed
+from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
+from train_entry.data.fingerprint import corpus_fingerprint
+from train_entry.data.indexed import IndexedCorpus, build_indexed
+from train_entry.data.megatron_prefix import check_tokenizer, sample_prefixes
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio
 from train_entry.model import base_vocab_size
@@ -44,7 +47,7 @@ class Prepared:
     valid: CorpusPrefixes
     base_losses: BaseLosses
     corpus_stats: dict[str, CorpusStats]
-    """Per corpus file ("domain.train", ...): documents, tokens and what was skipped."""
+    """Per corpus split ("domain.train", ...): documents, tokens, the share its sample covers, what was skipped."""
 
     def trial_config(
         self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None
@@ -85,18 +88,15 @@ class Prepared:
 
 
 def prepare(spec: SweepSpec) -> Prepared:
-    """The tokenizer, the indexed corpora, the base and its validation losses, each built or found in the cache."""
+    """The tokenizer, each corpus's sample as an indexed dataset, the base and its validation losses, each built or
+    found in the cache."""
     root = cache_root()
     data = spec.data
     tokenizer_dir = _tokenizer_dir(spec.base, data, root)
-    corpora = {
-        f"{side}.{split}": getattr(data, side).file(split)
-        for side in ("domain", "general", "non_english")
-        if getattr(data, side) is not None
-        for split in ("train", "valid")
-    }
+    corpora = data.corpora()
+    max_tokens = sample_tokens(spec)
     indexed = {
-        name: build_indexed(corpus, tokenizer_dir, root / "datasets", data.max_document_bytes)
+        name: _sample(name, corpus, getattr(data, name.split(".")[0]), tokenizer_dir, max_tokens[name], data, root)
         for name, corpus in corpora.items()
     }
     prefixes = {
@@ -121,12 +121,39 @@ def prepare(spec: SweepSpec) -> Prepared:
     )
 
 
+def _sample(
+    name: str, corpus: Corpus, config: CorpusConfig, tokenizer_dir: Path, max_tokens: int, data: DataConfig, root: Path
+) -> IndexedCorpus:
+    """The corpus's sample of max_tokens tokens (all of it when smaller) as megatron-core reads it: tokenised text,
+    or Megatron prefixes read as they are, once their tokenizer is shown to be the base's."""
+    prefixes = corpus.prefixes()
+    with sample_progress(f"data.{name}", max_tokens) as on_progress:
+        if prefixes is None:
+            return build_indexed(
+                corpus,
+                tokenizer_dir,
+                root / "datasets",
+                max_tokens=max_tokens,
+                max_document_bytes=data.max_document_bytes,
+                on_progress=on_progress,
+            )
+        check_tokenizer(config.tokenizer, tokenizer_dir)
+        vocab_size = len(load_tokenizer(tokenizer_dir))
+        return sample_prefixes(
+            prefixes,
+            vocab_size=vocab_size,
+            cache_root=root / "datasets",
+            max_tokens=max_tokens,
+            on_progress=on_progress,
+        )
+
+
 def _tokenizer_dir(base: BaseConfig, data: DataConfig, root: Path) -> Path:
     """base.tokenizer, else the base's own: for the built-in base a BPE trained on the general side (cached)."""
     if base.tokenizer is not None:
         tokenizer_dir = base.tokenizer
     elif base.is_builtin:
-        general_side = [data.general.file("train")] + ([data.non_english.file("train")] if data.non_english else [])
+        general_side = [data.general.corpus("train")] + ([data.non_english.corpus("train")] if data.non_english else [])
         tokenizer_dir = train_bpe(
             general_side, base.builtin.vocab_size, root / "tokenizers", max_document_bytes=data.max_document_bytes
         )
@@ -155,13 +182,13 @@ def _base_dir(
         )
 
 
-def _warn_short_validation(spec: SweepSpec, corpora: dict[str, CorpusFile], indexed: dict) -> None:
+def _warn_short_validation(spec: SweepSpec, corpora: dict[str, Corpus], indexed: dict[str, IndexedCorpus]) -> None:
     """Validation text shorter than the fixed sets repeats itself: the losses still work, but say so."""
     wanted = spec.proxy.eval_sequences * (spec.proxy.seq_len + 1)
     for name, entry in indexed.items():
         if name.endswith(".valid") and entry.stats.tokens < wanted:
             print(
-                f"warning: data.{name} ({corpora[name].path}) has {entry.stats.tokens:,} tokens, fewer than "
+                f"warning: data.{name} ({corpora[name].label}) has {entry.stats.tokens:,} tokens, fewer than "
                 f"proxy.eval_sequences x (seq_len + 1) = {wanted:,}: its validation sequences repeat text; "
                 f"add held-out text or lower proxy.eval_sequences",
                 file=sys.stderr,
@@ -199,6 +226,7 @@ def _base_losses(
         "base-losses-1",
         *identity,
         valid.model_dump_json(),
+        *(_prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),
         share,
         proxy.seq_len,
         proxy.eval_sequences,
@@ -214,3 +242,8 @@ def _base_losses(
         staged.write_text(losses.model_dump_json())
         staged.replace(path)
     return losses
+
+
+def _prefix_fingerprint(prefix: str) -> str:
+    """A Megatron prefix read in place may change at the same path: its files' fingerprint stands for its content."""
+    return corpus_fingerprint([Path(f"{prefix}.idx"), Path(f"{prefix}.bin")])

@@ -1,4 +1,5 @@
-"""Step progress for whatever a person waits on: a live bar on a terminal, a line per tenth in a log."""
+"""Progress for whatever a person waits on (training steps, a corpus's sample): a live bar on a terminal, a line
+per tenth in a log."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from train_entry.data.corpus import OnProgress, SampleProgress
 
 OnStep = Callable[[int, float], None]
 """on_step(step, train_loss)."""
@@ -54,3 +57,64 @@ def _log_lines(label: str, total: int) -> OnStep:
             print(f"{label}: step {step}/{total}  loss {loss:.3f}  {elapsed:.0f} s", file=sys.stderr, flush=True)
 
     return on_step
+
+
+@contextlib.contextmanager
+def sample_progress(label: str, max_tokens: int) -> Iterator[OnProgress]:
+    """Yields on_progress for a corpus's sample: bytes read, documents, tokens per second and the time left.
+
+    Nothing is shown unless a sample is built (a cached one stays silent). The bar is done when the sample
+    holds max_tokens or the corpus is read whole, whichever comes first.
+    """
+    console = Console(stderr=True)
+    started = time.monotonic()
+    if not console.is_terminal:
+        yield _sample_log_lines(label, started)
+        return
+    progress = Progress(
+        TextColumn(f"sampling {label}"),
+        BarColumn(),
+        TextColumn("{task.fields[line]}"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    task = progress.add_task(label, total=1.0, line="")
+
+    def on_progress(state: SampleProgress) -> None:
+        if not progress.live.is_started:
+            progress.start()
+        progress.update(task, completed=state.fraction, line=_sample_line(state, time.monotonic() - started))
+
+    try:
+        yield on_progress
+    finally:
+        progress.stop()
+
+
+def _sample_line(state: SampleProgress, elapsed: float) -> str:
+    rate = state.tokens / elapsed if elapsed > 0 else 0.0
+    return (
+        f"{_size(state.sampled_bytes)} of {_size(state.corpus_bytes)}  {state.documents:,} docs  "
+        f"{state.tokens:,}/{state.max_tokens or state.tokens:,} tokens  {rate:,.0f} tokens/s"
+    )
+
+
+def _sample_log_lines(label: str, started: float) -> OnProgress:
+    shown = [-1]
+
+    def on_progress(state: SampleProgress) -> None:
+        tenth = int(state.fraction * 10)
+        if tenth > shown[0]:
+            shown[0] = tenth
+            elapsed = time.monotonic() - started
+            print(f"sampling {label}: {_sample_line(state, elapsed)}  {elapsed:.0f} s", file=sys.stderr, flush=True)
+
+    return on_progress
+
+
+def _size(count: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if count < 1000:
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} TB"

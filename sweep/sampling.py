@@ -36,9 +36,7 @@ def make_sampler(search: SearchConfig, *, trials_before: int = 0) -> BaseSampler
     if search.sampler == "tpe":
         # constant_liar keeps concurrent trials from being proposed at the same point; with one
         # trial at a time no trial is running when the next is asked for, and it changes nothing.
-        return optuna.samplers.TPESampler(
-            seed=seed, n_startup_trials=startup, constant_liar=True, multivariate=True
-        )
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, constant_liar=True, multivariate=True)
     if search.sampler == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
     return optuna.samplers.NSGAIISampler(seed=seed, population_size=startup)

@@ -13,19 +13,28 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, PlainSerializer, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from sweep.config_file import SpecError, load_config, read_raw, resolve_path
 from sweep.ladder import LadderConfig
 from sweep.pick import PickConfig
 from sweep.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.replicates import ReplicatesConfig
+from sweep.sample_size import SampleConfig
 from sweep.space import SearchSpace
 from sweep.storage import check_url
 from sweep.tracking import TrackingConfig
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import Seed, StrictConfig
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusFile
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
 from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
@@ -34,23 +43,48 @@ MAX_TRIALS = 10_000
 """Upper bound of a sweep's trials (and a grid's points): far above any proxy sweep, far below a typo."""
 
 
-def _corpus_file(path: Path, info: ValidationInfo) -> Path:
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, (str, Path)) else value
+
+
+def _corpus_paths(paths: list[Path], info: ValidationInfo) -> list[Path]:
+    """Resolved against the spec's folder, each naming a file, a directory or a glob of shards, or a Megatron prefix."""
     try:
-        path = resolve_path(path, info)
-        if not path.exists():
-            raise ValueError(f"corpus file not found: {path}")
-        if path.is_dir():
-            raise ValueError(f"{path} is a directory; name a corpus file (JSONL or plain text) inside it")
-        if not path.is_file():
-            raise ValueError(f"{path} is not a regular file (a FIFO, socket or device); name a corpus file")
-        if path.stat().st_size == 0:
-            raise ValueError(f"corpus file is empty: {path}")
+        paths = [resolve_path(path, info) for path in paths]
+        corpus = Corpus(tuple(paths))
+        if corpus.prefixes() is None:
+            corpus.shards()
+    except CorpusError as exc:
+        raise ValueError(str(exc)) from None
     except (OSError, RuntimeError) as exc:  # a symlink loop, a path too long, a folder we may not read
-        raise ValueError(f"cannot read corpus path {path}: {exc}") from None
+        raise ValueError(f"cannot read corpus path {paths[0]}: {exc}") from None
+    return paths
+
+
+def _paths_out(paths: list[Path]) -> str | list[str]:
+    return str(paths[0]) if len(paths) == 1 else [str(path) for path in paths]
+
+
+CorpusPaths = Annotated[
+    list[Path],
+    BeforeValidator(_one_or_many),
+    Field(min_length=1, max_length=100_000),
+    AfterValidator(_corpus_paths),
+    PlainSerializer(_paths_out),
+]
+"""One path or a list: files, directories and globs of shards, or Megatron indexed dataset prefixes."""
+
+
+def _tokenizer_dir(tokenizer: Path, info: ValidationInfo) -> Path:
+    path = resolve_path(tokenizer, info)
+    if not path.is_dir():
+        raise ValueError(f"tokenizer directory not found: {path}")
+    refuse_remote_code(path)
     return path
 
 
-CorpusPath = Annotated[Path, AfterValidator(_corpus_file), PlainSerializer(str, return_type=str)]
+TokenizerDir = Annotated[Path, AfterValidator(_tokenizer_dir)]
+"""A Hugging Face tokenizer directory, resolved against the spec's folder."""
 
 
 class BaseConfig(StrictConfig):
@@ -60,7 +94,7 @@ class BaseConfig(StrictConfig):
     """`builtin:tiny-llama`, or a Hugging Face causal-LM directory (config.json + weights)."""
     max_lr: float = Field(gt=0.0, le=1.0)
     """The base's own pretraining peak LR; every trial's peak LR is lr_fraction x max_lr."""
-    tokenizer: Path | None = None
+    tokenizer: TokenizerDir | None = None
     """A Hugging Face tokenizer directory; default: the base's own (a BPE for the built-in base)."""
     builtin: BuiltinBaseConfig | None = None
     """Only for builtin:tiny-llama; defaults apply when left out."""
@@ -80,17 +114,6 @@ class BaseConfig(StrictConfig):
             )
         check_model_dir(path)  # before any compute: a config that is not one, code to run, no weights
         return str(path)
-
-    @field_validator("tokenizer")
-    @classmethod
-    def _tokenizer_dir(cls, tokenizer: Path | None, info: ValidationInfo) -> Path | None:
-        if tokenizer is None:
-            return None
-        path = resolve_path(tokenizer, info)
-        if not path.is_dir():
-            raise ValueError(f"tokenizer directory not found: {path}")
-        refuse_remote_code(path)
-        return path
 
     @model_validator(mode="before")
     @classmethod
@@ -115,17 +138,41 @@ class BaseConfig(StrictConfig):
 
 
 class CorpusConfig(StrictConfig):
-    """One corpus: JSONL with the text in `text_field` on each line, or plain text (blank-line
-    separated); either may be .gz, .bz2 or .xz compressed."""
+    """One corpus: JSONL (the text in `text_field` on each line), plain text (blank-line separated), either
+    optionally .gz, .bz2, .xz or .zst compressed, or Parquet (the text in column `text_field`); a file, a
+    directory or a glob of such shards, read as one corpus; or Megatron indexed dataset prefixes (.bin/.idx),
+    already tokenised by `tokenizer`. docs/corpora.md says how each is read and sampled."""
 
-    train: CorpusPath
-    valid: CorpusPath
+    train: CorpusPaths
+    valid: CorpusPaths
     """Held out: the fixed validation set every trial of a sweep is measured on."""
     text_field: str = Field("text", min_length=1, max_length=256)
-    """The JSONL key holding a document's text ("content" in some code corpora); plain text ignores it."""
+    """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
+    tokenizer: TokenizerDir | None = None
+    """For Megatron prefixes only: the Hugging Face tokenizer directory that made them; it must be the base's."""
 
-    def file(self, split: Literal["train", "valid"]) -> CorpusFile:
-        return CorpusFile(getattr(self, split), self.text_field)
+    @model_validator(mode="after")
+    def _tokenizer_names_prefixes(self) -> CorpusConfig:
+        kinds = {split: self.corpus(split).prefixes() is not None for split in ("train", "valid")}
+        if self.tokenizer is None and any(kinds.values()):
+            split = "train" if kinds["train"] else "valid"
+            raise ValueError(
+                f"{split} is a Megatron indexed dataset: name the tokenizer that made it (tokenizer: a Hugging Face "
+                "tokenizer directory), which must be the base's"
+            )
+        if self.tokenizer is not None and not any(kinds.values()):
+            raise ValueError(
+                "tokenizer applies only to Megatron prefixes, and neither train nor valid is one; remove it"
+            )
+        return self
+
+    def corpus(self, split: Literal["train", "valid"]) -> Corpus:
+        return Corpus(tuple(getattr(self, split)), self.text_field)
+
+    @property
+    def is_megatron(self) -> bool:
+        """Whether its train split is Megatron prefixes (the full run's own data, for the plan's --data-path)."""
+        return self.corpus("train").prefixes() is not None
 
 
 class NonEnglishConfig(CorpusConfig):
@@ -141,6 +188,17 @@ class DataConfig(StrictConfig):
     """Non-English general text; its share is split out of the general side of every mix."""
     max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0, le=1 << 30)
     """Lines (documents) longer than this are skipped and counted, not fatal; at most 1 GiB."""
+    sample: SampleConfig = SampleConfig()
+    """How much of each corpus the sweep prepares: a sample spread over it, sized by what the sweep reads."""
+
+    def corpora(self) -> dict[str, Corpus]:
+        """Every corpus split by name ("domain.train", "general.valid", ...)."""
+        return {
+            f"{side}.{split}": getattr(self, side).corpus(split)
+            for side in ("domain", "general", "non_english")
+            if getattr(self, side) is not None
+            for split in ("train", "valid")
+        }
 
 
 # ------------------------------------------------------------------------------- what, how, where
@@ -227,6 +285,7 @@ class SweepSpec(StrictConfig):
                 f"base.builtin.seq_len ({builtin.seq_len})"
             )
         check_search_fits_space(self.search, self.space)
+        self._bpe_has_text()
         if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
             raise ValueError(
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
@@ -235,6 +294,18 @@ class SweepSpec(StrictConfig):
         if self.ladder is not None and self.ladder.reference is not None:
             self.ladder.reference.check_inside(self.space)
         return self
+
+    def _bpe_has_text(self) -> None:
+        """The built-in base's BPE is trained on the general side's text, which a Megatron prefix does not hold."""
+        if not self.base.is_builtin or self.base.tokenizer is not None:
+            return
+        for side in ("general", "non_english"):
+            corpus = getattr(self.data, side)
+            if corpus is not None and corpus.is_megatron:
+                raise ValueError(
+                    f"base {BUILTIN_BASE!r} trains its BPE on data.{side}'s text, and data.{side}.train is Megatron "
+                    f"prefixes (token ids); set base.tokenizer to the tokenizer that made them ({corpus.tokenizer})"
+                )
 
 
 def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:

@@ -74,8 +74,7 @@ def check_driver(url: str) -> None:
         dialect = parsed.get_dialect()
     except NoSuchModuleError:
         raise StorageError(
-            f"{parsed.drivername!r} is not a database SQLAlchemy knows; e.g. sqlite:////abs/path/optuna.db or "
-            f"{EXAMPLE}"
+            f"{parsed.drivername!r} is not a database SQLAlchemy knows; e.g. sqlite:////abs/path/optuna.db or {EXAMPLE}"
         ) from None
     try:
         dialect.import_dbapi()

@@ -7,6 +7,9 @@ from pydantic import Field, model_validator
 from train_entry.config import Seed
 from train_entry.optimizer import OptimizerConfig
 
+EVAL_SEQUENCES = 64
+"""Held-out sequences per side the built-in base's own general and domain losses are measured on."""
+
 
 class BuiltinBaseConfig(OptimizerConfig):
     """Shape and pretraining recipe of `builtin:tiny-llama` (its optimizer settings are the proxy's kind).

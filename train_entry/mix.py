@@ -10,6 +10,10 @@ from pydantic import BeforeValidator, PlainSerializer
 
 from train_entry.config import shown
 
+BLEND_SURPLUS = 0.005
+"""Samples megatron-core's blend builds beyond what it draws from each corpus (its mid_level_dataset_surplus,
+set to this by train_entry.data.blend): what a corpus must hold beyond its share of the blend."""
+
 
 @dataclass(frozen=True)
 class MixRatio:
@@ -90,3 +94,13 @@ def _coerce(value: Any) -> MixRatio:
 
 Mix = Annotated[MixRatio, BeforeValidator(_coerce), PlainSerializer(str, return_type=str)]
 """A MixRatio field of a config: written and read as "general:domain"."""
+
+
+def tokens_read(num_samples: int, weight: float, seq_len: int) -> int:
+    """The most tokens a blend of num_samples sequences of seq_len tokens reads from a corpus of this weight.
+
+    megatron-core builds the corpus's dataset for ceil(ceil(num_samples x weight) x (1 + BLEND_SURPLUS)) samples,
+    each seq_len tokens and one more shared with the next; a corpus holding this many tokens is never repeated.
+    """
+    samples = math.ceil(math.ceil(num_samples * weight) * (1 + BLEND_SURPLUS))
+    return samples * seq_len + 1

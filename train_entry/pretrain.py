@@ -12,9 +12,10 @@ from typing import Any
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.builtin_base import EVAL_SEQUENCES, BuiltinBaseConfig
 from train_entry.data.blend import TokenStream, build_stream, build_validation_sets
 from train_entry.data.cache import cached_dir, digest
+from train_entry.data.fingerprint import corpus_fingerprint
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
 from train_entry.loop import fit, mean_loss
 from train_entry.mix import general_side
@@ -61,15 +62,15 @@ def ensure_builtin_base(
 ) -> Path:
     """The built-in base's Hugging Face directory, pretrained first if it is not cached yet.
 
-    Cached by its config, max_lr, tokenizer and training data: the indexed corpora's prefixes
-    are content-addressed, so they stand for the data's hashes.
+    Cached by its config, max_lr, tokenizer and training data: the fingerprints of the indexed corpora's files
+    (a cached sample's or a Megatron prefix read in place) stand for the data.
     """
     identity = {
         "recipe_version": RECIPE_VERSION,
         "config": config.model_dump(),
         "max_lr": max_lr,
         "tokenizer": digest(*tokenizer_files(tokenizer_dir)),
-        "data": {"general": Path(train.general).parent.name, "non_english": _name(train.non_english)},
+        "data": {"general": _fingerprint(train.general), "non_english": _fingerprint(train.non_english)},
         "non_english_share": non_english_share,
     }
     key = digest(json.dumps(identity, sort_keys=True))
@@ -126,7 +127,7 @@ def pretrain(
     sets = build_validation_sets(
         valid,
         non_english_share,
-        num_sequences=64,
+        num_sequences=EVAL_SEQUENCES,
         seq_len=config.seq_len,
         seed=config.seed,
         tokenizer=megatron,
@@ -181,5 +182,5 @@ def _train(
     return final
 
 
-def _name(prefix: str | None) -> str | None:
-    return None if prefix is None else Path(prefix).parent.name
+def _fingerprint(prefix: str | None) -> str | None:
+    return None if prefix is None else corpus_fingerprint([Path(f"{prefix}.idx"), Path(f"{prefix}.bin")])

@@ -115,7 +115,11 @@ def _layout(plan: Plan) -> list[list[str]]:
         # The MLP, not Megatron-LM's default core_attn: flash attention stores no scores worth recomputing.
         args += [["--recompute-granularity", "selective"], ["--recompute-modules", "mlp"]]
     elif par.recompute == "full":
-        args += [["--recompute-granularity", "full"], ["--recompute-method", "uniform"], ["--recompute-num-layers", "1"]]
+        args += [
+            ["--recompute-granularity", "full"],
+            ["--recompute-method", "uniform"],
+            ["--recompute-num-layers", "1"],
+        ]
     return args
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
+from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from sweep.rundir import PlanDir, RunDir
 from train_entry.config import StrictConfig
@@ -270,6 +270,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
     search = search_layouts(target.model, cluster, **layout_query)
     chosen = search.ranked[0]
     train_iters = config.train_iters()
+    config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
     run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=trial.non_english_share

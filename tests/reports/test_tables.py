@@ -7,12 +7,13 @@ import math
 
 from rich.console import Console
 
-from reports.tables import pick_lines, print_outcome
+from reports.tables import pick_lines, print_corpora, print_outcome
 from sweep.cli import main
 from sweep.pick import PickConfig, make_pick
 from sweep.select import select
 from sweep.space import SearchSpace
 from tests.sweep.scripted import trial_row
+from train_entry.data.corpus import CorpusStats
 from train_entry.mix import MixRatio
 
 
@@ -28,8 +29,22 @@ def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsy
     out = capsys.readouterr().out
     domain_row = next(line for line in out.splitlines() if "domain.train" in line)
     cells = [cell.strip() for cell in domain_row.split("│")[1:-1]]
-    assert cells[0] == "domain.train" and cells[3:6] == ["1", "1", "1"], cells
+    assert cells[0] == "domain.train" and cells[3] == "whole" and cells[4:7] == ["1", "1", "1"], cells
     assert "final.general_loss" in out and "builtin:tiny-llama" in out
+
+
+def test_the_corpus_table_says_how_much_of_each_corpus_its_sample_covers():
+    console = Console(record=True, width=200)
+    stats = {
+        "domain.train": CorpusStats(documents=9_000, tokens=4_000_000, corpus_bytes=50 * 10**9, sampled_bytes=10**7),
+        "domain.valid": CorpusStats(documents=40, tokens=28_575, corpus_bytes=60_412, sampled_bytes=60_412),
+    }
+
+    print_corpora(stats, console)
+
+    rows = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│ domain" in line}
+    assert "0.02% of 50 GB" in rows["domain.train"] and "4,000,000" in rows["domain.train"]
+    assert "whole" in rows["domain.valid"]
 
 
 def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_it_cannot_be_told_from():

@@ -12,7 +12,7 @@ import yaml
 from sweep.prepare import prepare
 from sweep.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
-from train_entry.data.corpus import CorpusError, CorpusFile
+from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
 from train_entry.hf_dir import HfDirError
 
@@ -23,7 +23,7 @@ VOCAB = 300
 @pytest.fixture
 def small_embedding_base(tiny_corpora, tmp_path) -> Path:
     """A Hugging Face Llama embedding 64 tokens, holding its own tokenizer of 300."""
-    tokenizer = train_bpe([CorpusFile(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
     base = save_tiny_llama(tmp_path / "base", vocab_size=64)
     for path in tokenizer.iterdir():
         shutil.copy(path, base / path.name)

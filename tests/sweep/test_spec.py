@@ -22,7 +22,7 @@ SHIPPED = sorted((REPO / "search_spaces").glob("*.yaml"))
 def test_every_shipped_spec_validates(path):
     spec = load_spec(path)
     assert isinstance(spec, SweepSpec)
-    assert Path(spec.data.domain.train).is_file()
+    assert all(path.is_file() for path in spec.data.domain.train)
 
 
 def test_default_spec_searches_past_the_reference_ranges_where_its_optimum_lies():
@@ -79,7 +79,7 @@ def test_spec_round_trips_through_json_and_yaml(tiny_spec):
 def test_relative_paths_resolve_against_the_spec_folder(tiny_spec, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     spec = load_spec(tiny_spec)
-    assert Path(spec.data.general.train) == tiny_spec.parent / "corpora" / "general_en" / "train.jsonl"
+    assert spec.data.general.train == [tiny_spec.parent / "corpora" / "general_en" / "train.jsonl"]
 
 
 # Each case: overrides of the tiny spec, then the key path and a fragment the message must carry.
@@ -169,10 +169,58 @@ BAD_SPECS = {
         "items 0 and 1 (0.1 and 0.1) are the same value",
     ),
     "repeated mix ratio": ({"space": {"mix": ["1:1", "4:1", "2:2"]}}, "space.mix", "items 0 and 2 (1:1 and 2:2)"),
-    "corpus is a directory": (
+    "corpus is a directory of directories": (
         {"data": {"domain": {"train": "corpora", "valid": "corpora/ecommerce/valid.jsonl"}}},
         "data.domain.train",
-        "is a directory",
+        "the directory holds no corpus file",
+    ),
+    "corpus glob matching nothing": (
+        {"data": {"domain": {"train": "corpora/ecommerce/*.parquet", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain.train",
+        "no file matches this glob",
+    ),
+    "Megatron prefix without its tokenizer": (
+        {"data": {"domain": {"train": "megatron/ecommerce_text_document", "valid": "corpora/ecommerce/valid.jsonl"}}},
+        "data.domain",
+        "name the tokenizer that made it",
+    ),
+    "tokenizer for text corpora": (
+        {
+            "data": {
+                "domain": {
+                    "train": "corpora/ecommerce/train.jsonl",
+                    "valid": "corpora/ecommerce/valid.jsonl",
+                    "tokenizer": "corpora",
+                }
+            }
+        },
+        "data.domain",
+        "tokenizer applies only to Megatron prefixes",
+    ),
+    "prefixes mixed with files": (
+        {
+            "data": {
+                "domain": {
+                    "train": ["megatron/ecommerce_text_document", "corpora/ecommerce/train.jsonl"],
+                    "valid": "corpora/ecommerce/valid.jsonl",
+                }
+            }
+        },
+        "data.domain.train",
+        "mixes Megatron prefixes and files",
+    ),
+    "built-in BPE over Megatron general text": (
+        {
+            "data": {
+                "general": {
+                    "train": "megatron/ecommerce_text_document",
+                    "valid": "megatron/ecommerce_text_document",
+                    "tokenizer": "corpora",
+                }
+            }
+        },
+        "(top level)",
+        "trains its BPE on data.general's text",
     ),
     "corpus is the null device": (
         {"data": {"domain": {"train": "/dev/null", "valid": "corpora/ecommerce/valid.jsonl"}}},
@@ -201,6 +249,9 @@ def test_bad_spec_names_file_key_and_value(case, write_tiny_spec, capsys, tmp_pa
         os.mkfifo(folder / "fifo.jsonl")
     if not (folder / "loop.jsonl").is_symlink():
         (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")
+    (folder / "megatron").mkdir(exist_ok=True)
+    for suffix in (".bin", ".idx"):  # what the spec checks of a prefix: its two files exist
+        (folder / "megatron" / f"ecommerce_text_document{suffix}").write_bytes(b"\0" * 64)
     if case == "base dir without config.json":
         overrides = {"base": {**overrides["base"], "builtin": None}}
     path = write_tiny_spec(f"bad-{case.replace(' ', '-')}.yaml", **overrides)

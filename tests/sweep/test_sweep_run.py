@@ -149,8 +149,10 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
         trials = wait_until(
             run_dir,
             "diverge",
-            lambda trials: len(finished(trials)) > before
-            and (not running or any(t.state is TrialState.RUNNING and t.params for t in trials)),
+            lambda trials, before=before, running=running: (
+                len(finished(trials)) > before
+                and (not running or any(t.state is TrialState.RUNNING and t.params for t in trials))
+            ),
         )
         assert driver.poll() is None, "the sweep ended before it could be stopped"
         if stop is signal.SIGTERM:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -9,7 +11,8 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from sweep.cli import main
 from sweep.prepare import Prepared, prepare
 from sweep.spec import load_spec
-from train_entry.data.corpus import CorpusError
+from train_entry.data.corpus import Corpus, CorpusError
+from train_entry.data.tokenizer import train_bpe
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
@@ -132,23 +135,67 @@ def test_a_compressed_corpus_under_another_key_trains_the_same_as_the_plain_one(
     spec = load_spec(write_tiny_spec())
     rekeyed = tmp_path / "listings.jsonl.gz"
     with gzip.open(rekeyed, "wt", encoding="utf-8") as out:
-        for line in spec.data.domain.train.read_text(encoding="utf-8").splitlines():
+        for line in spec.data.domain.train[0].read_text(encoding="utf-8").splitlines():
             record = json.loads(line)
             out.write(json.dumps({"content": record.pop("text"), **record}) + "\n")
-    domain = {"train": str(rekeyed), "valid": str(spec.data.domain.valid), "text_field": "content"}
+    domain = {"train": str(rekeyed), "valid": str(spec.data.domain.valid[0]), "text_field": "content"}
     # The valid file keeps "text": a text_field of "content" would find no document there.
     with pytest.raises(CorpusError, match=r'valid.jsonl: no usable documents .* without a string "content"'):
         prepare(load_spec(write_tiny_spec("content-both.yaml", data={"domain": domain})))
 
     valid = tmp_path / "valid.jsonl.gz"
     with gzip.open(valid, "wt", encoding="utf-8") as out:
-        for line in spec.data.domain.valid.read_text(encoding="utf-8").splitlines():
+        for line in spec.data.domain.valid[0].read_text(encoding="utf-8").splitlines():
             out.write(json.dumps({"content": json.loads(line)["text"]}) + "\n")
     rekeyed_spec = write_tiny_spec("content.yaml", data={"domain": {**domain, "valid": str(valid)}})
     from_rekeyed = prepare(load_spec(rekeyed_spec))
-    assert from_rekeyed.corpus_stats["domain.train"] == prepared.corpus_stats["domain.train"]
+    # The same text, compressed: the same documents, tokens and skips, in fewer stored bytes.
+    rekeyed_stats, plain_stats = from_rekeyed.corpus_stats["domain.train"], prepared.corpus_stats["domain.train"]
+    assert dataclasses.replace(rekeyed_stats, corpus_bytes=0, sampled_bytes=0) == dataclasses.replace(
+        plain_stats, corpus_bytes=0, sampled_bytes=0
+    )
     assert from_rekeyed.base_losses == prepared.base_losses
     mix = MixRatio(1, 4)
     plain = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "plain"))
     rekeyed_run = _run(from_rekeyed.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "rekeyed"))
     assert [m.model_dump() for m in rekeyed_run.history] == [m.model_dump() for m in plain.history]
+
+
+def megatron_spec(prepared, write_tiny_spec, name: str, *, tokenizer) -> Prepared:
+    """The tiny spec with each corpus given as the Megatron prefix `prepared` tokenised it into."""
+    data = {
+        side: {
+            "train": getattr(prepared.train, side),
+            "valid": getattr(prepared.valid, side),
+            "tokenizer": str(tokenizer),
+        }
+        for side in ("domain", "general", "non_english")
+    }
+    data["non_english"]["share"] = 0.1
+    return load_spec(write_tiny_spec(name, data=data, base={"tokenizer": str(prepared.tokenizer_dir)}))
+
+
+def test_a_spec_of_megatron_prefixes_is_read_as_it_is_and_trains_the_same(prepared, write_tiny_spec, tmp_path):
+    spec = megatron_spec(prepared, write_tiny_spec, "megatron.yaml", tokenizer=prepared.tokenizer_dir)
+
+    from_prefixes = prepare(spec)
+
+    # Read in place: no tokenising, no copy (the tiny prefixes are smaller than their samples).
+    assert (from_prefixes.train, from_prefixes.valid) == (prepared.train, prepared.valid)
+    assert from_prefixes.corpus_stats["domain.train"].tokens == prepared.corpus_stats["domain.train"].tokens
+    assert from_prefixes.base_losses == prepared.base_losses
+    mix = MixRatio(1, 1)
+    text = _run(prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "text"))
+    prefixes = _run(from_prefixes.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "prefixes"))
+    assert [m.model_dump() for m in prefixes.history] == [m.model_dump() for m in text.history]
+
+
+def test_prefixes_of_another_tokenizer_are_exit_2_naming_both(prepared, write_tiny_spec, tiny_corpora, capsys):
+    other = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "train.jsonl")], 300, tiny_corpora / "bpe")
+    spec = megatron_spec(prepared, write_tiny_spec, "megatron-other.yaml", tokenizer=other)
+    path = tiny_corpora / "megatron-other.yaml"
+
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+
+    error = capsys.readouterr().err
+    assert f"made by tokenizer {other}" in error and f"base's tokenizer {spec.base.tokenizer}" in error

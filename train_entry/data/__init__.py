@@ -1,9 +1,12 @@
 """The proxy's data pipeline: corpora to megatron-core indexed datasets to the blended training stream.
 
-corpus reads documents, tokenizer trains and loads the BPE, indexed writes .bin/.idx pairs, blend
-builds the training stream and the validation sets; cache keeps each result by content, so every
-trial of a sweep shares one tokenizer and one set of indexed corpora. Only indexed and blend import
-megatron-core (seconds to import): reading a corpus or catching a CorpusError does not pay for it.
+corpus names a corpus (files, shards, Megatron prefixes) and counts what reading it found; formats recognises a
+shard's format by name and magic bytes; documents parses lines and cells into documents; shards and sample cut a
+corpus into strata and read them in an order spread over it; fingerprint keys the cache without reading a corpus
+whole; tokenizer trains and loads the BPE; indexed writes a sample's .bin/.idx pair; megatron_prefix reads the
+full run's own prefixes; blend builds the training stream and the validation sets; cache keeps each result by
+key, so every trial of a sweep shares one tokenizer and one set of samples. Only indexed, megatron_prefix and
+blend import megatron-core (seconds to import): reading a corpus or catching a CorpusError does not pay for it.
 """
 
 import logging

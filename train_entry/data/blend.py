@@ -21,7 +21,7 @@ from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegat
 from megatron.core.datasets.gpt_dataset import GPTDataset, GPTDatasetConfig
 from megatron.core.datasets.utils import Split
 
-from train_entry.mix import MixRatio, blend_weights, general_side
+from train_entry.mix import BLEND_SURPLUS, MixRatio, blend_weights, general_side
 from train_entry.trial_config import CorpusPrefixes
 
 if TYPE_CHECKING:
@@ -198,6 +198,7 @@ def _build(
         reset_attention_mask=False,
         eod_mask_loss=False,
         create_attention_mask=False,  # SDPA builds the causal mask itself
+        mid_level_dataset_surplus=BLEND_SURPLUS,  # what corpus samples are sized by (train_entry.mix.tokens_read)
     )
     with _process_group():
         return BlendedMegatronDatasetBuilder(GPTDataset, sizes, lambda: True, config).build()[split.value]

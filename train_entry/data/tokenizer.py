@@ -18,7 +18,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from train_entry.data.cache import cached_dir, digest
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, CorpusError, CorpusFile, CorpusReader
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
+from train_entry.data.fingerprint import corpus_fingerprint
+from train_entry.data.sample import read_documents
 from train_entry.hf_dir import CONFIG_JSON, first_line, model_config, refuse_remote_code
 
 if TYPE_CHECKING:
@@ -30,8 +32,11 @@ PAD_TOKEN = "<|pad|>"
 """Never in the data; a distinct id so megatron-core does not mistake eod for padding."""
 SPECIAL_TOKENS = (EOD_TOKEN, PAD_TOKEN)
 
-BPE_RECIPE_VERSION = 1
+BPE_RECIPE_VERSION = 2
 """Part of the cache key: bump it when the training recipe changes, so old tokenizers are not reused."""
+BPE_SAMPLE_BYTES = 32 << 20
+"""Stored bytes of each corpus the BPE is trained on, spread over it (a smaller corpus whole): a few-thousand-merge
+vocabulary settles on a few MB of text, and a general corpus may be terabytes."""
 
 MIN_VOCAB_SIZE = 256 + len(SPECIAL_TOKENS)
 """Every byte is a token of a byte-level BPE, so no text is ever out of vocabulary."""
@@ -41,16 +46,16 @@ _WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".
 
 
 def train_bpe(
-    corpora: Sequence[CorpusFile],
+    corpora: Sequence[Corpus],
     vocab_size: int,
     cache_root: Path,
     *,
     max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
 ) -> Path:
-    """A Hugging Face tokenizer directory holding a byte-level BPE trained on `corpora`.
+    """A Hugging Face tokenizer directory holding a byte-level BPE trained on `corpora` (BPE_SAMPLE_BYTES of each).
 
-    Cached under cache_root by the corpora's bytes and text fields, vocab_size and the recipe version: training is
-    deterministic, so the same inputs always give the same tokenizer.
+    Cached under cache_root by the corpora's fingerprints and text fields, vocab_size and the recipe version:
+    training is deterministic, so the same inputs always give the same tokenizer.
     """
     if vocab_size < MIN_VOCAB_SIZE:
         raise ValueError(
@@ -58,16 +63,14 @@ def train_bpe(
             f"got {vocab_size=}"
         )
     if not corpora:
-        raise ValueError("train_bpe needs at least one corpus file, got none")
-    # A str would be hashed as a name, not as content.
-    corpora = [CorpusFile(Path(corpus.path), corpus.text_field) for corpus in corpora]
-    fields = [part for corpus in corpora for part in (corpus.path, corpus.text_field)]
-    key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, *fields)
+        raise ValueError("train_bpe needs at least one corpus, got none")
+    fields = [part for corpus in corpora for part in (corpus_fingerprint(corpus.shards()), corpus.text_field)]
+    key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, BPE_SAMPLE_BYTES, *fields)
     entry = cache_root / f"bpe-{vocab_size}-{key[:20]}"
     return cached_dir(entry, lambda directory: _train(corpora, vocab_size, max_document_bytes, directory))
 
 
-def _train(corpora: Sequence[CorpusFile], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
+def _train(corpora: Sequence[Corpus], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -78,7 +81,7 @@ def _train(corpora: Sequence[CorpusFile], vocab_size: int, max_document_bytes: i
         show_progress=False,
     )
     documents = itertools.chain.from_iterable(
-        CorpusReader(corpus.path, max_document_bytes=max_document_bytes, text_field=corpus.text_field)
+        read_documents(corpus, max_bytes=BPE_SAMPLE_BYTES, max_document_bytes=max_document_bytes)
         for corpus in corpora
     )
     bpe.train_from_iterator(documents, trainer=trainer)

@@ -22,7 +22,6 @@ from train_entry.fullrun.config import LOG_PREFIX, JobConfig, MegatronTrainer, T
 from train_entry.fullrun.placement import check_tensor_parallel_groups, placement_lines
 
 
-
 def log_rank0(message: str) -> None:
     if dist.get_rank() == 0:
         # Straight to stdout: Ray Train patches print() into its logger, whose lines reach the job log twice.

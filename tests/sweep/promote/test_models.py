@@ -75,7 +75,9 @@ def test_selective_recompute_drops_the_mlps_activations_not_the_attentions():
     selective = memory_per_gpu(SMALL, layout(recompute="selective"), data_parallel=2, reserve_gb=0)
     assert selective.activations_gb * 1e9 == pytest.approx(32 * (1664 - 6 * 128) / 2 * 2 * 2)
     plain = step_time(SMALL, layout(), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5))
-    step = step_time(SMALL, layout(recompute="selective"), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5))
+    step = step_time(
+        SMALL, layout(recompute="selective"), data_parallel=2, cluster=CLUSTER, assumptions=Assumptions(mfu=0.5)
+    )
     # The MLPs' forward again: 2 x 3 x 64 x 128 FLOPs per token and layer, 4 layers, 8 x 32 tokens over 8 GPUs;
     # and with sequence parallelism its all-gather and reduce-scatter again: 10 collectives per layer instead of 8.
     assert step.compute_s - plain.compute_s == pytest.approx(2 * 3 * 64 * 128 * 4 * 8 * 32 / 8 / 0.5e12)

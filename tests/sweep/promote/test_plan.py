@@ -143,7 +143,9 @@ def test_without_transformer_engine_the_plan_leaves_out_sequence_and_context_par
     with_te, without = plans["llama3.1-70b"], plans["llama3.1-70b-without-te"]
     assert not without.cluster.transformer_engine and with_te.cluster.transformer_engine
     assert without.id != with_te.id
-    assert all(not layout.parallelism.sequence_parallel and layout.parallelism.context == 1 for layout in without.layouts)
+    assert all(
+        not layout.parallelism.sequence_parallel and layout.parallelism.context == 1 for layout in without.layouts
+    )
     assert transformer_engine_settings(without.run) == []
     # What the search would choose with TE is the TE plan's choice; going without costs its step-time difference.
     assert without.with_transformer_engine == with_te.chosen and with_te.with_transformer_engine is None
@@ -283,3 +285,35 @@ def test_a_full_run_check_that_fails_is_one_line_naming_its_key():
     with pytest.raises(ValidationError) as failed:
         Data(blend=[], tokenizer=3, split="1,2")
     assert one_line(failed.value) == "Data.blend: List should have at least 1 item after validation, not 0 (and 1 more)"
+
+
+def test_a_sweep_of_megatron_prefixes_promotes_them_without_placeholders(tmp_path):
+    """The proxies read the full run's own prefixes, so the plan's --data-path names them, weighted by tokens."""
+    import yaml
+    from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
+
+    run_dir = write_run(tmp_path / "runs" / "megatron")
+    data, tokens = {}, {"general": [300, 100], "non_english": [50], "domain": [80]}
+    for side, counts in tokens.items():
+        prefixes = []
+        for number, count in enumerate(counts):
+            prefix = tmp_path / "lustre" / f"{side}_{number}_text_document"
+            prefix.parent.mkdir(exist_ok=True)
+            builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=DType.optimal_dtype(512))
+            builder.add_document(list(range(count)), [count])
+            builder.finalize(f"{prefix}.idx")
+            prefixes.append(str(prefix))
+        data[side] = {"train": prefixes, "valid": prefixes[0], "tokenizer": "/models/llama"}
+    (run_dir / "spec.yaml").write_text(yaml.safe_dump({"data": data}))
+    checkpoint = PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run")
+    given = PromotionData(domain=[DataPrefix(prefix="/d/listings")])  # a side the request names keeps its own
+
+    plan = make_plan(run_dir, PromotionConfig(target="llama3.1-8b", checkpoint=checkpoint, data=given))
+
+    weights = {Path(source.prefix).name: source.weight for source in plan.run.data.blend}
+    assert weights == pytest.approx(
+        {"general_0_text_document": 0.45 * 0.75, "general_1_text_document": 0.45 * 0.25,
+         "non_english_0_text_document": 0.05, "listings": 0.5}
+    )  # fmt: skip
+    assert plan.run.data.tokenizer == "/models/llama"
+    assert plan.placeholders == []

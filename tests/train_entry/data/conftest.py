@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from train_entry.data.corpus import CorpusFile
+from train_entry.data.corpus import Corpus
 from train_entry.data.tokenizer import train_bpe
 
 REPO = Path(__file__).resolve().parents[3]
@@ -61,4 +61,4 @@ def general_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tokenizer_dir(general_sample: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A 512-token BPE of the general sample: small enough to train in about a second."""
-    return train_bpe([CorpusFile(general_sample)], 512, tmp_path_factory.mktemp("bpe_cache"))
+    return train_bpe([Corpus.of(general_sample)], 512, tmp_path_factory.mktemp("bpe_cache"))

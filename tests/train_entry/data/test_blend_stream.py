@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from train_entry.data.corpus import CorpusFile
 from train_entry.data.blend import Batch, build_train_stream, build_validation_sets
+from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer
 from train_entry.mix import MixRatio, blend_weights
@@ -36,7 +36,7 @@ def splits(tmp_path_factory, tokenizer_dir: Path, generate_corpus) -> dict[str, 
         paths = {}
         for source, words in WORDS.items():
             corpus = generate_corpus(corpora / source / f"{split}.jsonl", words, documents=documents, seed=seed)
-            paths[source] = build_indexed(CorpusFile(corpus), tokenizer_dir, cache).prefix
+            paths[source] = build_indexed(Corpus.of(corpus), tokenizer_dir, cache).prefix
         prefixes[split] = CorpusPrefixes(**paths)
     return prefixes
 

@@ -8,8 +8,7 @@ import pytest
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-from train_entry.data.corpus import CorpusFile
-from train_entry.data.corpus import CorpusError
+from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import (
     EOD_TOKEN,
     PAD_TOKEN,
@@ -23,24 +22,24 @@ def test_the_bpe_learns_only_the_corpora_it_is_given(tmp_path: Path, write_jsonl
     seen = write_jsonl(tmp_path / "seen.jsonl", ["the zorblaxian fleet"] * 200)
     unseen = write_jsonl(tmp_path / "unseen.jsonl", ["the quendrithic fleet"] * 200)
 
-    tokenizer = load_tokenizer(train_bpe([CorpusFile(seen)], 300, tmp_path / "cache"))
+    tokenizer = load_tokenizer(train_bpe([Corpus.of(seen)], 300, tmp_path / "cache"))
 
     assert tokenizer.tokenize(" zorblaxian") == ["Ġzorblaxian"]
     assert len(tokenizer.tokenize(" quendrithic")) > 5
     # The other corpus, given, would have been learnt the same way: the input is what decides.
-    both = load_tokenizer(train_bpe([CorpusFile(seen), CorpusFile(unseen)], 300, tmp_path / "cache"))
+    both = load_tokenizer(train_bpe([Corpus.of(seen), Corpus.of(unseen)], 300, tmp_path / "cache"))
     assert both.tokenize(" quendrithic") == ["Ġquendrithic"]
 
 
 def test_training_is_deterministic_and_cached(tmp_path: Path, general_sample: Path, tokenizer_dir: Path) -> None:
-    again = train_bpe([CorpusFile(general_sample)], 512, tmp_path / "other_cache")
+    again = train_bpe([Corpus.of(general_sample)], 512, tmp_path / "other_cache")
 
     assert again != tokenizer_dir
     assert (again / "tokenizer.json").read_bytes() == (tokenizer_dir / "tokenizer.json").read_bytes()
     written = (again / "tokenizer.json").stat().st_mtime_ns
-    assert train_bpe([CorpusFile(general_sample)], 512, tmp_path / "other_cache") == again
+    assert train_bpe([Corpus.of(general_sample)], 512, tmp_path / "other_cache") == again
     assert (again / "tokenizer.json").stat().st_mtime_ns == written
-    assert train_bpe([CorpusFile(general_sample)], 600, tmp_path / "other_cache") != again
+    assert train_bpe([Corpus.of(general_sample)], 600, tmp_path / "other_cache") != again
 
 
 def test_the_tokenizer_loads_with_autotokenizer_and_megatron(tokenizer_dir: Path) -> None:
@@ -75,10 +74,10 @@ def test_an_unusable_corpus_fails_training_and_caches_nothing(tmp_path: Path) ->
     broken.write_bytes(b"not json\n")
 
     with pytest.raises(CorpusError, match="broken.jsonl: no usable documents"):
-        train_bpe([CorpusFile(broken)], 300, tmp_path / "cache")
+        train_bpe([Corpus.of(broken)], 300, tmp_path / "cache")
     assert list((tmp_path / "cache").iterdir()) == []
 
 
 def test_a_vocabulary_smaller_than_the_byte_alphabet_is_rejected(tmp_path: Path, general_sample: Path) -> None:
     with pytest.raises(ValueError, match="vocab_size must be at least 258"):
-        train_bpe([CorpusFile(general_sample)], 256, tmp_path)
+        train_bpe([Corpus.of(general_sample)], 256, tmp_path)

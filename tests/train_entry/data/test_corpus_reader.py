@@ -1,13 +1,43 @@
-"""Reading corpora: JSONL and plain text, with broken lines counted rather than fatal."""
+"""Reading corpora: JSONL, plain text, zstd and the other codecs, Parquet, shards; broken lines counted rather than
+fatal, and a file that is not what its name says refused by its magic bytes."""
 
 from __future__ import annotations
 
+import bz2
+import dataclasses
+import gzip
 import json
+import lzma
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+import zstandard
 
-from train_entry.data.corpus import CorpusError, CorpusReader, CorpusStats
+from sweep.cli import main
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError, CorpusStats
+from train_entry.data.sample import CorpusSample
+
+COMPRESS = {
+    ".gz": gzip.compress,
+    ".bz2": bz2.compress,
+    ".xz": lzma.compress,
+    ".zst": zstandard.ZstdCompressor(write_checksum=True).compress,
+}
+
+
+def read(*paths: Path, text_field: str = "text", max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES):
+    """Every document of the corpus in its own order, and what reading it counted (sizes left out)."""
+    corpus = Corpus.of(*paths, text_field=text_field)
+    size = sum(path.stat().st_size for path in corpus.shards())
+    with CorpusSample(corpus, expected_bytes=size, max_document_bytes=max_document_bytes) as sample:
+        documents = [document for _, document in sample.in_order()]
+    return documents, dataclasses.replace(sample.stats, corpus_bytes=0, sampled_bytes=0)
+
+
+def jsonl(*texts: str) -> bytes:
+    return b"".join(json.dumps({"text": text}).encode() + b"\n" for text in texts)
 
 
 def test_jsonl_counts_every_skipped_line_and_keeps_the_rest(tmp_path: Path) -> None:
@@ -29,12 +59,11 @@ def test_jsonl_counts_every_skipped_line_and_keeps_the_rest(tmp_path: Path) -> N
             ]
         )
     )
-    reader = CorpusReader(path, max_document_bytes=100)
 
-    documents = list(reader)
+    documents, stats = read(path, max_document_bytes=100)
 
     assert documents == ["first document", "second\n\ndocument \u00e9\u4e2d"]
-    assert reader.stats == CorpusStats(
+    assert stats == CorpusStats(
         documents=2,
         characters=len(documents[0]) + len(documents[1]),
         lines=11,
@@ -43,6 +72,17 @@ def test_jsonl_counts_every_skipped_line_and_keeps_the_rest(tmp_path: Path) -> N
         skipped_empty=2,
         skipped_oversized=1,
     )
+
+
+def test_a_line_nested_100000_deep_is_one_malformed_line(tmp_path: Path) -> None:
+    # json.loads recurses once per level and raises RecursionError far below this depth.
+    path = tmp_path / "deep.jsonl"
+    path.write_bytes(b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n" + jsonl("after"))
+
+    documents, stats = read(path)
+
+    assert documents == ["after"]
+    assert (stats.lines, stats.skipped_malformed) == (2, 1)
 
 
 def test_plain_text_documents_are_separated_by_blank_lines(tmp_path: Path) -> None:
@@ -56,24 +96,26 @@ def test_plain_text_documents_are_separated_by_blank_lines(tmp_path: Path) -> No
         b"and its tail.\n\n"
         b"Fifth, last, without a final newline."
     )
-    reader = CorpusReader(path, max_document_bytes=80)
 
-    documents = list(reader)
+    documents, stats = read(path, max_document_bytes=80)
 
-    assert documents == ["First document,\nits second line.", "Second document.", "Fifth, last, without a final newline."]
-    assert (reader.stats.skipped_non_utf8, reader.stats.skipped_oversized) == (1, 1)
-    assert reader.stats.documents == 3
+    assert documents == [
+        "First document,\nits second line.",
+        "Second document.",
+        "Fifth, last, without a final newline.",
+    ]
+    assert (stats.skipped_non_utf8, stats.skipped_oversized, stats.documents) == (1, 1, 3)
 
 
 def test_a_line_longer_than_the_limit_is_skipped_whole(tmp_path: Path) -> None:
     # The oversized line is longer than the chunk a line is read in; the next line must survive.
     path = tmp_path / "long.jsonl"
-    long_line = json.dumps({"text": "z" * 3_000_000}).encode()
-    path.write_bytes(long_line + b"\n" + json.dumps({"text": "after"}).encode() + b"\n")
-    reader = CorpusReader(path, max_document_bytes=1_000)
+    path.write_bytes(jsonl("z" * 3_000_000, "after"))
 
-    assert list(reader) == ["after"]
-    assert (reader.stats.lines, reader.stats.skipped_oversized) == (2, 1)
+    documents, stats = read(path, max_document_bytes=1_000)
+
+    assert documents == ["after"]
+    assert (stats.lines, stats.skipped_oversized) == (2, 1)
 
 
 def test_a_corpus_without_usable_documents_is_an_error_naming_the_file(tmp_path: Path) -> None:
@@ -81,7 +123,7 @@ def test_a_corpus_without_usable_documents_is_an_error_naming_the_file(tmp_path:
     path.write_bytes(b'{"text": "\xff\xfe"}\n{"text": "\xc3"}\nnot json\n')
 
     with pytest.raises(CorpusError) as raised:
-        list(CorpusReader(path))
+        read(path)
 
     message = str(raised.value)
     assert str(path) in message
@@ -94,32 +136,171 @@ def test_an_empty_plain_text_file_is_an_error(tmp_path: Path) -> None:
     path.write_text("\n\n   \n")
 
     with pytest.raises(CorpusError, match=r"blank\.txt: no usable documents \(3 lines\); expected plain text"):
-        list(CorpusReader(path))
+        read(path)
 
 
-@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".xz"])
+@pytest.mark.parametrize("suffix", list(COMPRESS))
 def test_compressed_corpora_read_like_their_uncompressed_selves(tmp_path: Path, suffix: str) -> None:
-    import bz2
-    import gzip
-    import lzma
+    compress = COMPRESS[suffix]
+    data = {
+        "train.jsonl": b"\xef\xbb\xbf" + jsonl(*(f"doc {k}" for k in range(3))),
+        "train.txt": b"first paragraph\nstill first\n\n\nsecond document\n",
+    }
+    for name, content in data.items():
+        (tmp_path / name).write_bytes(content)
+        # Two members (gzip), streams (bz2, xz) or frames (zstd) one after another read as one stream.
+        half = len(content) // 2
+        (tmp_path / f"{name}{suffix}").write_bytes(compress(content[:half]) + compress(content[half:]))
+        assert read(tmp_path / f"{name}{suffix}") == read(tmp_path / name)
+    assert read(tmp_path / f"train.jsonl{suffix}")[0] == ["doc 0", "doc 1", "doc 2"]
 
-    compress = {".gz": gzip.compress, ".bz2": bz2.compress, ".xz": lzma.compress}[suffix]
-    jsonl = b"\xef\xbb\xbf" + b"".join(json.dumps({"text": f"doc {k}"}).encode() + b"\n" for k in range(3))
-    plain = b"first paragraph\nstill first\n\n\nsecond document\n"
-    for name, data in (("train.jsonl", jsonl), ("train.txt", plain)):
-        (tmp_path / name).write_bytes(data)
-        (tmp_path / f"{name}{suffix}").write_bytes(compress(data))
-        plain_reader, compressed_reader = CorpusReader(tmp_path / name), CorpusReader(tmp_path / f"{name}{suffix}")
-        assert list(compressed_reader) == list(plain_reader) and compressed_reader.stats == plain_reader.stats
-    assert list(CorpusReader(tmp_path / f"train.jsonl{suffix}")) == ["doc 0", "doc 1", "doc 2"]
+
+def test_zstd_jsonl_streams_in_bounded_pieces(tmp_path: Path) -> None:
+    texts = [f"document {k} " + "words " * (k % 40) for k in range(20_000)]
+    path = tmp_path / "pile-shard.jsonl.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(jsonl(*texts)))  # no checksum, as some writers do
+
+    documents, stats = read(path)
+
+    assert documents == texts
+    assert stats.lines == len(texts)
 
 
-def test_zstd_and_a_jsonl_without_text_are_errors_that_say_what_to_do(tmp_path: Path) -> None:
-    zstd = tmp_path / "train.jsonl.zst"
-    zstd.write_bytes(b"\x28\xb5\x2f\xfd not really zstd")
-    with pytest.raises(CorpusError, match=r"train.jsonl.zst: .zst compression is not read here.*zstd -d"):
-        list(CorpusReader(zstd))
-    content = tmp_path / "stack.jsonl"
-    content.write_text("".join(json.dumps({"content": "def f(): pass", "lang": "py"}) + "\n" for _ in range(2)))
-    with pytest.raises(CorpusError, match=r"the first object's keys: content, lang\); expected JSONL"):
-        list(CorpusReader(content))
+@pytest.mark.parametrize(
+    ("damage", "codec"),
+    [
+        ("truncated .jsonl.gz", "gzip"),
+        ("CRC-corrupt .jsonl.gz", "gzip"),
+        ("truncated .jsonl.zst", "zstd"),
+        ("truncated .jsonl.xz", "xz"),
+        ("truncated .jsonl.bz2", "bzip2"),
+    ],
+)
+def test_a_damaged_compressed_corpus_is_an_error_naming_the_file_and_codec(tmp_path: Path, damage: str, codec: str):
+    path = damaged_corpus(tmp_path, damage)
+
+    with pytest.raises(CorpusError) as raised:
+        read(path)
+
+    message = str(raised.value)
+    assert str(path) in message and f"the {codec} stream is truncated or corrupt" in message
+    assert "\n" not in message
+
+
+def damaged_corpus(folder: Path, damage: str) -> Path:
+    """A compressed JSONL corpus of a few hundred KB, damaged as named: cut in the middle or its CRC zeroed."""
+    content = jsonl(*(f"document {k}: " + "lorem ipsum " * 20 for k in range(2_000)))
+    suffix = "." + damage.split(".")[-1]
+    compressed = COMPRESS[suffix](content)
+    if damage.startswith("truncated"):
+        compressed = compressed[: len(compressed) // 2]
+    else:
+        compressed = compressed[:-8] + b"\0\0\0\0" + compressed[-4:]  # gzip's trailer: CRC32, then ISIZE
+    path = folder / f"{damage.split()[0]}{suffix.replace('.', '-')}.jsonl{suffix}"
+    path.write_bytes(compressed)
+    return path
+
+
+def test_plain_jsonl_named_gz_is_refused_as_not_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl.gz"
+    path.write_bytes(jsonl("not compressed at all"))
+
+    with pytest.raises(CorpusError, match=r"train\.jsonl\.gz: named \.gz but it is not gzip data \(.*JSON lines\)"):
+        read(path)
+
+
+def test_gzip_data_named_jsonl_is_refused_as_looking_compressed(tmp_path: Path) -> None:
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(gzip.compress(jsonl(*(f"doc {k}" for k in range(3000)))))
+
+    with pytest.raises(
+        CorpusError, match=r"train\.jsonl: looks compressed \(gzip magic bytes 1f 8b.*name it train\.jsonl\.gz"
+    ):
+        read(path)
+
+
+def test_parquet_named_jsonl_and_text_named_parquet_are_refused_by_their_magic_bytes(tmp_path: Path) -> None:
+    parquet = tmp_path / "listings.jsonl"
+    pq.write_table(pa.table({"text": ["a product", "another"]}), parquet)
+    with pytest.raises(CorpusError, match=r"listings\.jsonl: looks like Parquet \(magic bytes 50 41 52 31\)"):
+        read(parquet)
+
+    fake = tmp_path / "listings.parquet"
+    fake.write_bytes(jsonl("a product"))
+    with pytest.raises(CorpusError, match=r"listings\.parquet: named \.parquet but it is not a Parquet file \(.*JSON"):
+        read(fake)
+
+
+def test_formats_not_read_say_what_to_give_instead(tmp_path: Path) -> None:
+    lz4 = tmp_path / "train.jsonl.lz4"
+    lz4.write_bytes(b"\x04\x22\x4d\x18 not really lz4")
+    with pytest.raises(CorpusError, match=r"train\.jsonl\.lz4: \.lz4 files are not read here; give lz4 -d instead"):
+        read(lz4)
+    half = tmp_path / "ecommerce_text_document.bin"
+    half.write_bytes(b"\0" * 64)
+    with pytest.raises(CorpusError, match=r"\.bin files are not read here; give the prefix without \.bin/\.idx"):
+        read(half)
+
+
+def test_parquet_is_read_a_row_group_at_a_time_from_the_named_column(tmp_path: Path) -> None:
+    texts = [f"listing {k}: " + "soft cotton " * (k % 7) for k in range(1_000)]
+    path = tmp_path / "listings.parquet"
+    table = pa.table({"id": list(range(len(texts))), "content": texts[:-2] + [None, "   "]})
+    pq.write_table(table, path, row_group_size=128)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 8
+
+    documents, stats = read(path, text_field="content")
+
+    assert documents == texts[:-2]
+    assert (stats.lines, stats.skipped_empty) == (1_000, 2)
+    with pytest.raises(CorpusError, match=r"no column 'text' in this Parquet file \(its columns: id, content\)"):
+        read(path)
+    with pytest.raises(CorpusError, match=r"Parquet column 'id' holds int64, not strings"):
+        read(path, text_field="id")
+
+
+def test_a_directory_or_glob_of_shards_of_any_format_reads_as_one_corpus(tmp_path: Path) -> None:
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    (shards / "00.jsonl").write_bytes(jsonl("a", "b"))
+    (shards / "01.jsonl.zst").write_bytes(COMPRESS[".zst"](jsonl("c")))
+    pq.write_table(pa.table({"text": ["d", "e"]}), shards / "02.parquet")
+    (shards / "03.txt.gz").write_bytes(gzip.compress(b"f\n\ng\n"))
+    (shards / ".hidden.jsonl").write_bytes(jsonl("never read"))
+
+    assert read(shards)[0] == ["a", "b", "c", "d", "e", "f", "g"]
+    assert read(shards / "0[13]*")[0] == ["c", "f", "g"]
+    with pytest.raises(CorpusError, match=r"no file matches this glob"):
+        read(shards / "*.arrow")
+
+
+HOSTILE = ["deep nesting", "truncated .jsonl.gz", "CRC-corrupt .jsonl.gz", "plain named .gz", "gzip named .jsonl"]
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_domain_corpus_is_exit_2_with_one_line(case, write_tiny_spec, tmp_path, capsys, monkeypatch) -> None:
+    folder = write_tiny_spec().parent / "hostile"
+    folder.mkdir(exist_ok=True)
+    if case == "deep nesting":  # the one bad line is counted; a file of nothing else has no usable document
+        path = folder / "deep.jsonl"
+        path.write_bytes(b'{"text": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n")
+        expected = "1 malformed JSON"
+    elif case == "plain named .gz":
+        path = folder / "plain.jsonl.gz"
+        path.write_bytes(jsonl("not compressed"))
+        expected = "not gzip data"
+    elif case == "gzip named .jsonl":
+        path = folder / "gzip.jsonl"
+        path.write_bytes(gzip.compress(jsonl("compressed")))
+        expected = "looks compressed"
+    else:
+        path = damaged_corpus(folder, case)
+        expected = "the gzip stream is truncated or corrupt"
+    spec = write_tiny_spec(f"{path.name}.yaml", data={"domain": {"train": str(path), "valid": str(path)}})
+    monkeypatch.chdir(tmp_path)
+
+    assert main(["trial", str(spec), "--lr-fraction", "0.1", "--mix", "1:1", "--output", str(tmp_path / "t")]) == 2
+
+    error = capsys.readouterr().err.strip()
+    assert str(path) in error and expected in error
+    assert len(error.splitlines()) == 1 and "Traceback" not in error

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from train_entry.data.corpus import CorpusFile
+from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
 from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig, ModelShape
@@ -96,10 +96,10 @@ def indexed_corpora(tiny_corpora, tmp_path_factory) -> tuple[Path, dict[str, str
     """A 512-token BPE and the tiny general and e-commerce training corpora indexed with it (prefixes by name)."""
     cache = tmp_path_factory.mktemp("full-run-data")
     corpora = tiny_corpora / "corpora"
-    tokenizer = train_bpe([CorpusFile(corpora / "general_en/train.jsonl")], 512, cache)
+    tokenizer = train_bpe([Corpus.of(corpora / "general_en/train.jsonl")], 512, cache)
     prefixes = {
-        "general": build_indexed(CorpusFile(corpora / "general_en/train.jsonl"), tokenizer, cache).prefix,
-        "domain": build_indexed(CorpusFile(corpora / "ecommerce/train.jsonl"), tokenizer, cache).prefix,
+        "general": build_indexed(Corpus.of(corpora / "general_en/train.jsonl"), tokenizer, cache).prefix,
+        "domain": build_indexed(Corpus.of(corpora / "ecommerce/train.jsonl"), tokenizer, cache).prefix,
     }
     return tokenizer, prefixes
 

@@ -1,0 +1,84 @@
+"""The sweep's own Megatron prefixes as the full run's data: what the proxies read is what the full run reads.
+
+A side of the mix whose train corpus in the sweep's spec is Megatron indexed datasets goes into the plan's
+--data-path as those same prefixes, each weighted by its token count as the proxies' blend weighted it, when the
+promotion request names no prefix of its own for that side; the tokenizer that made them is the full run's too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, ValidationError, field_validator
+
+from sweep.config_file import SpecError, read_raw
+from sweep.promote.config import DataPrefix, PromotionConfig
+from sweep.promote.errors import PromotionError
+from sweep.promote.ladder import finished_ladder
+from sweep.rundir import RunDir
+from train_entry.config import StrictConfig
+from train_entry.data.corpus import CorpusError, is_megatron_prefix
+from train_entry.data.megatron_prefix import prefix_tokens
+
+SIDES = ("general", "non_english", "domain")
+
+
+class _Side(StrictConfig):
+    """What the plan reads of one corpus in the spec copy: its train paths and the tokenizer of its prefixes."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    train: list[str]
+    tokenizer: str | None = None
+
+    @field_validator("train", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
+def with_sweep_prefixes(config: PromotionConfig, run: RunDir) -> PromotionConfig:
+    """`config`, each side it leaves empty filled with the sweep's Megatron prefixes for that side (with their
+    token counts), and its tokenizer, when unset, with the one that made them."""
+    sides = _megatron_sides(run)
+    data = config.data
+    filled = {side: prefixes for side, (prefixes, _) in sides.items() if not getattr(data, side)}
+    if not filled:
+        return config
+    update: dict[str, Any] = dict(filled)
+    tokenizers = {sides[side][1] for side in filled}
+    if data.tokenizer is None and len(tokenizers) == 1:
+        update["tokenizer"] = tokenizers.pop()
+    return config.model_copy(update={"data": data.model_copy(update=update)})
+
+
+def _megatron_sides(run: RunDir) -> dict[str, tuple[list[DataPrefix], str | None]]:
+    spec = _spec_copy(run)
+    if spec is None:
+        return {}
+    try:
+        raw = read_raw(spec, kind="spec")
+        corpora = raw.get("data", {}) if isinstance(raw, dict) else {}
+        sides = {side: _Side.model_validate(corpora[side]) for side in SIDES if isinstance(corpora.get(side), dict)}
+    except (SpecError, ValidationError, AttributeError) as error:
+        raise PromotionError(f"{spec}: not the spec copy a sweep writes ({error})") from None
+    found = {}
+    for side, corpus in sides.items():
+        prefixes = [Path(path) for path in corpus.train]
+        if prefixes and all(is_megatron_prefix(prefix) for prefix in prefixes):
+            try:
+                found[side] = ([DataPrefix(prefix=str(p), tokens=prefix_tokens(p)) for p in prefixes], corpus.tokenizer)
+            except CorpusError as error:
+                raise PromotionError(f"the sweep's data.{side}.train: {error}") from None
+    return found
+
+
+def _spec_copy(run: RunDir) -> Path | None:
+    """The spec the sweep ran (of a ladder: its largest rung's, whose data every rung shares)."""
+    if run.spec_copy.is_file():
+        return run.spec_copy
+    if run.is_ladder:
+        spec = finished_ladder(run)[1].spec_copy
+        return spec if spec.is_file() else None
+    return None
