@@ -136,8 +136,8 @@ def check(command: DocCommand, finished: Path) -> None:
     if any("<" in word or ">" in word for word in command.argv):
         raise NotAccepted(f"{command}: `<` and `>` are shell redirections; write a value a reader can paste")
     argv = list(command.argv)
-    while argv and ASSIGNMENT.match(argv[0]):
-        argv.pop(0)  # VAR=value before a command sets its environment
+    while argv and (ASSIGNMENT.match(argv[0]) or argv[0] == "time"):
+        argv.pop(0)  # VAR=value before a command sets its environment; `time` times it
     if not argv:
         return
     program, args = argv[0], argv[1:]
@@ -400,6 +400,7 @@ REFUSED = {
     "unknown program": ("```bash\nmake sweep\n```", "make is no program"),
     "benchmark flag": ("```bash\n.venv/bin/python benchmarks/trial_loop.py --step 40\n```", "declares no --step"),
     "install flag": ("```bash\n./install.sh --gpu\n```", "declares no --gpu"),
+    "timed flag": ("```bash\ntime .venv/bin/sweep run search_spaces/lr_mix.yaml --resume\n```", "--resume"),
     "entry flag": ("```bash\ntorchrun --nnodes 2 -m train_entry.megatron --plan x.json\n```", "declares no --plan"),
     "torchrun flag": ("```bash\ntorchrun --nodes 2 -m train_entry.megatron --config x.json\n```", "torchrun:"),
     "failing run": ("```bash\nsweep promote plan runs/lr_mix --target llama9\n```", "exit code 2"),
