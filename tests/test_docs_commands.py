@@ -33,8 +33,8 @@ import torch.distributed.run
 import yaml
 from pydantic import BaseModel
 
-from sweep.cli import build_parser, main
-from sweep.spec import SweepSpec, load_spec
+from cli import build_parser, main
+from sweep.spec.spec import SweepSpec, load_spec
 from tests.sweep.promote.promote_runs import write_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ FENCE = re.compile(r"^\s*```")
 INLINE_SWEEP = re.compile(r"`((?:\.venv/bin/)?sweep [^`]+)`")
 OPERATORS = {"&&", "||", ";", "|", "&"}
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-REPO_DIRS = ("search_spaces/", "tests/", "benchmarks/", "data/", "docs/", "sweep/", "train_entry/", "reports/")
+REPO_DIRS = ("search_spaces/", "tests/", "benchmarks/", "data/", "docs/", "sweep/", "train_entry/", "reports/", "cli/")
 """A word starting with one of these names a file of the repository, which must exist."""
 SWEEP = ("sweep", ".venv/bin/sweep")
 PYTEST = ("pytest", ".venv/bin/pytest")
