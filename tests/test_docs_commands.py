@@ -277,8 +277,11 @@ def _option_lines(verbs: list[str]) -> list[str]:
 
 def spec_parts(path: Path) -> list[tuple[str, object]]:
     """Every yaml block of the markdown file, parsed, with file:line of its first line."""
-    return [(f"{path.name}:{block[0][0]}", yaml.safe_load("\n".join(line for _, line in block)))
-            for block in fenced_blocks(path, YAML_FENCE) if block]
+    return [
+        (f"{path.name}:{block[0][0]}", yaml.safe_load("\n".join(line for _, line in block)))
+        for block in fenced_blocks(path, YAML_FENCE)
+        if block
+    ]
 
 
 def unknown_keys(part: object, models: list[type[BaseModel]], where: str = "") -> list[str]:
