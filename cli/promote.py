@@ -26,8 +26,8 @@ def add_parser(verbs) -> None:
         "promote",
         help="turn the sweep's pick into the full run's plan, then submit or rehearse it",
         description=(
-            "plan: the full run of RUN's pick (best.json's: the surrogate's constrained optimum, else the observed "
-            "optimum; --observed takes the observed one) on a target model and cluster (peak LR, schedule, Megatron blend "
+            "plan: the full run of RUN's pick (best.json's: the surrogate's point, else the best observed trial's; "
+            "--observed takes the best observed trial) on a target model and cluster (peak LR, schedule, Megatron blend "
             "weights, iterations, the fastest 3D layout that fits in GPU memory, the run's cost), checked with "
             "megatron-core's own configs and written to RUN/promotion/<id>/. submit: plan, then submit it as a Ray "
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
@@ -67,8 +67,8 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--observed",
         action="store_true",
-        help="promote the observed optimum (the best feasible completed trial) instead of best.json's pick, "
-        "the surrogate's constrained optimum",
+        help="promote the best observed trial (the best feasible completed trial) instead of best.json's pick, "
+        "the surrogate's point",
     )
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
     parser.add_argument(

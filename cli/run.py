@@ -1,4 +1,5 @@
-"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, pick the optimum, write the report."""
+"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, find the best observed trial and the
+pick, write the report."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.live import Live
 
 
 def add_parser(verbs) -> None:
-    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
+    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the point to promote")
     parser.add_argument("spec", type=Path, help="sweep spec YAML")
     parser.add_argument(
         "--name",
@@ -179,8 +180,8 @@ class LiveView:
 
     def _line(self, rows, planned: int) -> str:
         from reports.tables import progress_line
-        from sweep.choice.observed import best_feasible
+        from sweep.choice.observed import best_observed
 
         return progress_line(
-            rows, planned=planned, best=best_feasible(rows, self._budget), concurrency=self._concurrency
+            rows, planned=planned, best=best_observed(rows, self._budget), concurrency=self._concurrency
         )

@@ -108,7 +108,7 @@ _STYLE = {
 }
 
 
-def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
+def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> Table:
     # The reason alone gives way on a narrow terminal, cut short: one row per trial keeps the table readable. It
     # is the table's one flexible column, so it gets what the others leave; without that, rich shrank every
     # column of a table too wide for the terminal, and a long pruning reason left number, status and mix as "…".
@@ -123,7 +123,7 @@ def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title
         expand=any(row.reason for row in rows),
     )
     columns = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
-    cells = [_trial_cells(row, optimum) for row in rows]
+    cells = [_trial_cells(row, best) for row in rows]
     for k, column in enumerate(columns):
         width = max([len(column), *(len(row[k]) for row in cells)])
         justify = "left" if column in ("status", "mix") else "right"
@@ -135,9 +135,9 @@ def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title
     return table
 
 
-def _trial_cells(row: TrialRow, optimum: TrialRow | None) -> tuple[str, ...]:
+def _trial_cells(row: TrialRow, best: TrialRow | None) -> tuple[str, ...]:
     """A row's cells but the reason, as plain text."""
-    mark = " *" if optimum is not None and row.number == optimum.number else ""
+    mark = " *" if best is not None and row.number == best.number else ""
     return (
         f"{row.number}{mark}",
         row.status.value,
@@ -208,7 +208,7 @@ def pick_lines(pick: Pick) -> list[str]:
     where = f"lr_fraction {point.lr_fraction:.4g}, mix {point.mix}"
     if point.trials:
         where += f" (trial{'s' if len(point.trials) > 1 else ''} {', '.join(map(str, point.trials))})"
-    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'observed optimum'}): {where}"]
+    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'best observed trial'}): {where}"]
     if pick.gain is not None and pick.forgetting is not None:
         gain, forgetting = pick.gain, pick.forgetting
         lines.append(
@@ -238,7 +238,7 @@ def print_outcome(
 ) -> None:
     """The trials, the points measured more than once and their spread, `notes` (what a reader could not tell from
     the table), the verdict and the pick."""
-    console.print(trials_table(rows, optimum=selection.optimum, title=title))
+    console.print(trials_table(rows, best=selection.best_observed, title=title))
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
     if repeated:
@@ -250,9 +250,9 @@ def print_outcome(
         )
     for note in notes:
         console.print(f"note: {note}", style="yellow", highlight=False)
-    console.print(selection.verdict, style="bold" if selection.optimum else "bold red")
+    console.print(selection.verdict, style="bold" if selection.best_observed else "bold red")
     for note in selection.boundary:
-        console.print(f"warning: the optimum sits on the edge of the search: {note}", style="yellow")
+        console.print(f"warning: the best observed trial sits on the edge of the search: {note}", style="yellow")
     if pick is not None:
         first, *rest = pick_lines(pick)
         console.print(first, style="bold", highlight=False)

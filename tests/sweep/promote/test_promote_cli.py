@@ -41,10 +41,10 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
     [directory] = (run_dir / "promotion").iterdir()
     assert directory.name.startswith(f"{target}-h100-480-")
     assert {path.name for path in directory.iterdir()} == {
-        "plan.json", "run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
+        "plan.json", "full_run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
     }  # fmt: skip
     plan = Plan.read(directory)
-    assert FullRunConfig.model_validate_json((directory / "run.json").read_text()) == plan.run  # the entry's input
+    assert FullRunConfig.model_validate_json((directory / "full_run.json").read_text()) == plan.run  # the entry's input
     assert f"plan {plan.id} written to" in out
     assert plan.chosen.memory.total_gb < 80
 
@@ -136,7 +136,7 @@ def test_impossible_requests_exit_2_naming_the_constraint(finished_run, capsys, 
 
 def test_no_optimum_and_no_mode_exit_2(finished_run, tmp_path, capsys):
     assert promote(finished_run(feasible=False), "--target", "llama3.1-8b") == 2
-    assert "has no optimum to promote" in capsys.readouterr().err
+    assert "has no point to promote" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["promote", str(finished_run()), "--target", "llama3.1-8b"])
     assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err

@@ -138,7 +138,7 @@ def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp
     selection = select(rows, forgetting_budget=0.02, space=sweep.plan.space)
     write_best(best_summary(selection, rows, sweep.plan), RunDir(tmp_path))
     best = json.loads((tmp_path / "best.json").read_text())
-    assert best["optimum"]["number"] == 0
+    assert best["best_observed"]["number"] == 0
     assert [row["number"] for row in best["pareto_front"]] == [0]
     full = sweep.plan.full_trial_tokens
     assert best["cost"]["tokens_saved_by_pruning"] == full - 50 * 1024
