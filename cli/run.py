@@ -139,7 +139,7 @@ class LiveView:
     def __init__(self, *, concurrency: int, budget: float) -> None:
         self._concurrency = concurrency
         self._budget = budget
-        self._finished = -1
+        self._finished = 0
         self._console: Console | None = None
         self._live: Live | None = None
 
@@ -161,9 +161,18 @@ class LiveView:
             self._live.update(trials_table(rows, title=self._line(rows, planned)), refresh=True)
             return
         finished = sum(row.finished for row in rows)
-        if trial_ended and finished != self._finished:
+        if finished != self._finished and (not trial_ended or self._settled(rows, planned, finished)):
             self._finished = finished
             self._terminal_or_log().print(self._line(rows, planned), soft_wrap=True)
+
+    def _settled(self, rows, planned: int, finished: int) -> bool:
+        """Whether the trials that replace an ended one have started. Ray Tune calls back on a trial's end
+        before it asks the searcher for the next, so a line written then counts one trial too few running;
+        such a line waits for the next start (or the next refresh), unless nothing is left to start."""
+        from sweep.study.record import Status
+
+        running = sum(row.status is Status.RUNNING for row in rows)
+        return running >= min(self._concurrency, planned - finished)
 
     def stop(self) -> None:
         if self._live is not None:
