@@ -14,8 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from reports.console import make_console
 from sweep.choice.observed import Selection
@@ -108,31 +111,56 @@ _STYLE = {
 }
 
 
-def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> Table:
-    # The reason alone gives way on a narrow terminal, cut short: one row per trial keeps the table readable. It
-    # is the table's one flexible column, so it gets what the others leave; without that, rich shrank every
-    # column of a table too wide for the terminal, and a long pruning reason left number, status and mix as "…".
-    # No vertical rules, one space of padding between columns: with both, the other columns alone took 104
-    # characters, more than a 100-column terminal.
-    table = Table(
-        title=title,
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        collapse_padding=True,
-        pad_edge=False,
-        expand=any(row.reason for row in rows),
-    )
-    columns = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
-    cells = [_trial_cells(row, best) for row in rows]
-    for k, column in enumerate(columns):
-        width = max([len(column), *(len(row[k]) for row in cells)])
-        justify = "left" if column in ("status", "mix") else "right"
-        table.add_column(column, justify=justify, no_wrap=True, width=width)
-    table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=1)
-    for row, values in zip(rows, cells):
-        status = values[1]
-        table.add_row(values[0], f"[{_STYLE[row.status]}]{status}[/]", *values[2:], _reason(row))
-    return table
+COLUMNS = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
+OPTIONAL = ("wall s", "peak LR", "seed", "steps")
+"""Dropped in this order, one by one, while the table is wider than the terminal: what is left (number, status,
+point, metrics) is never cut. peak LR is lr_fraction x the base's max_lr; the rest is in trials.csv."""
+
+
+def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> TrialsTable:
+    return TrialsTable(rows, best=best, title=title)
+
+
+class TrialsTable:
+    """The trials, one row each, laid out for the width it is printed at (a terminal's, or a log's).
+
+    Every cell is shown whole: rather than let rich shrink every column of a table too wide for the terminal
+    (a long pruning reason once left number, status and mix as "…" even at 100 columns), the optional
+    columns go, and the reasons (pruning, guard, replicate) are listed below the table, wrapped, one line
+    per trial that has one.
+    """
+
+    def __init__(self, rows: list[TrialRow], *, best: TrialRow | None, title: str | None) -> None:
+        self.rows, self.best, self.title = rows, best, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        cells = [_trial_cells(row, self.best) for row in self.rows]
+        shown = list(COLUMNS)
+        table = self._table(shown, cells)
+        for column in OPTIONAL:
+            if Measurement.get(console, options, table).maximum <= options.max_width:
+                break
+            shown.remove(column)
+            table = self._table(shown, cells)
+        yield table
+        for row in self.rows:
+            reason = _reason(row)
+            if reason:
+                yield Padding(Text(f"#{row.number}: {reason}", overflow="fold"), (0, 0, 0, 2))
+
+    def _table(self, shown: list[str], cells: list[tuple[str, ...]]) -> Table:
+        # No vertical rules, one space of padding between columns: with both, the columns alone took 104
+        # characters, more than a 100-column terminal.
+        table = Table(title=self.title, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+        keep = [k for k, column in enumerate(COLUMNS) if column in shown]
+        for k in keep:
+            width = max([len(COLUMNS[k]), *(len(row[k]) for row in cells)])
+            justify = "left" if COLUMNS[k] in ("status", "mix") else "right"
+            table.add_column(COLUMNS[k], justify=justify, no_wrap=True, min_width=width)
+        for row, values in zip(self.rows, cells):
+            styled = [f"[{_STYLE[row.status]}]{values[k]}[/]" if COLUMNS[k] == "status" else values[k] for k in keep]
+            table.add_row(*styled)
+        return table
 
 
 def _trial_cells(row: TrialRow, best: TrialRow | None) -> tuple[str, ...]:
