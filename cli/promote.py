@@ -17,8 +17,6 @@ from pydantic import ValidationError
 from cli.args import fraction, non_negative_int, positive_int
 
 SIDES = ("general", "non_english", "domain")
-MODES = {"plan": "--dry-run", "submit": "--submit", "rehearse": "--rehearse"}
-"""Each subcommand and the 0.1 flag it replaces."""
 
 
 def add_parser(verbs) -> None:
@@ -130,21 +128,6 @@ def _data_prefix(text: str):
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
         raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
-
-
-def legacy_form(argv: list[str]) -> list[str] | None:
-    """`sweep promote RUN ... --dry-run` (0.1) as `sweep promote plan RUN ...`; None for any other command line."""
-    if argv[:1] != ["promote"] or len(argv) < 2 or argv[1] in (*MODES, "-h", "--help"):
-        return None
-    given = [mode for mode, flag in MODES.items() if flag in argv]
-    if len(given) != 1:
-        return None  # argparse then says what `sweep promote` expects
-    mode = given[0]
-    print(
-        f"note: `sweep promote RUN {MODES[mode]}` is now `sweep promote {mode} RUN`; the old form is read until 0.3",
-        file=sys.stderr,
-    )
-    return ["promote", mode, *(word for word in argv[1:] if word != MODES[mode])]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,9 +16,10 @@ from sweep.choice.best import best_summary, read_best, write_best
 from sweep.choice.observed import best_observed, select
 from sweep.choice.pick import MIX_GRID, PickConfig, PickSource, candidates, make_pick, pick_with
 from sweep.choice.surrogate import Z90, fit_surrogate
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
-from sweep.spec.spec import SpecError, SweepSpec, load_spec
+from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.study import StudyMismatch, SweepPlan, open_study

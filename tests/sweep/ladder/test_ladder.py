@@ -17,6 +17,7 @@ from scipy import stats
 from sweep.choice.best import best_summary_with
 from sweep.choice.observed import select
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir, RunRecord, open_run
 from sweep.ladder.config import PRESETS, LadderConfig
 from sweep.ladder.driver import RungStart, run_ladder
@@ -25,7 +26,7 @@ from sweep.ladder.record import LadderMismatch, read_ladder
 from sweep.ladder.rungs import RungSpec, rung_specs
 from sweep.promote.targets import load_target
 from sweep.run.driver import SweepOutcome
-from sweep.spec.spec import SpecError, load_spec
+from sweep.spec.spec import load_spec
 from sweep.study.study import SweepPlan, open_study
 from sweep.study.trial import run_study_trial
 from tests.sweep.scripted import STEPS, scripted, trial_row

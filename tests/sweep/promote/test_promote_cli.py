@@ -142,11 +142,12 @@ def test_no_optimum_and_no_mode_exit_2(finished_run, tmp_path, capsys):
     assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err
 
 
-def test_the_0_1_form_still_plans_and_names_the_new_one(finished_run, capsys):
+def test_the_0_1_form_is_refused_by_argparse_naming_the_modes(finished_run, capsys):
     run_dir = finished_run()
-    assert main(["promote", str(run_dir), "--target", "llama3.1-8b", "--dry-run"]) == 0
-    assert "`sweep promote RUN --dry-run` is now `sweep promote plan RUN`" in capsys.readouterr().err
-    assert len(list((run_dir / "promotion").iterdir())) == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["promote", str(run_dir), "--target", "llama3.1-8b", "--dry-run"])
+    assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err
+    assert not (run_dir / "promotion").exists()
 
 
 def test_a_malformed_data_prefix_is_an_argument_error(finished_run, capsys):

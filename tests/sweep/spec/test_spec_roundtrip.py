@@ -12,7 +12,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.spec.spec import SpecError, SweepSpec, load_spec
+from sweep.files.config_file import SpecError
+from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.study import SweepPlan, load_study, open_study
 from tests.conftest import SHIPPED_SPECS, TINY_SPEC
 
