@@ -1,4 +1,5 @@
-"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, pick the optimum, write the report."""
+"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, find the best observed trial and the
+pick, write the report."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.live import Live
 
 
 def add_parser(verbs) -> None:
-    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
+    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the point to promote")
     parser.add_argument("spec", type=Path, help="sweep spec YAML")
     parser.add_argument(
         "--name",
@@ -138,7 +139,7 @@ class LiveView:
     def __init__(self, *, concurrency: int, budget: float) -> None:
         self._concurrency = concurrency
         self._budget = budget
-        self._finished = -1
+        self._finished = 0
         self._console: Console | None = None
         self._live: Live | None = None
 
@@ -160,9 +161,18 @@ class LiveView:
             self._live.update(trials_table(rows, title=self._line(rows, planned)), refresh=True)
             return
         finished = sum(row.finished for row in rows)
-        if trial_ended and finished != self._finished:
+        if finished != self._finished and (not trial_ended or self._settled(rows, planned, finished)):
             self._finished = finished
             self._terminal_or_log().print(self._line(rows, planned), soft_wrap=True)
+
+    def _settled(self, rows, planned: int, finished: int) -> bool:
+        """Whether the trials that replace an ended one have started. Ray Tune calls back on a trial's end
+        before it asks the searcher for the next, so a line written then counts one trial too few running;
+        such a line waits for the next start (or the next refresh), unless nothing is left to start."""
+        from sweep.study.record import Status
+
+        running = sum(row.status is Status.RUNNING for row in rows)
+        return running >= min(self._concurrency, planned - finished)
 
     def stop(self) -> None:
         if self._live is not None:
@@ -179,8 +189,8 @@ class LiveView:
 
     def _line(self, rows, planned: int) -> str:
         from reports.tables import progress_line
-        from sweep.choice.observed import best_feasible
+        from sweep.choice.observed import best_observed
 
         return progress_line(
-            rows, planned=planned, best=best_feasible(rows, self._budget), concurrency=self._concurrency
+            rows, planned=planned, best=best_observed(rows, self._budget), concurrency=self._concurrency
         )

@@ -19,6 +19,8 @@ import yaml
 from tests.wandb_files import UNREACHABLE_WANDB, WANDB_SECRET
 
 REPO = Path(__file__).resolve().parents[1]
+SHIPPED_SPECS = sorted((REPO / "search_spaces").glob("*.yaml"))
+"""The specs the repository ships; a test parametrized over them fails at collection if there are none."""
 DATA = REPO / "data"
 
 TINY_CORPORA = {

@@ -58,7 +58,8 @@ class SweepView(Protocol):
     def start(self) -> None: ...
 
     def update(self, rows: list[TrialRow], *, planned: int, trial_ended: bool) -> None:
-        """The trials as the study holds them now, of `planned`; `trial_ended` after a trial finished."""
+        """The trials as the study holds them now, of `planned`: when a trial starts, after one ended
+        (`trial_ended`), and every few seconds between."""
 
     def stop(self) -> None: ...
 
@@ -224,7 +225,9 @@ class StudyWatch(tune.Callback):
             self._view.update(trial_rows(self._sweep), planned=self._sweep.plan.planned_trials, trial_ended=False)
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        write_tables(trial_rows(self._sweep), self._run)
+        rows = trial_rows(self._sweep)
+        write_tables(rows, self._run)
+        self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=False)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         self._trial_ended()

@@ -9,7 +9,6 @@ starts. Relative paths resolve against the spec file's own folder.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -24,7 +23,7 @@ from pydantic import (
 )
 
 from sweep.choice.pick import PickConfig
-from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.config_file import load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.space import SearchSpace
@@ -335,57 +334,6 @@ def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Reads and validates a spec file; raises SpecError naming the file, key and value.
-
-    A spec in the layout before `space` and `execution` existed still loads: its moved keys are
-    named once on stderr with their new place.
-    """
+    """Reads and validates a spec file; raises SpecError naming the file, key and value."""
     path = Path(path)
-    raw = read_raw(path, kind="spec")
-    if isinstance(raw, dict):
-        raw, moved = upgrade_legacy_layout(raw, origin=str(path))
-        if moved:
-            print(f"note: {path} uses the old spec layout; {'; '.join(moved)}", file=sys.stderr)
-    return load_config(path, SweepSpec, raw=raw)
-
-
-LEGACY_MOVES = {
-    ("search", "lr_fraction"): ("space", "lr_fraction"),
-    ("search", "mix"): ("space", "mix"),
-    ("search", "concurrency"): ("execution", "concurrency"),
-    ("search", "storage"): ("execution", "storage"),
-    ("search", "max_retries"): ("execution", "max_retries"),
-    ("resources", "cpus"): ("execution", "cpus"),
-    ("resources", "gpus"): ("execution", "gpus"),
-}
-"""Keys of the first spec layout (cpt-sweep 0.1) and where they live now."""
-
-
-def upgrade_legacy_layout(raw: dict[str, Any], *, origin: str) -> tuple[dict[str, Any], list[str]]:
-    """The spec in today's layout, and a note per moved key; SpecError when a key is in both places.
-
-    `search.method` is gone: `grid` and `random` are samplers now (`search.sampler`), and `optuna`
-    means the sampler already named.
-    """
-    raw = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
-    moved = []
-    for (old_section, key), (new_section, new_key) in LEGACY_MOVES.items():
-        old = raw.get(old_section)
-        if not isinstance(old, dict) or key not in old:
-            continue
-        target = raw.setdefault(new_section, {})
-        if not isinstance(target, dict) or new_key in target:
-            raise SpecError(
-                f"{origin}: {old_section}.{key} and {new_section}.{new_key} are one setting; keep the second"
-            )
-        target[new_key] = old.pop(key)
-        moved.append(f"{old_section}.{key} is now {new_section}.{new_key}")
-    search = raw.get("search")
-    if isinstance(search, dict) and "method" in search:
-        method = search.pop("method")
-        if method in ("grid", "random"):
-            search["sampler"] = method
-        moved.append(f"search.method: {method} is now search.sampler: {search.get('sampler', 'tpe')}")
-    if raw.get("resources") == {}:
-        del raw["resources"]
-    return raw, moved
+    return load_config(path, SweepSpec, raw=read_raw(path, kind="spec"))
