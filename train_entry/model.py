@@ -31,14 +31,27 @@ class Runtime:
     attention: str
     """A transformers attn_implementation: "flash_attention_2" or "sdpa"."""
     autocast_dtype: torch.dtype | None
-    """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU."""
+    """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU, and for a sharded model, whose
+    mixed precision FSDP applies (train_entry.sharded.fsdp)."""
+
+    @classmethod
+    def cpu(cls) -> Runtime:
+        return cls(torch.device("cpu"), "sdpa", None)
 
     @classmethod
     def detect(cls) -> Runtime:
         if not torch.cuda.is_available():
-            return cls(torch.device("cpu"), "sdpa", None)
+            return cls.cpu()
         has_flash = importlib.util.find_spec("flash_attn") is not None
         return cls(torch.device("cuda"), "flash_attention_2" if has_flash else "sdpa", torch.bfloat16)
+
+    @classmethod
+    def for_shard(cls) -> Runtime:
+        """A sharded trial's worker: the GPU its launcher made current (Ray Train and torchrun both do), no autocast."""
+        detected = cls.detect()
+        if detected.device.type == "cpu":
+            return detected
+        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
