@@ -1,8 +1,10 @@
 """The base as a Hugging Face causal LM sharded over a trial's workers with FSDP2 (torch's `fully_shard`).
 
 Each decoder layer (the model's `_no_split_modules`, as accelerate wraps them) is one FSDP unit: its
-weights are gathered just before it runs and freed after. The rest (embeddings, final norm, output
-layer, tied or not) is the root unit. Parameters, gradients and Adam state live sharded, in fp32.
+weights are gathered just before it runs and freed after. So are the input embedding and the output
+layer when they are not tied (an 8B model's are 0.5B parameters each); tied, they and the final norm
+are the root unit, which FSDP keeps gathered from the forward to the end of the backward. Parameters,
+gradients and Adam state live sharded, in fp32.
 
 On CUDA, FSDP's mixed precision computes in bf16 and reduces gradients in fp32, as the one-process
 trial's bf16 autocast over fp32 weights does. On CPU (gloo: the tests) everything stays fp32, as in a
@@ -48,8 +50,8 @@ def sharded_causal_lm(
         # Each decoder layer keeps only its input and recomputes the rest in the backward (torch.utils.checkpoint).
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     policy = mixed_precision(runtime)
-    for layer in decoder_layers(model):
-        fully_shard(layer, mp_policy=policy)
+    for unit in shard_units(model):
+        fully_shard(unit, mp_policy=policy)
     fully_shard(model, mp_policy=policy)
     model.to_empty(device=runtime.device)
     # Rank 0 reads and checks the directory; the others wait for its weights in the broadcast.
@@ -63,13 +65,17 @@ def sharded_causal_lm(
     return model
 
 
-def decoder_layers(model: PreTrainedModel) -> list[torch.nn.Module]:
-    """The repeated blocks the model names as not to be split (LlamaDecoderLayer, ...), in order."""
+def shard_units(model: PreTrainedModel) -> list[torch.nn.Module]:
+    """The modules sharded as units of their own, in the order they run: the input embedding, the repeated blocks
+    the model names as not to be split (LlamaDecoderLayer, ...), the output layer; the embeddings only untied."""
     names = set(model._no_split_modules or ())
     layers = [module for module in model.modules() if type(module).__name__ in names]
     if not layers:
         raise HfDirError(f"{type(model).__name__} names no decoder layer class (_no_split_modules) to shard by")
-    return layers
+    embedding, output = model.get_input_embeddings(), model.get_output_embeddings()
+    if output is None or output.weight is embedding.weight:
+        return layers
+    return [embedding, *layers, output]
 
 
 def _base_config(base_dir: str):

@@ -8,6 +8,8 @@ sharded trial uses on CUDA only, and tests/train_entry/sharded/test_trial_gpu.py
 from __future__ import annotations
 
 import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from sweep.prepare import Prepared, prepare
 from sweep.spec import load_spec
@@ -42,6 +44,19 @@ def one_process(config) -> TrialResult:
     return run_trial(config, lambda metrics: False)
 
 
+@pytest.fixture(scope="module")
+def untied(prepared, config, tmp_path_factory) -> TrialConfig:
+    """The trial on a copy of the base whose output layer is its own (the built-in base ties it to the input
+    embedding, as Llama 3.2 1B and 3B do; Llama 3.1 8B does not): sharded, the two are units of their own."""
+    model = AutoModelForCausalLM.from_pretrained(prepared.base_dir)
+    model.config.tie_word_embeddings = False
+    model.lm_head.weight = torch.nn.Parameter(model.get_input_embeddings().weight.detach().clone())
+    base_dir = tmp_path_factory.mktemp("untied") / "base"
+    model.save_pretrained(base_dir)
+    AutoTokenizer.from_pretrained(prepared.tokenizer_dir).save_pretrained(base_dir)
+    return config.model_copy(update={"base_dir": str(base_dir)})
+
+
 def at(config: TrialConfig, folder) -> TrialConfig:
     return config.model_copy(update={"output_dir": str(folder)})
 
@@ -70,11 +85,12 @@ def same_on_every_worker(results: list[TrialResult | str]) -> TrialResult:
 
 
 @pytest.mark.slow
-def test_a_sharded_trial_measures_what_one_process_does(config, one_process, tmp_path):
+def test_a_sharded_trial_measures_what_one_process_does(untied, tmp_path):
+    one_process = run_trial(at(untied, tmp_path / "one"), lambda metrics: False)
     report = ScriptedReport(tmp_path / "reports")
-    sharded = same_on_every_worker(run_workers(at(config, tmp_path / "trial"), tmp_path / "workers", report))
+    sharded = same_on_every_worker(run_workers(at(untied, tmp_path / "trial"), tmp_path / "workers", report))
 
-    assert sharded.status is TrialStatus.COMPLETED and sharded.steps == config.proxy.steps
+    assert sharded.status is TrialStatus.COMPLETED and sharded.steps == untied.proxy.steps
     assert_same_measurements(sharded, one_process)
     assert reported(report) == [10, 20, 30, 40]  # rank 0 alone reports, once per evaluation
     assert TrialResult.model_validate_json((tmp_path / "trial" / RESULT_JSON).read_text()) == sharded
