@@ -84,6 +84,12 @@ def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
     return model.to(runtime.device)
 
 
+def recompute_layers(model: PreTrainedModel) -> None:
+    """Activation checkpointing: each decoder layer keeps its input and recomputes the rest in the backward
+    (transformers' own wrapping in torch.utils.checkpoint, non-reentrant, which FSDP2 works with)."""
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+
+
 def base_vocab_size(base_dir: Path) -> int | None:
     """The base's embedding rows, from its config.json as transformers reads it (all of it checked, no weights
     read, none of the directory's code run); None for a config without vocab_size."""

@@ -46,17 +46,6 @@ class ProxyConfig(OptimizerConfig):
         return self
 
 
-class ShardingConfig(StrictConfig):
-    """How a trial sharded over several workers runs (train_entry.sharded.trial); a one-process trial has no use for it."""
-
-    activation_checkpointing: bool = False
-    """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute,
-    for a trial whose activations at the proxy's batch and sequence length would not fit beside its shards."""
-    checkpoint_interval: int | None = Field(None, gt=0)
-    """Steps between the checkpoints a retried trial resumes from; a multiple of proxy.eval_interval, since a
-    checkpoint follows its evaluation's report. Default: every evaluation. Each writes 12 bytes per parameter."""
-
-
 class CorpusPrefixes(StrictConfig):
     """megatron-core indexed datasets (path prefixes of .bin/.idx pairs) of one split."""
 
@@ -88,7 +77,13 @@ class TrialConfig(StrictConfig):
     proxy: ProxyConfig
     threads: int = Field(1, ge=1)
     """torch intra-op threads on CPU: the trial's CPU allotment (each worker's, in a sharded trial)."""
-    sharding: ShardingConfig = ShardingConfig()
+    activation_checkpointing: bool = False
+    """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute, for
+    a trial whose activations at the proxy's batch and sequence length would not fit beside its weights."""
+    checkpoint_interval: int | None = Field(None, gt=0)
+    """A sharded trial's steps between the checkpoints a retry resumes from (train_entry.sharded.checkpoint); a
+    multiple of proxy.eval_interval, since a checkpoint follows its evaluation's report. Default: every evaluation.
+    Each writes 12 bytes per parameter."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
     seed: Seed
@@ -113,10 +108,10 @@ class TrialConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _checkpoints_follow_evaluations(self) -> TrialConfig:
-        interval = self.sharding.checkpoint_interval
+        interval = self.checkpoint_interval
         if interval is not None and interval % self.proxy.eval_interval:
             raise ValueError(
-                f"sharding.checkpoint_interval must be a multiple of proxy.eval_interval, got {interval=}, "
+                f"checkpoint_interval must be a multiple of proxy.eval_interval, got {interval=}, "
                 f"{self.proxy.eval_interval=}"
             )
         return self
@@ -126,9 +121,9 @@ class TrialConfig(StrictConfig):
         return self.lr_fraction * self.max_lr
 
     @property
-    def checkpoint_interval(self) -> int:
+    def checkpoint_steps(self) -> int:
         """Steps between a sharded trial's checkpoints."""
-        return self.sharding.checkpoint_interval or self.proxy.eval_interval
+        return self.checkpoint_interval or self.proxy.eval_interval
 
 
 class TrialStatus(str, enum.Enum):

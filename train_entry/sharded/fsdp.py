@@ -27,7 +27,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 from train_entry.group import Group
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, first_line, model_config
-from train_entry.model import Runtime, load_causal_lm
+from train_entry.model import Runtime, load_causal_lm, recompute_layers
 
 
 def mixed_precision(runtime: Runtime) -> MixedPrecisionPolicy:
@@ -47,8 +47,7 @@ def sharded_causal_lm(
             config, attn_implementation=runtime.attention, dtype=torch.float32, trust_remote_code=False
         )
     if activation_checkpointing:
-        # Each decoder layer keeps only its input and recomputes the rest in the backward (torch.utils.checkpoint).
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        recompute_layers(model)
     policy = mixed_precision(runtime)
     for unit in shard_units(model):
         fully_shard(unit, mp_policy=policy)

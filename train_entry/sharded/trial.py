@@ -7,7 +7,7 @@ train_entry.proxy, the same data, schedule, evaluation and metrics, with three d
 - the model is sharded (train_entry.sharded.fsdp) and each worker trains on its equal part of every batch, so the
   workers together take the step one process would (FSDP averages their gradients);
 - `report` is called on rank 0 alone, and what it answers stops every worker at the same step;
-- after each evaluation that lets it go on (every sharding.checkpoint_interval steps) it checkpoints,
+- after each evaluation that lets it go on (every checkpoint_interval steps) it checkpoints,
   and a retry of the same config resumes from that checkpoint (train_entry.sharded.checkpoint).
 
 It knows nothing of Ray or Optuna. Rank 0 writes the trial's files; every worker returns the result.
@@ -30,8 +30,11 @@ from train_entry.sharded.fsdp import sharded_causal_lm
 from train_entry.trial_config import Metrics, TrialConfig, TrialResult
 
 
-def run_sharded_trial(config: TrialConfig, report: Report) -> TrialResult:
-    """Runs one proxy trial on this worker of the default process group; see the module's docstring."""
+def run_sharded_trial(
+    config: TrialConfig, report: Report, *, on_step: Callable[[int, float], None] | None = None
+) -> TrialResult:
+    """Runs one proxy trial on this worker of the default process group; see the module's docstring.
+    `on_step(step, train_loss)` (the mean over the workers) is for progress bars and benchmarks only."""
     started = time.perf_counter()
     runtime = Runtime.for_shard()
     group = Group.default(runtime.device)
@@ -46,9 +49,7 @@ def run_sharded_trial(config: TrialConfig, report: Report) -> TrialResult:
     # megatron-core's rank 0 writes the index cache first and the other workers read it: one folder for all.
     stream, valid = trial_data(config, cache_dir=Path(config.output_dir) / "megatron_index")
     torch.manual_seed(config.seed)
-    model = sharded_causal_lm(
-        config.base_dir, runtime, group, activation_checkpointing=config.sharding.activation_checkpointing
-    )
+    model = sharded_causal_lm(config.base_dir, runtime, group, activation_checkpointing=config.activation_checkpointing)
     optimizer = config.proxy.adamw(model, peak_lr=config.peak_lr, fused=runtime.device.type == "cuda")
     saved = resume(config, model, optimizer, group)
     earlier = saved.wall_seconds if saved is not None else 0.0
@@ -61,6 +62,7 @@ def run_sharded_trial(config: TrialConfig, report: Report) -> TrialResult:
         valid,
         runtime,
         report=report,
+        on_step=on_step,
         sharing=Sharing(group=group, progress=progress, optimizer=optimizer),
         history=list(saved.history) if saved is not None else [],
         keep=keep,
@@ -84,7 +86,7 @@ def _keeper(
 
     def keep(history: list[Metrics]) -> None:
         done = progress.steps_done
-        if done % config.checkpoint_interval or done == config.proxy.steps:
+        if done % config.checkpoint_steps or done == config.proxy.steps:
             return
         saved = SavedProgress(
             config_digest=digest,

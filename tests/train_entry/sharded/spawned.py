@@ -1,4 +1,4 @@
-"""Runs a sharded trial on N local processes over gloo, as Ray Train or torchrun would start its workers.
+"""Runs a sharded trial on N local processes, as Ray Train or torchrun would start its workers.
 
 Each worker joins a process group over a file store in the test's folder (no port to collide on), runs
 `run_sharded_trial` with a scripted report on rank 0, and writes what it returned (or why it failed) for the
@@ -12,6 +12,7 @@ import traceback
 from datetime import timedelta
 from pathlib import Path
 
+import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
@@ -32,13 +33,15 @@ class ScriptedReport:
         return metrics.step == self.stop_at
 
 
-def _worker(rank: int, size: int, folder: str, config_json: str, report: ScriptedReport) -> None:
+def _worker(rank: int, size: int, folder: str, config_json: str, report: ScriptedReport, backend: str) -> None:
     from train_entry.sharded.trial import run_sharded_trial
 
     out = Path(folder) / f"rank{rank}.json"
     store = dist.FileStore(str(Path(folder) / "store"), size)
-    # A worker left waiting on one that crashed gives up within a minute, not gloo's default half hour.
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=size, timeout=timedelta(seconds=60))
+    if backend == "nccl":
+        torch.cuda.set_device(rank)  # as Ray Train and torchrun do: one GPU per worker, made current
+    # A worker left waiting on one that crashed gives up within a minute, not the default ten (NCCL) or thirty.
+    dist.init_process_group(backend, store=store, rank=rank, world_size=size, timeout=timedelta(seconds=60))
     try:
         result = run_sharded_trial(TrialConfig.model_validate_json(config_json), report)
         out.write_text(result.model_dump_json())
@@ -48,12 +51,14 @@ def _worker(rank: int, size: int, folder: str, config_json: str, report: Scripte
         dist.destroy_process_group()
 
 
-def run_workers(config: TrialConfig, folder: Path, report: ScriptedReport, *, size: int = 2) -> list[TrialResult | str]:
-    """Each worker's result, or the error it ended with, by rank."""
+def run_workers(
+    config: TrialConfig, folder: Path, report: ScriptedReport, *, size: int = 2, backend: str = "gloo"
+) -> list[TrialResult | str]:
+    """Each worker's result, or the error it ended with, by rank (gloo on CPU, or NCCL with a GPU per worker)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "store").unlink(missing_ok=True)
     mp.start_processes(
-        _worker, args=(size, str(folder), config.model_dump_json(), report), nprocs=size, start_method="spawn"
+        _worker, args=(size, str(folder), config.model_dump_json(), report, backend), nprocs=size, start_method="spawn"
     )
     results: list[TrialResult | str] = []
     for rank in range(size):

@@ -136,6 +136,6 @@ def test_a_planted_metadata_pickle_is_refused_before_it_is_built(tmp_path):
 
 def test_checkpoints_follow_evaluations():
     with pytest.raises(ValueError, match=r"checkpoint_interval must be a multiple of proxy.eval_interval.*interval=15"):
-        trial_config(Path("out"), sharding={"checkpoint_interval": 15})
-    assert trial_config(Path("out")).checkpoint_interval == 10
-    assert trial_config(Path("out"), sharding={"checkpoint_interval": 20}).checkpoint_interval == 20
+        trial_config(Path("out"), checkpoint_interval=15)
+    assert trial_config(Path("out")).checkpoint_steps == 10
+    assert trial_config(Path("out"), checkpoint_interval=20).checkpoint_steps == 20

@@ -1,5 +1,6 @@
 """A proxy trial sharded over two gloo workers (FSDP2 on CPU): the one-process trial's numbers, one report per
-evaluation from rank 0 whose answer stops every worker, and a crashed trial resumed from its own checkpoint.
+evaluation from rank 0, and a crashed trial resumed from its own checkpoint. That a report's answer stops every
+worker is tested where a sweep's pruner gives it, in tests/sweep/test_sharded_job.py.
 
 fully_shard runs on CPU under gloo in torch 2.13; its mixed precision (bf16 compute, fp32 reduction) is what the
 sharded trial uses on CUDA only, and tests/train_entry/sharded/test_trial_gpu.py checks it there.
@@ -95,15 +96,6 @@ def test_a_sharded_trial_measures_what_one_process_does(untied, tmp_path):
     assert reported(report) == [10, 20, 30, 40]  # rank 0 alone reports, once per evaluation
     assert TrialResult.model_validate_json((tmp_path / "trial" / RESULT_JSON).read_text()) == sharded
     assert not (tmp_path / "trial" / CHECKPOINT_DIR).exists()  # the trial ended: nothing to resume
-
-
-@pytest.mark.slow
-def test_a_report_that_stops_the_trial_stops_every_worker(config, tmp_path):
-    report = ScriptedReport(tmp_path / "reports", stop_at=20)
-    stopped = same_on_every_worker(run_workers(at(config, tmp_path / "trial"), tmp_path / "workers", report))
-
-    assert stopped.status is TrialStatus.STOPPED and stopped.steps == 20
-    assert [m.step for m in stopped.history] == [10, 20] and reported(report) == [10, 20]
 
 
 @pytest.mark.slow
