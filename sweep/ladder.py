@@ -21,6 +21,7 @@ from sweep.pick import ratio_of
 from sweep.scale import non_embedding_params
 from sweep.space import LRFraction, SearchSpace
 from sweep.surrogate import Box
+from sweep.trial_memory import MAX_WORKERS
 from train_entry.config import StrictConfig, shown
 from train_entry.megatron.config import ModelShape
 from train_entry.mix import Mix
@@ -111,6 +112,9 @@ class HfRung(StrictConfig):
     """This base's own pretraining peak LR: its trials' peak LR is lr_fraction x this."""
     tokenizer: Path | None = None
     """Default: the base's own."""
+    gpus: int | None = Field(None, ge=1, le=MAX_WORKERS)
+    """GPUs per trial at this rung, trials on GPUs (sweep/ladder_gpus.py); left out, execution.gpus when they hold
+    its trial, else the fewest that do."""
 
     @field_validator("model")
     @classmethod

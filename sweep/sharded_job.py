@@ -17,10 +17,11 @@ trial's own).
 
 from __future__ import annotations
 
+import shutil
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 from queue import Empty
 from typing import Any
 
@@ -29,6 +30,8 @@ from ray.train import FailureConfig, RunConfig, ScalingConfig
 from ray.train.torch import TorchConfig, TorchTrainer
 from ray.util.queue import Queue
 
+from sweep.trial_scale import Workers
+from train_entry.sharded.checkpoint import CHECKPOINT_DIR
 from train_entry.trial_config import Metrics, TrialConfig, TrialResult
 
 Report = Callable[[Metrics], bool]
@@ -38,19 +41,6 @@ TRAIN_RUN_DIR = "ray_train"
 """In the trial's output directory: Ray Train's own record of the job."""
 RESULT = "result"
 """The request id of rank 0's last message, the trial's result, which is not answered."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Workers:
-    """What a sharded trial's Ray Train job runs on."""
-
-    count: int
-    gpus: bool
-    """One GPU per worker (NCCL), or none (gloo on CPU)."""
-    cpus: int
-    """CPU slots per worker, also its torch threads."""
-    max_failures: int
-    """Restarts of the worker group after a failure, each resuming from the trial's checkpoint."""
 
 
 def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> TrialResult:
@@ -84,6 +74,21 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
     if "error" in outcome:
         raise outcome["error"]
     return TrialResult.model_validate_json(outcome[RESULT])
+
+
+def clear_for_retry(output_dir: Path) -> None:
+    """Empties a sharded trial's folder for another attempt (Ray Tune's retry, or a rerun of the sweep) but for its
+    checkpoint, which the attempt resumes from: a checkpoint is used only whole and of this very trial config
+    (train_entry.sharded.checkpoint), so one torn by the crash is passed over."""
+    if not output_dir.is_dir():
+        return
+    for entry in output_dir.iterdir():
+        if entry.name == CHECKPOINT_DIR and entry.is_dir() and not entry.is_symlink():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _fit(trainer: TorchTrainer, outcome: dict[str, Any]) -> None:

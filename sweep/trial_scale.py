@@ -11,13 +11,13 @@ its GPUs follows from the base's shape, the proxy's batch and sequence length an
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from sweep.files import CorruptFile, read_model
 from sweep.ladder import HfModelConfig
-from sweep.sharded_job import Workers
 from sweep.trial_memory import MAX_WORKERS, TrialMemory, gpus_needed, trial_memory
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
@@ -26,6 +26,20 @@ from train_entry.trial_config import ProxyConfig
 
 DEFAULT_GPU_MEMORY_GB = 80.0
 """An H100 SXM's 80 GB (sweep.promote.clusters' preset): the card the reference recipe ran on."""
+BUILTIN_PREFIX = "builtin:"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers:
+    """What a sharded trial's Ray Train job runs on (sweep.sharded_job)."""
+
+    count: int
+    gpus: bool
+    """One GPU per worker (NCCL), or none (gloo on CPU)."""
+    cpus: int
+    """CPU slots per worker, also its torch threads."""
+    max_failures: int
+    """Restarts of the worker group after a failure, each resuming from the trial's checkpoint."""
 
 
 class TrialScale(StrictConfig):
@@ -78,15 +92,18 @@ class TrialScale(StrictConfig):
         return Workers(count=self.trial_workers, gpus=self.gpus >= 1, cpus=self.cpus, max_failures=max_retries)
 
 
-def check_trial_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | None, *, base: str) -> None:
-    """ValueError naming the keys and figures unless a trial of `shape` splits and fits as `scale` says.
+def check_trial_fits(
+    scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | None, *, base: str, key: str = "execution.gpus"
+) -> None:
+    """ValueError naming the keys and figures unless a trial of `shape` splits and fits as `scale` says; `key` is
+    the setting that gave scale.gpus (a ladder's rung may name its own).
 
     `shape` None (a base whose config names no Llama-family shape) skips the memory check.
     """
     workers = scale.trial_workers
     if proxy.batch_size % workers:
         raise ValueError(
-            f"proxy.batch_size ({proxy.batch_size}) must be a multiple of a trial's {workers} workers (execution.gpus "
+            f"proxy.batch_size ({proxy.batch_size}) must be a multiple of a trial's {workers} workers ({key} "
             "or execution.workers): each trains on an equal part of every batch"
         )
     interval = scale.checkpoint_interval
@@ -97,16 +114,16 @@ def check_trial_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | 
         )
     if scale.gpus == 0 or shape is None:
         return  # a CPU trial's memory is the machine's, not a GPU's
-    memory = trial_memory(shape, batch_size=proxy.batch_size, workers=workers,
-                          activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
+    memory = trial_size(scale, proxy, shape)
     capacity = scale.gpu_memory_gb * min(scale.gpus, 1.0)
     if memory.total_gb <= capacity:
         return
-    raise ValueError(f"execution.gpus = {scale.gpus:g}: a trial of {base} needs {memory.line()}, over the "
-                     f"{capacity:g} GB it has (execution.gpu_memory_gb); {_what_fits(scale, proxy, shape)}")  # fmt: skip
+    raise ValueError(f"{key} = {scale.gpus:g}: a trial of {base} needs {memory.line()}, over the {capacity:g} GB "
+                     f"it has (execution.gpu_memory_gb); {what_fits(scale, proxy, shape, key=key)}")  # fmt: skip
 
 
-def _what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> str:
+def what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: str) -> str:
+    """The setting that would hold a trial that does not fit, in words."""
     try:
         needed = gpus_needed(shape, batch_size=proxy.batch_size, gpu_memory_gb=scale.gpu_memory_gb,
                              activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
@@ -115,7 +132,7 @@ def _what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> str:
         if not scale.activation_checkpointing:
             advice += ", or set execution.activation_checkpointing: true"
         return f"no number of GPUs up to {MAX_WORKERS} holds it: {advice}"
-    return f"{needed.workers} GPUs hold it ({needed.total_gb:.1f} GB each): set execution.gpus: {needed.workers}"
+    return f"{needed.workers} GPUs hold it ({needed.total_gb:.1f} GB each): set {key}: {needed.workers}"
 
 
 def trial_size(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> TrialMemory:
@@ -141,6 +158,14 @@ class HfShape(HfModelConfig):
             seq_length=seq_len,
             untie_embeddings_and_output_weights=not self.tie_word_embeddings,
         )
+
+
+def base_shape(model: str, builtin: BuiltinBaseConfig | None, seq_len: int) -> ModelShape | None:
+    """The shape of a spec's base (`base.model`, and `base.builtin` for the built-in one); None when a Hugging Face
+    base's config.json gives none."""
+    if builtin is not None and model.startswith(BUILTIN_PREFIX):
+        return builtin_shape(builtin, seq_len)
+    return hf_shape(Path(model), seq_len)
 
 
 def hf_shape(model_dir: Path, seq_len: int) -> ModelShape | None:

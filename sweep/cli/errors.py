@@ -10,6 +10,7 @@ from sweep.rundir import RunDirError
 from sweep.storage import StorageError
 from sweep.study import StudyMismatch
 from sweep.tracking import TrackingError
+from sweep.trial_slots import ClusterTooSmall
 from train_entry.data.corpus import CorpusError
 from train_entry.hf_dir import HfDirError
 
@@ -28,4 +29,5 @@ INPUT_ERRORS = (
     AddressError,
     StudyMismatch,
     LadderMismatch,
+    ClusterTooSmall,
 )

@@ -12,7 +12,8 @@ import pytest
 import ray
 
 from sweep.prepare import prepare
-from sweep.sharded_job import Workers, run_sharded_job
+from sweep.sharded_job import clear_for_retry, run_sharded_job
+from sweep.trial_scale import Workers
 from sweep.spec import load_spec
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
@@ -106,3 +107,23 @@ def test_a_report_that_prunes_the_trial_stops_every_worker(config, local_ray, tm
     # Every worker called Ray Train's closing report (a barrier): none trained on past step 20.
     assert result.status is TrialStatus.STOPPED and result.steps == 20 and answers.steps == [10, 20]
     assert not train_workers()  # the job's workers are gone with it
+
+
+def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
+    trial, elsewhere = tmp_path / "trial", tmp_path / "elsewhere"
+    saved = trial / "checkpoint" / "step_0000020"
+    saved.mkdir(parents=True)
+    (saved / "progress.json").write_text("{}")
+    for folder in ("megatron_index", "ray_train", "wandb"):
+        (trial / folder).mkdir()
+        (trial / folder / "half-written").write_bytes(b"\0")
+    (trial / "result.json").write_text("{}")
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("not the trial's")
+    (trial / "linked").symlink_to(elsewhere)
+
+    clear_for_retry(trial)
+
+    assert sorted(path.name for path in trial.iterdir()) == ["checkpoint"]
+    assert (saved / "progress.json").is_file() and (elsewhere / "keep").is_file()  # a link is removed, not followed
+    clear_for_retry(tmp_path / "never-started")  # a first attempt has no folder yet

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.ladder_gpus import rung_gpus
+from sweep.ladder_gpus import on_gpus, rung_gpus, rung_trial_gpus
 from sweep.trial_scale import TrialScale, check_trial_fits, hf_shape, trials_at_once
 from tests.hf_dirs import llama_family_dirs
 from train_entry.trial_config import ProxyConfig
@@ -75,13 +75,19 @@ def test_a_shared_gpu_holds_a_share_of_its_memory(family):
 
 
 def test_each_rung_of_a_family_ladder_gets_the_gpus_that_hold_it_and_as_many_trials_as_the_gpus_allow(family):
-    scale = TrialScale(activation_checkpointing=True)
+    scale = TrialScale(gpus=1, activation_checkpointing=True)
+    gpus = [rung_trial_gpus(scale, PROXY, shape, named=None, key="k", base=name) for name, shape in family.items()]
+    assert gpus == [1, 2, 4]
     rows = [
-        rung_gpus(name, shape, PROXY, scale, gpus=None, concurrency=8, max_gpus=8) for name, shape in family.items()
+        rung_gpus(name, shape, PROXY, on_gpus(scale, count), concurrency=8, max_gpus=8)
+        for (name, shape), count in zip(family.items(), gpus)
     ]
     assert [(row.gpus, row.at_once) for row in rows] == [(1, 8), (2, 4), (4, 2)]
     assert all(row.memory.total_gb <= 80 for row in rows)
-    assert rows[-1].line().startswith("rung Llama-3.1-8B: 8.03B parameters, 4 GPU(s) per trial, 2 trial(s) at once")
-    with pytest.raises(ValueError, match="rung Llama-3.1-8B: 2 GPU"):
-        rung_gpus("Llama-3.1-8B", family["Llama-3.1-8B"], PROXY, scale, gpus=2, concurrency=8, max_gpus=8)
+    assert rows[-1].line() == (
+        "rung Llama-3.1-8B: 8.03B parameters, 4 GPU(s) per trial, 2 trial(s) at once, 53.8 GB per GPU"
+    )
+    with pytest.raises(ValueError, match="ladder.rungs.2.gpus = 2: a trial of 8B needs"):
+        rung_trial_gpus(scale, PROXY, family["Llama-3.1-8B"], named=2, key="ladder.rungs.2.gpus", base="8B")
     assert trials_at_once(TrialScale(gpus=4), concurrency=8, max_gpus=None) == 8
+    assert trials_at_once(TrialScale(gpus=0.5), concurrency=8, max_gpus=1) == 2
