@@ -73,7 +73,7 @@ def run_ladder(
             view.message(f"--fresh: the previous ladder is kept in {trash}")
         summary = _start(spec, run, rungs)
         write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
-        for line in _gpu_plan(rungs, max_gpus=max_gpus):
+        for line in gpu_plan(rungs, max_gpus=max_gpus):
             view.message(line)
         outcomes: dict[str, SweepOutcome] = {}
         results: list[RungResult] = []
@@ -163,8 +163,9 @@ def _finished(summary: LadderSummary, largest: RungSpec, outcomes: dict[str, Swe
     return summary.model_copy(update={"fits": fits, "validation": validation})
 
 
-def _gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
-    """Each rung's GPUs per trial and trials at once, when trials run on GPUs."""
+def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
+    """Each rung's GPUs per trial and trials at once on `max_gpus` GPUs (None: not known yet), when trials run on
+    GPUs; shown before the first rung starts."""
     if rungs[0].spec.execution.gpus == 0:
         return []
     cluster = f"{max_gpus} GPUs here" if max_gpus is not None else "as many as the cluster's GPUs hold"

@@ -84,14 +84,16 @@ class RungGpus:
     gpus: float
     """GPUs per trial."""
     at_once: int
-    """Trials at once."""
+    """Trials at once; at most that many, when the cluster's GPUs are not known yet."""
+    cluster_known: bool
     memory: TrialMemory | None
     """One GPU's memory in one of its trials; None for a base whose config.json gives no shape."""
 
     def line(self) -> str:
         size = "" if self.memory is None else f"{self.memory.params_billion:.2f}B parameters, "
         per_gpu = "" if self.memory is None else f", {self.memory.total_gb:.1f} GB per GPU"
-        return f"rung {self.name}: {size}{self.gpus:g} GPU(s) per trial, {self.at_once} trial(s) at once{per_gpu}"
+        at_once = f"{'' if self.cluster_known else 'at most '}{self.at_once} trial(s) at once"
+        return f"rung {self.name}: {size}{self.gpus:g} GPU(s) per trial, {at_once}{per_gpu}"
 
 
 def rung_gpus(
@@ -108,5 +110,6 @@ def rung_gpus(
         name=name,
         gpus=scale.gpus,
         at_once=trials_at_once(scale, concurrency=concurrency, max_gpus=max_gpus),
+        cluster_known=max_gpus is not None,
         memory=None if shape is None else trial_size(scale, proxy, shape),
     )

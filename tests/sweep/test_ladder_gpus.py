@@ -5,16 +5,16 @@ the figures. The family's bases are stand-ins: their real config.json and an emp
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
 from sweep.cli import main
-from sweep.ladder_gpus import rung_gpus
+from sweep.ladder_driver import gpu_plan
 from sweep.ladder_rungs import rung_specs
 from sweep.spec import SpecError, load_spec
-from sweep.trial_scale import base_shape
 from tests.conftest import REPO
 from tests.hf_dirs import llama_family_dirs
 
@@ -52,21 +52,25 @@ def unnamed(family: Path) -> list[dict]:
 
 
 def plan(path: Path, *, max_gpus: int) -> list[tuple[float, int]]:
-    """(GPUs per trial, trials at once) of each rung, as the ladder's plan gives them."""
-    rows = []
-    for rung in rung_specs(load_spec(path)):
-        spec = rung.spec
-        shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
-        row = rung_gpus(rung.name, shape, spec.proxy, spec.execution, concurrency=spec.execution.concurrency,
-                        max_gpus=max_gpus)  # fmt: skip
-        assert row.memory is not None and row.memory.total_gb <= spec.execution.gpu_memory_gb
-        rows.append((row.gpus, row.at_once))
-    return rows
+    """(GPUs per trial, trials at once) of each rung, read back from the ladder's plan."""
+    lines = gpu_plan(rung_specs(load_spec(path)), max_gpus=max_gpus)[1:]
+    pattern = r"([\d.]+) GPU\(s\) per trial, (\d+) trial\(s\) at once, ([\d.]+) GB per GPU"
+    found = [re.search(pattern, line) for line in lines]
+    assert all(match and float(match[3]) <= 80 for match in found), lines
+    return [(float(match[1]), int(match[2])) for match in found]
 
 
 def test_the_shipped_family_ladder_runs_each_rung_on_the_gpus_that_hold_its_trial(family, tmp_path):
     assert plan(family_spec(tmp_path, family), max_gpus=8) == [(1, 8), (2, 4), (4, 2)]
     rungs = rung_specs(load_spec(family_spec(tmp_path, family)))
+    assert gpu_plan(rungs, max_gpus=8) == [
+        "ladder plan (trials at once: at most execution.concurrency, 8 GPUs here):",
+        "  rung Llama-3.2-1B: 1.24B parameters, 1 GPU(s) per trial, 8 trial(s) at once, 52.4 GB per GPU",
+        "  rung Llama-3.2-3B: 3.21B parameters, 2 GPU(s) per trial, 4 trial(s) at once, 47.3 GB per GPU",
+        "  rung Llama-3.1-8B: 8.03B parameters, 4 GPU(s) per trial, 2 trial(s) at once, 53.8 GB per GPU",
+    ]
+    unknown = gpu_plan(rungs, max_gpus=None)  # a cluster's GPUs are known once a rung's sweep joins it
+    assert unknown[-1].endswith("4 GPU(s) per trial, at most 8 trial(s) at once, 53.8 GB per GPU")
     # Checkpoints follow as many evaluations at every rung: the 1B's proxy takes fewer steps, evaluated as often.
     assert all(r.spec.execution.checkpoint_interval == r.spec.proxy.eval_interval for r in rungs)
     assert rungs[0].spec.proxy.steps < rungs[-1].spec.proxy.steps == 400
@@ -116,4 +120,22 @@ def test_a_base_too_large_for_its_gpus_stops_sweep_run_before_anything_is_writte
     assert f"{path}: (top level): execution.gpus = 1: a trial of {eight} needs 179.7 GB per GPU over 1 GPU(s)" in error
     assert "weights, gradients and Adam 144.5, gathered weights 0.0, activations 8.1, logits 21.0, reserve 6.0" in error
     assert error.rstrip().endswith("4 GPUs hold it (53.8 GB each): set execution.gpus: 4")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
+
+
+def test_sweep_trial_runs_one_process_and_refuses_a_trial_one_gpu_cannot_hold(family, tmp_path, monkeypatch, capsys):
+    raw = yaml.safe_load(family_spec(tmp_path, family).read_text())
+    del raw["ladder"]
+    raw["base"] = {"model": str(family / "Llama-3.1-8B"), "max_lr": 3e-4}
+    raw["execution"]["gpus"] = 4
+    path = tmp_path / "eight-on-four.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+
+    error = capsys.readouterr().err
+    assert "`sweep trial` runs one process on one GPU, and a trial of" in error and "179.7 GB per GPU" in error
+    assert error.rstrip().endswith("over its 80 GB; `sweep run` runs its trials over execution.gpus = 4")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
