@@ -13,8 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweep.ladder import BuiltinRung, HfRung
-from sweep.trial_memory import MAX_WORKERS, TrialMemory, gpus_needed
-from sweep.trial_scale import TrialScale, builtin_shape, check_trial_fits, hf_shape, trial_size, trials_at_once
+from sweep.trial_memory import TrialMemory, gpus_needed
+from sweep.trial_scale import (
+    TrialScale,
+    builtin_shape,
+    check_trial_fits,
+    fits,
+    hf_shape,
+    trial_size,
+    trials_at_once,
+    what_fits,
+)
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.megatron.config import ModelShape
 from train_entry.trial_config import ProxyConfig
@@ -54,19 +63,14 @@ def rung_trial_gpus(
     if named is not None:
         check_trial_fits(on_gpus(scale, named), proxy, shape, base=base, key=key)
         return float(named)
-    if shape is None or trial_size(scale, proxy, shape).total_gb <= scale.gpu_memory_gb * min(scale.gpus, 1.0):
+    if shape is None or fits(scale, proxy, shape):
         check_trial_fits(scale, proxy, shape, base=base)
         return scale.gpus
     try:
         needed = gpus_needed(shape, batch_size=proxy.batch_size, gpu_memory_gb=scale.gpu_memory_gb,
                              activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
     except ValueError as exc:
-        advice = "lower proxy.batch_size or proxy.seq_len"
-        if not scale.activation_checkpointing:
-            advice += ", or set execution.activation_checkpointing: true"
-        raise ValueError(
-            f"{key}: no number of GPUs up to {MAX_WORKERS} holds a trial of {base} ({exc}); {advice}"
-        ) from None
+        raise ValueError(f"{key}: {base}: {exc}; {what_fits(scale, proxy, shape, key=key)}") from None
     check_trial_fits(on_gpus(scale, needed.workers), proxy, shape, base=base, key=key)
     return float(needed.workers)
 

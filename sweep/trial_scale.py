@@ -112,18 +112,25 @@ def check_trial_fits(
             f"execution.checkpoint_interval ({interval}) must be a multiple of proxy.eval_interval "
             f"({proxy.eval_interval}): a checkpoint follows its evaluation's report"
         )
-    if scale.gpus == 0 or shape is None:
+    if scale.gpus == 0 or shape is None or fits(scale, proxy, shape):
         return  # a CPU trial's memory is the machine's, not a GPU's
-    memory = trial_size(scale, proxy, shape)
-    capacity = scale.gpu_memory_gb * min(scale.gpus, 1.0)
-    if memory.total_gb <= capacity:
-        return
-    raise ValueError(f"{key} = {scale.gpus:g}: a trial of {base} needs {memory.line()}, over the {capacity:g} GB "
-                     f"it has (execution.gpu_memory_gb); {what_fits(scale, proxy, shape, key=key)}")  # fmt: skip
+    raise ValueError(f"{key} = {scale.gpus:g}: a trial of {base} needs {trial_size(scale, proxy, shape).line()}, "
+                     f"over the {gpu_capacity(scale):g} GB it has (execution.gpu_memory_gb); "
+                     f"{what_fits(scale, proxy, shape, key=key)}")  # fmt: skip
+
+
+def gpu_capacity(scale: TrialScale) -> float:
+    """GB of one GPU a trial has: all of it, or its share (gpus 0.5: half)."""
+    return scale.gpu_memory_gb * min(scale.gpus, 1.0)
+
+
+def fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> bool:
+    """Whether one GPU's memory in a trial as `scale` runs it is within what the trial has of a GPU."""
+    return trial_size(scale, proxy, shape).total_gb <= gpu_capacity(scale)
 
 
 def what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: str) -> str:
-    """The setting that would hold a trial that does not fit, in words."""
+    """The setting `key` that would hold a trial that does not fit, or what to change when no count of GPUs does."""
     try:
         needed = gpus_needed(shape, batch_size=proxy.batch_size, gpu_memory_gb=scale.gpu_memory_gb,
                              activation_checkpointing=scale.activation_checkpointing)  # fmt: skip

@@ -73,7 +73,7 @@ def _check_one_process(spec_path: Path, spec) -> None:
     """SpecError with the figures when the spec's trials are sharded over GPUs and one GPU does not hold one."""
     from sweep.config_file import SpecError
     from sweep.ladder_gpus import on_gpus
-    from sweep.trial_scale import base_shape, trial_size
+    from sweep.trial_scale import base_shape, fits, trial_size
 
     execution = spec.execution
     if not execution.sharded:
@@ -83,10 +83,10 @@ def _check_one_process(spec_path: Path, spec) -> None:
     shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
     if not execution.gpus or shape is None:
         return
-    memory = trial_size(on_gpus(execution, 1), spec.proxy, shape)
-    if memory.total_gb > execution.gpu_memory_gb:
+    one = on_gpus(execution, 1)
+    if not fits(one, spec.proxy, shape):
         raise SpecError(
             f"{spec_path}: `sweep trial` runs one process on one GPU, and a trial of {spec.base.model} needs "
-            f"{memory.line()}, over its {execution.gpu_memory_gb:g} GB; `sweep run` runs its trials over "
-            f"execution.gpus = {execution.gpus:g}"
+            f"{trial_size(one, spec.proxy, shape).line()}, over its {execution.gpu_memory_gb:g} GB; `sweep run` runs "
+            f"its trials over execution.gpus = {execution.gpus:g}"
         )
