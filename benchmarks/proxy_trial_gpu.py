@@ -16,7 +16,7 @@ The model is Llama 3.2 1B's shape (16 layers x 2048, FFN 8192, 32 heads / 8 KV, 
 embeddings: 1.24 B parameters), randomly initialised (no download: the GPU machine may have no internet) and saved
 in bf16; the corpora are tokenised by a 4096-entry BPE trained on the bundled general corpus (the output layer
 still spans the whole vocabulary). 4 sequences of 2048 tokens per GPU and step (the sharded trial's batch is 4 x
-GPUs): without activation checkpointing sweep.trial_memory puts the one-GPU trial at ~54 GB.
+GPUs): without activation checkpointing sweep.spec.trial_memory puts the one-GPU trial at ~54 GB.
 
     .venv/bin/python benchmarks/proxy_trial_gpu.py [--steps 20] [--warmup 5] [--json PATH] [--work DIR]
 

@@ -183,7 +183,7 @@ def _run_on_a_local_cluster(spec: Path, cwd: Path) -> None:
         patch.setenv("WANDB_INIT_TIMEOUT", "3")  # not a secret: the nodes have it from their own start
         with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)):
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--address", "auto"],
+                [sys.executable, "-m", "cli", "run", str(spec), "--address", "auto"],
                 check=False,
                 cwd=cwd,
                 env={**os.environ, "WANDB_API_KEY": WANDB_SECRET, "WANDB_BASE_URL": UNREACHABLE_WANDB},
@@ -212,7 +212,7 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
         if not output.is_file():
             root.mkdir(exist_ok=True)
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+                [sys.executable, "-m", "cli", "run", str(spec)],
                 cwd=root,
                 check=False,  # the assertion below shows the output
                 capture_output=True,

@@ -87,7 +87,13 @@ def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
 def recompute_layers(model: PreTrainedModel) -> None:
     """Activation checkpointing: each decoder layer keeps its input and recomputes the rest in the backward
     (transformers' own wrapping in torch.utils.checkpoint, non-reentrant, which FSDP2 works with)."""
-    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    non_reentrant = {"use_reentrant": False}
+    # Recent transformers 5.x name it activation_checkpointing_enable (the old name a deprecated alias); earlier 5.x
+    # releases (5.17 on a GPU machine we ran on) have only gradient_checkpointing_enable.
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=non_reentrant)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
 
 def base_vocab_size(base_dir: Path) -> int | None:

@@ -9,17 +9,17 @@ from pathlib import Path
 import pytest
 from promote_runs import SPACE, surrogate_pick, write_run
 
-from sweep.cli import main
-from sweep.ladder_fit import Quantity
-from sweep.ladder_record import LadderSummary, RungResult, fit_rungs, write_ladder
-from sweep.pick import PickSource
+from cli import main
+from sweep.choice.pick import PickSource
+from sweep.files.rundir import RunDir
+from sweep.ladder.fit import Quantity
+from sweep.ladder.record import LadderSummary, RungResult, fit_rungs, write_ladder
 from sweep.promote.config import PromotionConfig
 from sweep.promote.plan import make_plan
 from sweep.promote.summary import summary_markdown
 from sweep.promote.targets import PRESETS
-from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
-from sweep.space import SearchSpace
+from sweep.spec.space import SearchSpace
 from train_entry.mix import blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")
@@ -102,7 +102,7 @@ def test_observed_takes_the_largest_rungs_pick(tmp_path):
 def test_an_unfinished_ladder_is_exit_2(tmp_path, capsys):
     run_dir = write_ladder_run(tmp_path)
     run = RunDir(run_dir)
-    from sweep.ladder_record import read_ladder
+    from sweep.ladder.record import read_ladder
 
     summary = read_ladder(run)
     write_ladder(run, summary.model_copy(update={"rungs": summary.rungs[:2]}))

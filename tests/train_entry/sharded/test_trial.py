@@ -1,6 +1,6 @@
 """A proxy trial sharded over two gloo workers (FSDP2 on CPU): the one-process trial's numbers, one report per
 evaluation from rank 0, and a crashed trial resumed from its own checkpoint. That a report's answer stops every
-worker is tested where a sweep's pruner gives it, in tests/sweep/test_sharded_job.py.
+worker is tested where a sweep's pruner gives it, in tests/sweep/run/test_sharded_job.py.
 
 fully_shard runs on CPU under gloo in torch 2.13; its mixed precision (bf16 compute, fp32 reduction) is what the
 sharded trial uses on CUDA only, and tests/train_entry/sharded/test_trial_gpu.py checks it there.
@@ -12,8 +12,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sweep.prepare import Prepared, prepare
-from sweep.spec import load_spec
+from sweep.run.prepare import Prepared, prepare
+from sweep.spec.spec import load_spec
 from tests.train_entry.sharded.spawned import ScriptedReport, run_workers
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial

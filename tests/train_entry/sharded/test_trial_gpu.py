@@ -11,8 +11,8 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
-from sweep.prepare import prepare
-from sweep.spec import load_spec
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
 from tests.train_entry.sharded.spawned import ScriptedReport, run_workers
 from tests.train_entry.sharded.test_trial import same_on_every_worker
 from train_entry.group import Group
