@@ -65,6 +65,8 @@ class Prepared:
             non_english_share=self.non_english_share,
             proxy=self.spec.proxy,
             threads=self.spec.execution.cpus,
+            activation_checkpointing=self.spec.execution.activation_checkpointing,
+            checkpoint_interval=self.spec.execution.checkpoint_interval,
             output_dir=str(output_dir.resolve()),
             seed=seed,
         )

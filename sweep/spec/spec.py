@@ -25,8 +25,10 @@ from pydantic import (
 from sweep.choice.pick import PickConfig
 from sweep.files.config_file import load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig
+from sweep.ladder.gpus import rung_execution_gpus
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.space import SearchSpace
+from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
 from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.study.replicates import ReplicatesConfig
 from sweep.study.storage import check_url
@@ -241,20 +243,18 @@ def _storage_url(url: str | None) -> str | None:
     return None if url is None else check_url(url)
 
 
-class ExecutionConfig(StrictConfig):
-    """Where and how trials run: how many at once, what each gets, where the study is stored."""
+class ExecutionConfig(TrialScale):
+    """Where and how trials run: how many at once, what each runs on (its cpus, gpus, workers, and how it keeps its
+    memory down and its place: sweep/spec/trial_scale.py), where the study is stored."""
 
     concurrency: int = Field(2, gt=0, le=1024)
-    """Trials running at once."""
-    cpus: int = Field(1, ge=1, le=1024)
-    """CPUs per trial; also torch's thread count inside it."""
-    gpus: float = Field(0, ge=0, le=64)
-    """GPUs per trial; a fraction shares one GPU between trials (0.5: two trials per GPU)."""
+    """Trials running at once, at most: on GPUs no more than the Ray cluster's GPUs hold (sweep/run/trial_slots.py)."""
     storage: Annotated[str | None, AfterValidator(_storage_url)] = None
     """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory.
     A password is written `${NAME}` and read from the environment variable NAME."""
     max_retries: int = Field(1, ge=0, le=100)
-    """Times a trial that raises is retried before it is recorded FAILED."""
+    """Times a trial that raises is retried before it is recorded FAILED; also the times a sharded trial's worker
+    group is restarted after a lost worker, each from the trial's checkpoint."""
 
 
 # -------------------------------------------------------------------------------------- root
@@ -302,7 +302,17 @@ class SweepSpec(StrictConfig):
             )
         if self.ladder is not None and self.ladder.reference is not None:
             self.ladder.reference.check_inside(self.space)
+        self._trials_fit()
         return self
+
+    def _trials_fit(self) -> None:
+        """Before any compute: a trial splits over its workers and fits its GPUs (a ladder's rung by rung)."""
+        if self.ladder is None:
+            shape = base_shape(self.base.model, self.base.builtin, self.proxy.seq_len)
+            check_trial_fits(self.execution, self.proxy, shape, base=self.base.model)
+            return
+        for index, rung in enumerate(self.ladder.rungs):
+            rung_execution_gpus(index, rung, self.execution, self.proxy, self.base.builtin)
 
     def _bpe_has_text(self) -> None:
         """The built-in base's BPE is trained on the general side's text, which a Megatron prefix does not hold."""

@@ -155,6 +155,29 @@ BAD_SPECS = {
     "a million trials": ({"search": {"num_trials": 10**6}}, "search.num_trials", "less than or equal to 10000"),
     "thousands of CPUs per trial": ({"execution": {"cpus": 5000}}, "execution.cpus", "less than or equal to 1024"),
     "huge concurrency": ({"execution": {"concurrency": 10**5}}, "execution.concurrency", "less than or equal to 1024"),
+    "a fraction of GPUs above one": ({"execution": {"gpus": 1.5}}, "execution", "gpus above 1 takes whole GPUs"),
+    "workers that are not the GPUs": (
+        {"execution": {"gpus": 2, "workers": 4}},
+        "execution",
+        "workers (4) must equal gpus (2), or be left out",
+    ),
+    "workers past a trial's largest": ({"execution": {"workers": 65}}, "execution.workers", "less than or equal to 64"),
+    "no GPU memory": ({"execution": {"gpu_memory_gb": 0}}, "execution.gpu_memory_gb", "greater than 0"),
+    "a batch that does not split over the workers": (
+        {"execution": {"workers": 3}},
+        "proxy.batch_size",
+        "must be a multiple of a trial's 3 workers",
+    ),
+    "checkpoints between evaluations": (
+        {"execution": {"workers": 2, "checkpoint_interval": 30}},
+        "execution.checkpoint_interval",
+        "must be a multiple of proxy.eval_interval (20)",
+    ),
+    "a trial larger than its GPU": (
+        {"execution": {"gpus": 1, "gpu_memory_gb": 4}},
+        "execution.gpus",
+        "over the 4 GB it has (execution.gpu_memory_gb)",
+    ),
     "repeated grid value": (
         {"space": {"lr_fraction": [0.1, 0.1], "mix": ["1:1"]}, "search": {"sampler": "grid"}},
         "space.lr_fraction",
