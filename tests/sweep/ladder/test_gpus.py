@@ -12,9 +12,10 @@ import pytest
 import yaml
 
 from cli import main
+from sweep.files.config_file import SpecError
 from sweep.ladder.driver import gpu_plan
 from sweep.ladder.rungs import rung_specs
-from sweep.spec.spec import SpecError, load_spec
+from sweep.spec.spec import load_spec
 from tests.conftest import REPO
 from tests.hf_dirs import llama_family_dirs
 
