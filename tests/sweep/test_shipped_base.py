@@ -175,6 +175,7 @@ def test_shipping_into_a_folder_of_other_files_is_refused_before_any_pretraining
 
 @pytest.mark.slow
 @pytest.mark.reproduce
+@pytest.mark.timeout(3600)  # one thread: 8 min on a quiet 2-core machine, 23 on a busy one
 def test_the_ship_command_reproduces_the_shipped_files_bit_for_bit(tmp_path):
     """Pretrains the default base from the bundled corpora (~8 min on 2 cores): run with --reproduce. Bit for bit
     where torch, its CPU kernels and the threads are the manifest's built_with."""
