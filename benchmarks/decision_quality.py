@@ -34,13 +34,14 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from sweep.best import read_best
-from sweep.prepare import Prepared, prepare
-from sweep.record import Status
-from sweep.rundir import RUNS, RunDir
-from sweep.spec import load_spec
-from sweep.study import load_study
-from sweep.table import trial_rows
+from sweep.choice.best import read_best
+from sweep.choice.feasible import Score, is_feasible, ranked_feasible
+from sweep.files.rundir import RUNS, RunDir
+from sweep.run.prepare import Prepared, prepare
+from sweep.spec.spec import load_spec
+from sweep.study.record import Status
+from sweep.study.study import load_study
+from sweep.study.table import trial_rows
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 
@@ -113,7 +114,7 @@ class Bench:
         if name not in walls:
             started = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--name", name],
+                [sys.executable, "-m", "cli", "run", str(spec), "--name", name],
                 cwd=self.workdir,
                 check=True,
                 stdout=subprocess.DEVNULL,
@@ -152,10 +153,14 @@ def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
 
 
 def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, Measured]:
-    feasible = [(point, m) for point, m in truth.items() if m.forgetting <= budget]
-    if not feasible:
+    """The grid's best feasible point under the sweep's own rule (sweep/choice/feasible.py), ties to the earlier point."""
+    items = list(truth.items())
+    ranked = ranked_feasible(
+        range(len(items)), budget, lambda k: Score(items[k][1].domain_gain, items[k][1].forgetting, k)
+    )
+    if not ranked:
         raise SystemExit(f"no grid point is within the forgetting budget {budget}: the ground truth has no optimum")
-    return max(feasible, key=lambda item: item[1].domain_gain)
+    return items[ranked[0]]
 
 
 def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int, float]:
@@ -211,7 +216,7 @@ def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_token
         predicted_gain=pick.gain.mean if pick.gain else None,
         remeasured=measured,
         regret=best_gain - measured.domain_gain,
-        within_budget=measured.forgetting <= bench.budget,
+        within_budget=is_feasible(measured.forgetting, bench.budget),
         tokens_fraction=summary.cost.tokens_used / grid_tokens,
         wall_seconds=wall,
     )

@@ -10,8 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from reports import plots  # noqa: F401  (selects the Agg backend before pyplot is used)
-from sweep.ladder_fit import Quantity
-from sweep.ladder_record import LadderSummary
+from sweep.ladder.fit import Quantity
+from sweep.ladder.record import LadderSummary
 
 PANELS = (
     (Quantity.LOG_LR_FRACTION, "lr_fraction (log)", True),

@@ -16,10 +16,10 @@ from rich.table import Table
 
 from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, write_page
-from sweep.ladder_fit import Interval, Quantity
-from sweep.ladder_record import LadderSummary, RungResult, read_ladder
+from sweep.files.rundir import RunDir
+from sweep.ladder.fit import Interval, Quantity
+from sweep.ladder.record import LadderSummary, RungResult, read_ladder
 from sweep.promote.targets import load_target
-from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
 
 LABELS = {

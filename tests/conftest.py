@@ -19,6 +19,8 @@ import yaml
 from tests.wandb_files import UNREACHABLE_WANDB, WANDB_SECRET
 
 REPO = Path(__file__).resolve().parents[1]
+SHIPPED_SPECS = sorted((REPO / "search_spaces").glob("*.yaml"))
+"""The specs the repository ships; a test parametrized over them fails at collection if there are none."""
 DATA = REPO / "data"
 
 TINY_CORPORA = {
@@ -183,7 +185,7 @@ def _run_on_a_local_cluster(spec: Path, cwd: Path) -> None:
         patch.setenv("WANDB_INIT_TIMEOUT", "3")  # not a secret: the nodes have it from their own start
         with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)):
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--address", "auto"],
+                [sys.executable, "-m", "cli", "run", str(spec), "--address", "auto"],
                 check=False,
                 cwd=cwd,
                 env={**os.environ, "WANDB_API_KEY": WANDB_SECRET, "WANDB_BASE_URL": UNREACHABLE_WANDB},
@@ -212,7 +214,7 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
         if not output.is_file():
             root.mkdir(exist_ok=True)
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+                [sys.executable, "-m", "cli", "run", str(spec)],
                 cwd=root,
                 check=False,  # the assertion below shows the output
                 capture_output=True,

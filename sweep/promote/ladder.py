@@ -1,20 +1,20 @@
 """A ladder run promoted: its lines extrapolated to the target's parameter count, with their intervals and the
-warnings a reader must see before trusting them (sweep.promote.plan turns this into the plan's Optimum)."""
+warnings a reader must see before trusting them (sweep.promote.point turns this into the plan's PromotedPoint)."""
 
 from __future__ import annotations
 
 import math
 
-from sweep.files import CorruptFile
-from sweep.ladder_fit import Interval, Quantity
-from sweep.ladder_record import LadderSummary, read_ladder
-from sweep.pick import ratio_of
+from sweep.choice.pick import ratio_of
+from sweep.choice.surrogate import Box
+from sweep.files.records import CorruptFile
+from sweep.files.rundir import RunDir
+from sweep.ladder.fit import Interval, Quantity
+from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import Target
-from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
-from sweep.space import SearchSpace
-from sweep.surrogate import Box
+from sweep.spec.space import SearchSpace
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix
 

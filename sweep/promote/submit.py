@@ -1,6 +1,6 @@
 """Submitting a plan's full run through the Ray Jobs API, once per plan.
 
-The submission id is derived from the plan id (itself derived from sweep, optimum, target and
+The submission id is derived from the plan id (itself derived from sweep, promoted point, target and
 cluster): `cpt-<plan id>` for the first attempt, `cpt-<plan id>-r2`, `-r3`... for the ones
 --force asks for. Submitting a plan whose job the cluster already knows reports that job
 instead of starting a second one. The job's folder (job.json only) is uploaded as the job's
@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sweep.address import ClusterAddress, jobs_client
-from sweep.files import write_whole
+from sweep.files.records import write_whole
+from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.job_records import JobRecord, append_record
 from sweep.promote.secrets import secret_env
-from sweep.rundir import PlanDir
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 
 ID_PREFIX = "cpt-"

@@ -3,13 +3,13 @@ the largest rung predicted against measured, in the page and in markdown."""
 
 from __future__ import annotations
 
+from cli import main
 from reports.ladder_report import write_ladder_report
 from reports.report import REPORT_MD
-from sweep.cli import main
-from sweep.ladder_driver import run_ladder
-from sweep.rundir import RunDir
-from sweep.spec import load_spec
-from tests.sweep.test_ladder import LADDER, Quiet, ScriptedRungs
+from sweep.files.rundir import RunDir
+from sweep.ladder.driver import run_ladder
+from sweep.spec.spec import load_spec
+from tests.sweep.ladder.test_ladder import LADDER, Quiet, ScriptedRungs
 
 
 def test_the_ladder_report_plots_the_pick_against_size_and_tables_predicted_against_measured(write_tiny_spec, tmp_path):

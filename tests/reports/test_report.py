@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import main
+from cli.errors import EXIT_INPUT_ERROR
 from reports.report import (
     INDEX_HTML,
     REPORT_DIR,
@@ -23,12 +25,10 @@ from reports.report import (
     write_run_report,
 )
 from reports.snapshot import load_run, ratio_label
-from sweep.cli import main
-from sweep.cli.errors import EXIT_INPUT_ERROR
-from sweep.record import Attr
-from sweep.rundir import RunDir, RunRecord, open_run
-from sweep.study import open_study
-from sweep.study_trial import run_study_trial
+from sweep.files.rundir import RunDir, RunRecord, open_run
+from sweep.study.record import Attr
+from sweep.study.study import open_study
+from sweep.study.trial import run_study_trial
 from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
 
 PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "surrogate.png", "curves.png")
@@ -91,7 +91,7 @@ def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_t
     assert _external_references(html) == []
 
     snapshot = load_run(run_dir)
-    optimum = snapshot.selection.optimum
+    optimum = snapshot.selection.best_observed
     assert optimum is not None and optimum.domain_gain == pytest.approx(0.26)  # 0.30 forgets over budget
     for text in (f"{optimum.lr_fraction:.4g}", optimum.mix, snapshot.selection.verdict, "Runner-up: trial 0"):
         assert text in html
@@ -115,14 +115,14 @@ def test_run_report_markdown_matches_the_stored_expected_file(runs):
 def test_a_sweep_with_nothing_within_the_budget_says_so_and_names_the_least_forgetting_trial(runs):
     run_dir = make_run(runs, "infeasible", finish_all=False, curves=((0.2, 0.03), (0.25, 0.05)))
     snapshot = load_run(run_dir)
-    assert snapshot.selection.optimum is None
+    assert snapshot.selection.best_observed is None
     html = write_run_report(run_dir).read_text()
     assert snapshot.selection.verdict in html and "least-forgetting Pareto trial is" in html
     assert "Runner-up" not in html
 
 
 def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
-    from sweep.best import write_best
+    from sweep.choice.best import write_best
 
     run_dir = make_run(runs, "agree")
     snapshot = load_run(run_dir)
@@ -178,7 +178,7 @@ def test_a_mix_range_is_binned_and_shown_as_ratios(runs):
     html = write_run_report(run_dir).read_text()
     mixes = {snapshot.mix_label(row) for row in snapshot.rows}
     assert all(re.fullmatch(r"[\d.]+:[\d.]+", mix) and ("1" in mix.split(":")) for mix in mixes)
-    assert snapshot.mix_label(snapshot.selection.optimum) in html
+    assert snapshot.mix_label(snapshot.selection.best_observed) in html
 
 
 def test_comparison_report_overlays_the_runs_and_names_what_differs(runs):
@@ -192,7 +192,7 @@ def test_comparison_report_overlays_the_runs_and_names_what_differs(runs):
     html = index.read_text()
     assert "search.seed=0" in html and "search.seed=1" in html
     for run_dir in (first, second):
-        optimum = load_run(run_dir).selection.optimum
+        optimum = load_run(run_dir).selection.best_observed
         assert f"{optimum.lr_fraction:.4g}" in html
     assert 'href="../../seed0/report/index.html"' in html  # the first run's own report, relative
     assert _external_references(html) == []

@@ -104,7 +104,7 @@ def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tin
     rendered = render(index, tmp_path / "report.png")
 
     assert_offline_and_not_blank(rendered)
-    optimum = best["optimum"]
+    optimum = best["best_observed"]
     if optimum is None:
         # A tiny sweep may have nothing within the budget; the page must then say so.
         assert best["verdict"] in rendered.text
@@ -119,7 +119,7 @@ def test_comparison_of_two_real_sweeps_overlays_both_and_renders_offline(tiny_sw
     runs = [tiny_sweep.run_dir, wandb_sweep]
     assert (wandb_sweep / REPORT_DIR / INDEX_HTML).is_file()  # `sweep run` wrote it, pruned trials and all
     done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "report", *map(str, runs)],
+        [sys.executable, "-m", "cli", "report", *map(str, runs)],
         check=False,
         capture_output=True,
         text=True,

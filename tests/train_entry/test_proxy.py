@@ -8,9 +8,9 @@ import pytest
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sweep.cli import main
-from sweep.prepare import Prepared, prepare
-from sweep.spec import load_spec
+from cli import main
+from sweep.run.prepare import Prepared, prepare
+from sweep.spec.spec import load_spec
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
 from train_entry.mix import MixRatio
@@ -34,6 +34,12 @@ def test_same_config_gives_identical_metrics(prepared, tmp_path):
     assert first.status is TrialStatus.COMPLETED
     assert [m.model_dump() for m in first.history] == [m.model_dump() for m in second.history]
     assert first.final.domain_gain > 0
+
+
+def test_activation_checkpointing_recomputes_what_it_does_not_keep_and_changes_no_number(prepared, tmp_path):
+    config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path / "kept")
+    recomputed = config.model_copy(update={"activation_checkpointing": True, "output_dir": str(tmp_path / "again")})
+    assert _run(recomputed).history == _run(config).history
 
 
 def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp_path):
