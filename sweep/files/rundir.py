@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import Field, field_validator
 
+from sweep.files.compat import RUN_RECORD
 from sweep.files.records import CorruptFile, read_model, write_model, write_whole
 from sweep.spec.spec import SweepSpec
 from sweep.study.storage import StorageError, check_url, resolve, shown_url, sqlite_file
@@ -169,12 +170,12 @@ class RunDir:
                 f"`sweep run`, e.g. {RUNS / 'lr_mix'}"
             )
         try:
-            return read_model(self.run_json, RunRecord, what="run record", max_bytes=64 << 10)
+            return read_model(self.run_json, RunRecord, fmt=RUN_RECORD, max_bytes=64 << 10)
         except CorruptFile as exc:
             raise NotARunDirectory(str(exc)) from None
 
     def write_record(self, record: RunRecord) -> None:
-        write_model(self.inside(self.run_json), record)
+        write_model(self.inside(self.run_json), record, RUN_RECORD)
 
     def write_spec_copy(self, spec: SweepSpec) -> None:
         """Writes the spec the run ran, every default filled in and every path absolute.

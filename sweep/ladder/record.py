@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 from sweep.choice.best import BestSummary
 from sweep.choice.pick import PickSource
 from sweep.choice.surrogate import fit_surrogate, point_key
+from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
 from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, RungName
@@ -131,11 +132,11 @@ class LadderSummary(StrictConfig):
 
 def read_ladder(run: RunDir) -> LadderSummary:
     """CorruptFile (an input error, exit 2) naming ladder.json when it is not what `sweep run` wrote."""
-    return read_model(run.ladder_json, LadderSummary, what="ladder summary")
+    return read_model(run.ladder_json, LadderSummary, fmt=LADDER)
 
 
 def write_ladder(run: RunDir, summary: LadderSummary) -> None:
-    write_model(run.inside(run.ladder_json), summary)
+    write_model(run.inside(run.ladder_json), summary, LADDER)
 
 
 def reference_point(space: SearchSpace, reference: tuple[float, MixRatio] | None) -> tuple[float, float]:

@@ -17,6 +17,7 @@ from scipy import stats
 from sweep.choice.best import best_summary_with
 from sweep.choice.observed import select
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction
+from sweep.files import compat
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir, RunRecord, open_run
 from sweep.ladder.config import PRESETS, LadderConfig
@@ -313,7 +314,7 @@ def test_a_corrupt_ladder_json_is_exit_2_naming_it(ladder_spec, tmp_path, capsys
 
     run = RunDir(tmp_path / "runs" / "ladder")
     run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-    run.ladder_json.write_text('{"target": 3}')
+    run.ladder_json.write_text(compat.LADDER.dumps_data({"target": 3}))
     for argv in (["report", str(run.path)], ["promote", "plan", str(run.path), "--target", "llama3.1-70b"]):
         assert main(argv) == 2
         assert f"{run.ladder_json} is not a ladder summary cpt-sweep wrote" in capsys.readouterr().err

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from cli import main
+from sweep.files.compat import LADDER
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
 from sweep.ladder.driver import run_ladder
@@ -30,7 +31,7 @@ def _prediction_of(rung):
 
 HOSTILE = {
     "not JSON": "{planned: oops",
-    "empty object": "{}",
+    "no keys but its version": LADDER.dumps_data({}),
     "a list": "[]",
     "wrong types": _with(target=3, planned="xs"),
     "an infinite value": _with(trial_tokens_per_parameter="Infinity"),
@@ -97,7 +98,7 @@ def test_the_unchanged_ladder_json_is_read(written, tmp_path, capsys):
 
 
 def test_a_rerun_refuses_a_hostile_ladder_json_before_any_rung_runs(ladder_spec, ladder):  # noqa: F811
-    ladder.ladder_json.write_text(json.dumps({"planned": ["../../../outside", "s", "m"]}))
+    ladder.ladder_json.write_text(LADDER.dumps_data({"planned": ["../../../outside", "s", "m"]}))
     rungs = ScriptedRungs(ladder)
     with pytest.raises(CorruptFile, match="ladder.json is not a ladder summary"):
         run_ladder(ladder_spec, ladder, fresh=False, view=Quiet(), run_rung=rungs)
