@@ -57,12 +57,17 @@ class FileFormat:
 
     def dumps_data(self, data: dict[str, Any]) -> str:
         """A plain JSON object (a free-form summary) as this format's JSON text."""
+        return json.dumps(self.stamped(data), indent=2) + "\n"
+
+    def stamped(self, data: dict[str, Any]) -> dict[str, Any]:
+        """`data` with the version and writer first: for a record kept inside another tool's store."""
         if FORMAT_KEY in data or WRITER_KEY in data:
             raise ValueError(f"a {self.what} has no key of its own named {FORMAT_KEY} or {WRITER_KEY}")
-        return json.dumps({FORMAT_KEY: self.version, WRITER_KEY: WRITTEN_BY, **data}, indent=2) + "\n"
+        return {FORMAT_KEY: self.version, WRITER_KEY: WRITTEN_BY, **data}
 
-    def unstamped(self, path: Path, data: Any) -> dict[str, Any]:
-        """The file's keys without the version and writer; FormatError naming the file unless it is this version."""
+    def unstamped(self, path: Path | str, data: Any) -> dict[str, Any]:
+        """The record's keys without the version and writer; FormatError naming `path` (a file, or where another
+        tool's store keeps the record) unless it is this version."""
         if not isinstance(data, dict):
             raise FormatError(f"{path} is not a {self.what} cpt-sweep wrote: not a JSON object")
         found = data.get(FORMAT_KEY)

@@ -11,7 +11,7 @@ import optuna
 import pytest
 
 from cli import main
-from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, TRIAL_CONFIG
+from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, STUDY_PLAN, TRIAL_CONFIG
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.promote.plan import Plan
@@ -57,7 +57,7 @@ def test_a_study_plan_that_is_not_ours_is_exit_2(tmp_path, capsys):
     run.path.mkdir()
     run.write_record(RunRecord(study_name="r", storage=None))
     study = optuna.create_study(study_name="r", storage=f"sqlite:///{run.study_db}")
-    study.set_user_attr(PLAN_ATTR, {"search": "not a search"})
+    study.set_user_attr(PLAN_ATTR, STUDY_PLAN.stamped({"search": "not a search"}))
     before = snapshot(tmp_path)
     assert main(["status", str(run.path)]) == 2
     assert "the sweep plan stored with study 'r' is not one this cpt-sweep wrote" in capsys.readouterr().err

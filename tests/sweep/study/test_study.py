@@ -161,11 +161,12 @@ STORED_0_1 = {
 
 
 def test_a_plan_stored_by_0_1_is_refused_as_not_one_this_version_wrote(tmp_path):
-    """0.1 kept the space inside search; no compatibility code reads it, and the message says so."""
+    """0.1 kept the space inside search and no format version; no compatibility code reads it, and the message
+    says so."""
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     study = optuna.create_study(study_name="old", storage=url)
     study.set_user_attr(PLAN_ATTR, STORED_0_1)
-    with pytest.raises(StudyNotFound, match="the sweep plan stored with study 'old' is not one this cpt-sweep wrote"):
+    with pytest.raises(StudyNotFound, match="the sweep plan stored with study 'old': no format_version"):
         load_study(url=url, name="old")
 
 
