@@ -11,8 +11,10 @@ from scripted import STEPS, scripted
 
 from sweep.choice.best import best_summary, write_best
 from sweep.choice.observed import select
+from sweep.files.compat import FORMAT_KEY, TRIALS_TABLE
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status
+from sweep.study.row import TrialRow
 from sweep.study.study import PLAN_ATTR, StudyMismatch, StudyNotFound, load_study
 from sweep.study.table import trial_rows, write_tables
 from sweep.study.trial import record_failure, run_study_trial
@@ -55,6 +57,9 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     assert list(table["number"]) == [row.number for row in rows]
     assert list(table["status"]) == [row.status.value for row in rows]
     assert (tmp_path / "trials.csv").read_text().count("\n") == len(rows) + 1
+    csv = pd.read_csv(tmp_path / "trials.csv")
+    assert list(csv.columns) == list(table.columns) == [FORMAT_KEY, *TrialRow.model_fields]
+    assert set(csv[FORMAT_KEY]) == set(table[FORMAT_KEY]) == {TRIALS_TABLE.version}
 
 
 def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
