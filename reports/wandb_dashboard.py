@@ -22,8 +22,8 @@ from sweep.files.compat import DASHBOARD
 from sweep.files.config_file import SpecError
 from sweep.files.records import write_whole
 from sweep.files.rundir import RunDir
-from sweep.files.yaml_file import YamlFileError, read_yaml
 from sweep.run.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
+from sweep.spec.spec import spec_content
 
 if TYPE_CHECKING:
     import wandb_workspaces.workspaces as ws
@@ -182,9 +182,8 @@ def wandb_target(run_dir: Path) -> WandbTarget:
     """The W&B project and mode of a finished sweep, from the spec copy in its run directory."""
     path = RunDir(run_dir).spec_copy
     try:
-        raw = read_yaml(path, kind="spec copy") or {}
-        tracking = TrackingConfig.model_validate(raw.get("tracking") or {})
-    except (YamlFileError, ValidationError, AttributeError) as exc:
+        tracking = TrackingConfig.model_validate(spec_content(path, copy=True).get("tracking") or {})
+    except (ValidationError, AttributeError) as exc:
         raise SpecError(f"{path}: cannot read its tracking section: {exc}") from None
     target, _ = resolve_wandb(tracking.wandb)
     if target is None:

@@ -69,7 +69,7 @@ class FileFormat:
         """The record's keys without the version and writer; FormatError naming `path` (a file, or where another
         tool's store keeps the record) unless it is this version."""
         if not isinstance(data, dict):
-            raise FormatError(f"{path} is not a {self.what} cpt-sweep wrote: not a JSON object")
+            raise FormatError(f"{path} is not a {self.what} cpt-sweep wrote: not an object of keys")
         found = data.get(FORMAT_KEY)
         if type(found) is int and found == self.version:
             return {key: value for key, value in data.items() if key not in (FORMAT_KEY, WRITER_KEY)}

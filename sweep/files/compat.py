@@ -62,7 +62,12 @@ JOBS = FileFormat(
 DASHBOARD = FileFormat("W&B view record", 1, "a new view is saved")
 SHIPPED_BASE = FileFormat("shipped-base manifest", 1, "make it again with `sweep base SPEC --ship DIR`")
 TRIALS_TABLE = FileFormat("trials table", 1, NEW_RUN)
-SPEC = FileFormat("spec", 1, f"remove the {FORMAT_KEY} key, or write the spec for this cpt-sweep")
+SPEC = FileFormat(
+    "spec",
+    1,
+    f"a spec you write needs no {FORMAT_KEY}; the copy a run keeps (RUN/spec.yaml) is of another cpt-sweep: "
+    "run the sweep again with this one into a new run directory",
+)
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
 
 __all__ = [

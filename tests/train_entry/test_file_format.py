@@ -58,7 +58,7 @@ def test_a_writer_that_is_not_text_is_quoted_short(tmp_path):
 def test_a_file_that_is_not_a_json_object_is_refused_as_not_ours(tmp_path):
     path = tmp_path / "record.json"
     path.write_text("[3]")
-    with pytest.raises(FormatError, match=r"record.json is not a test record cpt-sweep wrote: not a JSON object"):
+    with pytest.raises(FormatError, match=r"record.json is not a test record cpt-sweep wrote: not an object of keys"):
         RECORD.read(path, Record)
 
 
