@@ -19,6 +19,7 @@ one ever be kept, is written in this module and nowhere else.
 | the job's result.json                  | JOB_RESULT      | rehearsal                                     |
 | trials/<n>/trial_config.json           | TRIAL_CONFIG    | promotion (the promoted point's trial)        |
 | trials/<n>/result.json                 | TRIAL_RESULT    | people and their scripts                      |
+| trials/<n>/checkpoint/*/progress.json  | CHECKPOINT_PROGRESS | a resumed trial (another version: not resumed) |
 | wandb_dashboard.json                   | DASHBOARD       | `sweep report --wandb` (another version: a new view) |
 | data/tiny-llama/cpt_sweep_base.json    | SHIPPED_BASE    | `sweep run` (another version: the base is built) |
 | trials.parquet, trials.csv             | TRIALS_TABLE    | people: a `format_version` column              |
@@ -36,6 +37,7 @@ so another version is a miss that is rebuilt, never misread.
 from __future__ import annotations
 
 from train_entry.file_format import (
+    CHECKPOINT_PROGRESS,
     FORMAT_KEY,
     FULL_RUN,
     JOB,
@@ -72,6 +74,7 @@ STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
 
 __all__ = [
     "BEST",
+    "CHECKPOINT_PROGRESS",
     "DASHBOARD",
     "FORMAT_KEY",
     "FULL_RUN",
