@@ -1,30 +1,13 @@
 """The one place that knows the format version of every file cpt-sweep writes, and what happens to another version.
 
-cpt-sweep is 0.x: each file below is written with its version (and the cpt-sweep that wrote it) as its first
-keys, and read back only at that version. A file with no version, another version or a value that is not a
-version is refused, exit code 2, with one line naming the file, the version found, who wrote it, the version this
-build reads and what to do (train_entry/file_format.py is the mechanism). Nothing converts the files of earlier
-development versions. When a format changes, its version goes up here; a conversion of the old version, should
-one ever be kept, is written in this module and nowhere else.
-
-| file                                   | format          | read back by                                  |
-|----------------------------------------|-----------------|-----------------------------------------------|
-| run.json                               | RUN_RECORD      | every command given a run directory           |
-| best.json                              | BEST            | promotion, reports, `sweep status`            |
-| ladder.json                            | LADDER          | ladder runs, their report and promotion       |
-| promotion/<id>/plan.json               | PLAN            | `sweep jobs`, submission, rehearsal           |
-| promotion/<id>/full_run.json           | FULL_RUN        | `python -m train_entry.megatron --config`     |
-| promotion/<id>/jobs.json               | JOBS            | `sweep jobs`, a second submission             |
-| promotion/<id>/jobs/<id>/job.json      | JOB             | `python -m train_entry.fullrun.job`           |
-| the job's result.json                  | JOB_RESULT      | rehearsal                                     |
-| trials/<n>/trial_config.json           | TRIAL_CONFIG    | promotion (the promoted point's trial)        |
-| trials/<n>/result.json                 | TRIAL_RESULT    | people and their scripts                      |
-| trials/<n>/checkpoint/*/progress.json  | CHECKPOINT_PROGRESS | a resumed trial (another version: not resumed) |
-| wandb_dashboard.json                   | DASHBOARD       | `sweep report --wandb` (another version: a new view) |
-| data/tiny-llama/cpt_sweep_base.json    | SHIPPED_BASE    | `sweep run` (another version: the base is built) |
-| trials.parquet, trials.csv             | TRIALS_TABLE    | people: a `format_version` column              |
-| spec.yaml (the run's copy of its spec) | SPEC            | promotion: a `format_version` key              |
-| the sweep plan stored in the study     | STUDY_PLAN      | every command that opens the study            |
+cpt-sweep is 0.x: each file in FILES below is written with its version (and the cpt-sweep that wrote it) first,
+and read back only at that version. A file with no version, another version or a value that is not a version is
+refused, exit code 2, with one line naming the file, the version found, who wrote it, the version this build reads
+and what to do (train_entry/file_format.py is the mechanism); three readers fall back instead, as they do for any
+unreadable file: `sweep report --wandb` saves a new view, `sweep run` builds the base the shipped one would have
+been, and a sharded trial starts over rather than resume. Nothing converts the files of earlier development
+versions. When a format changes, its version goes up here; a conversion of the old version, should one ever be
+kept, is written in this module and nowhere else. docs/guarantees.md shows the table to users.
 
 Exempt, each for its reason: what other tools own and version themselves (Optuna's storage and its schema, Ray
 Tune's experiment state, W&B's files, Megatron-LM and torch checkpoints, a Hugging Face model directory);
@@ -72,10 +55,38 @@ SPEC = FileFormat(
 )
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
 
+FILES: dict[str, FileFormat] = {
+    "run.json": RUN_RECORD,
+    "best.json": BEST,
+    "ladder.json": LADDER,
+    "spec.yaml": SPEC,  # the run's copy of its spec
+    "trials.parquet": TRIALS_TABLE,  # a format_version column
+    "trials.csv": TRIALS_TABLE,
+    "wandb_dashboard.json": DASHBOARD,
+    "trials/<n>/trial_config.json": TRIAL_CONFIG,
+    "trials/<n>/result.json": TRIAL_RESULT,
+    "trials/<n>/checkpoint/<step>/progress.json": CHECKPOINT_PROGRESS,
+    "promotion/<id>/plan.json": PLAN,
+    "promotion/<id>/full_run.json": FULL_RUN,
+    "promotion/<id>/jobs.json": JOBS,
+    "promotion/<id>/jobs/<submission>/job.json": JOB,
+    "<the job's storage>/<submission>/result.json": JOB_RESULT,
+    "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
+    "data/tiny-llama/cpt_sweep_base.json": SHIPPED_BASE,
+}
+"""Every file cpt-sweep writes and reads back, by its path in a run directory (or where else it lives)."""
+EXEMPT = frozenset({"optuna.db", "driver.log", "driver.lock", "tune", "trials", "report", "promotion", "rungs"})
+"""What a run directory holds besides FILES: another tool's store (Optuna's, Ray Tune's), a log, a lock, folders."""
+PLAN_EXEMPT = frozenset({"summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh", "rehearsal"})
+"""A plan's views for people and tools that take no version (Megatron-LM's arguments, a shell script), and the
+rehearsals' folder."""
+
 __all__ = [
     "BEST",
     "CHECKPOINT_PROGRESS",
     "DASHBOARD",
+    "EXEMPT",
+    "FILES",
     "FORMAT_KEY",
     "FULL_RUN",
     "JOB",
@@ -84,6 +95,7 @@ __all__ = [
     "LADDER",
     "NEW_RUN",
     "PLAN",
+    "PLAN_EXEMPT",
     "RESUME",
     "RUN_RECORD",
     "SHIPPED_BASE",
