@@ -38,7 +38,7 @@ NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory, or 
 RUN_RECORD = FileFormat("run record", 1, RESUME)
 BEST = FileFormat("sweep summary", 1, RESUME)
 LADDER = FileFormat("ladder summary", 1, NEW_RUN)
-PLAN = FileFormat("promotion plan", 1, "make the plan again with this cpt-sweep: `sweep promote RUN --target ...`")
+PLAN = FileFormat("promotion plan", 1, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
 JOBS = FileFormat(
     "list of job records",
     1,
