@@ -18,8 +18,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sweep.files.compat import FileFormat, FormatError
 from sweep.study.storage import quoted
-from train_entry.file_format import FileFormat, FormatError
 
 Model = TypeVar("Model", bound=BaseModel)
 
