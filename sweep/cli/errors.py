@@ -4,6 +4,7 @@ from sweep.address import AddressError
 from sweep.best import NoBestSummary
 from sweep.config_file import SpecError
 from sweep.files import CorruptFile
+from sweep.ladder_law.law_table import LawInputError
 from sweep.ladder_record import LadderMismatch
 from sweep.promote.errors import PromotionError
 from sweep.rundir import RunDirError
@@ -28,4 +29,5 @@ INPUT_ERRORS = (
     AddressError,
     StudyMismatch,
     LadderMismatch,
+    LawInputError,
 )
