@@ -205,9 +205,6 @@ class Law(StrictConfig):
     def domain_gain(self, parameters, lr_area, domain_share) -> np.ndarray:
         return -self.domain.change(parameters, lr_area, domain_share)
 
-    def law_of(self, loss: Loss) -> LossLaw:
-        return self.general if loss is Loss.GENERAL else self.domain
-
 
 def _g(value: float) -> str:
     return f"{value:.4g}" if math.isfinite(value) else str(value)

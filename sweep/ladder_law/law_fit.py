@@ -145,7 +145,9 @@ def fit_loss_law(
     """One loss's law: the Huber fit from `starts` (default settings.starts) Latin-hypercube starts, plus `warm`'s
     parameters when given. `fixed` pins parameters by name (the CMR check pins P = 0: no shift without domain
     data). LawFitError when no start reaches a finite cost."""
-    problem = _Problem.of(table, loss, dict(fixed or {}))
+    # A refit keeps the full fit's N_ref and S_ref, so that its start is exactly the full fit's law.
+    references = (warm.reference_parameters, warm.reference_area) if warm is not None else None
+    problem = _Problem.of(table, loss, dict(fixed or {}), references)
     count = settings.starts if starts is None else starts
     points = problem.starts(count, settings.seed)
     if warm is not None:
@@ -185,7 +187,9 @@ class _Problem:
     references: tuple[float, float]
 
     @classmethod
-    def of(cls, table: ObservationTable, loss: Loss, fixed: dict[str, float]) -> _Problem:
+    def of(
+        cls, table: ObservationTable, loss: Loss, fixed: dict[str, float], references: tuple[float, float] | None
+    ) -> _Problem:
         spans = spans_of(table)
         values, free = [], []
         for index, coordinate in enumerate(_COORDINATES):
@@ -193,7 +197,10 @@ class _Problem:
             undetermined = coordinate.fixed_without is not None and not getattr(spans, coordinate.fixed_without)
             if coordinate.name not in fixed and not undetermined:
                 free.append(index)
-        references = (float(np.exp(np.mean(np.log(table.parameters)))), float(np.exp(np.mean(np.log(table.lr_area)))))
+        references = references or (
+            float(np.exp(np.mean(np.log(table.parameters)))),
+            float(np.exp(np.mean(np.log(table.lr_area)))),
+        )
         return cls(
             loss=loss,
             size=table.parameters / references[0],

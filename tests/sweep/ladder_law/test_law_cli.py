@@ -12,6 +12,7 @@ from sweep.ladder_law.law_runs import LawFitReport
 from sweep.promote.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from tests.conftest import REPO
+from tests.hostile import tree
 from tests.sweep.ladder_law.synthetic import as_csv, draw
 from train_entry.megatron.config import LLAMA_3_1_70B
 
@@ -45,10 +46,13 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
 
 
-def test_a_bad_runs_file_is_one_line_and_exit_2(capsys, tmp_path):
+def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):
     bad = tmp_path / "runs.csv"
     bad.write_text(EXAMPLE.read_text().replace("6404.24", "many", 1))
-    assert main(["law", "fit", str(bad), "--target", "llama3.1-70b"]) == 2
+    (tmp_path / "law.json").write_text("an earlier report\n")
+    before = tree(tmp_path)
+    assert main(["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json")]) == 2
+    assert tree(tmp_path) == before
     error = capsys.readouterr().err
     assert (
         error

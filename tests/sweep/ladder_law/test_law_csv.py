@@ -3,6 +3,8 @@ file, row or column refused with its path, line and column."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from sweep.ladder_law import law_csv
@@ -82,6 +84,10 @@ def test_what_is_no_text_table_is_refused(tmp_path, monkeypatch):
         read_runs_csv(binary)
     with pytest.raises(LawInputError, match="not a readable file"):
         read_runs_csv(tmp_path)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)  # would block a reader that opened it
+    with pytest.raises(LawInputError, match="not a readable file"):
+        read_runs_csv(fifo)
     monkeypatch.setattr(law_csv, "MAX_BYTES", 100)
     large = write(tmp_path, HEADER, ROW.format(trial=0), name="large.csv")
     with pytest.raises(LawInputError, match="bytes, more than a table of runs may hold"):
