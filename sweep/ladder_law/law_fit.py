@@ -34,19 +34,16 @@ from train_entry.config import Seed, StrictConfig
 
 LEVEL = 0.90
 """Of every interval: the surrogate's 90 %, so that the sweep's, the ladder's and the law's intervals read alike."""
-
-
 TOLERANCE = 1e-6
 """least_squares' relative tolerance on the cost and the step: the starts that reach the best optimum agree on the
 cost to 1e-6 of it, and tighter tolerances took three times the steps to move the fourth digit of the law's
 coefficients."""
-
-
 SCREENING_EVALUATIONS = 60
 """Each start first runs this many evaluations; only the POLISHED best then run to convergence. Half the starts
 need 100-700 evaluations to converge from a far start, and after 60 the best of 16 is already the basin of the
 optimum (on the synthetic laws of the tests); a full run of every start took five times as long."""
 POLISHED = 2
+"""Screened starts run on to convergence, best first: the best screened one is not always the best converged."""
 BASIN = 1.10
 """A start whose screened cost came within 10 % of the best polished cost found the optimum's basin: screened
 starts there lie 0.5-4 % above it, those in other basins 50-80 %."""
@@ -56,10 +53,12 @@ class LawSettings(StrictConfig):
     """How a law is fitted and how much its prediction is resampled."""
 
     starts: int = Field(16, ge=1, le=1000)
-    """Starting points per loss for the full fit: 16 found the best optimum of every synthetic law in the tests."""
+    """Starting points per loss for the full fit: on the tests' synthetic ladder three in four starts or more find
+    the best optimum's basin, so 16 leave next to no chance of missing it."""
     huber_scale: float = Field(1e-3, gt=0.0, le=1.0)
-    """Residuals (in relative change: 1e-3 is 0.1 % of the base's loss, about one evaluation's noise on the
-    bundled corpora) beyond which the Huber loss counts linearly."""
+    """Residuals beyond this (in relative change: 1e-3 is 0.1 % of the base's loss) count linearly: the seed-to-seed
+    spread of forgetting on the bundled corpora, sd 0.0010 (0.0005 in domain_gain; BENCHMARKS.md, the default
+    spec's replicates)."""
     refits: int = Field(200, ge=0, le=10_000)
     """Bootstrap refits behind the intervals: 200 put a 90 % interval's ends on 10 refits each."""
     refit_starts: int = Field(2, ge=1, le=1000)
@@ -87,20 +86,24 @@ class _Coordinate:
     value_without: float
 
 
-_COORDINATES = (
-    _Coordinate("offset", -10.0, 10.0, False, None, 0.0),
-    _Coordinate("shift", -10.0, 10.0, False, "domain_share", 0.0),
-    _Coordinate("size_exponent", -3.0, 3.0, False, "parameters", 0.0),
-    _Coordinate("share_offset", 1e-4, 1e2, True, "domain_share", 1.0),
-    _Coordinate("share_exponent", 1e-3, 10.0, True, "domain_share", 1.0),
-    _Coordinate("area_rate", 1e-6, 1e6, True, "lr_area", 1.0),
-    _Coordinate("area_exponent", 1e-3, 10.0, True, "lr_area", 1.0),
-)
+_BOUNDS = {
+    coordinate.name: coordinate
+    for coordinate in (
+        _Coordinate("offset", -10.0, 10.0, False, None, 0.0),
+        _Coordinate("shift", -10.0, 10.0, False, "domain_share", 0.0),
+        _Coordinate("size_exponent", -3.0, 3.0, False, "parameters", 0.0),
+        _Coordinate("share_offset", 1e-4, 1e2, True, "domain_share", 1.0),
+        _Coordinate("share_exponent", 1e-3, 10.0, True, "domain_share", 1.0),
+        _Coordinate("area_rate", 1e-6, 1e6, True, "lr_area", 1.0),
+        _Coordinate("area_exponent", 1e-3, 10.0, True, "lr_area", 1.0),
+    )
+}
 """Every parameter of LossLaw with its bounds; positive ones are fitted on their log. The bounds are far outside
 anything a loss curve gives (a relative change of 10 is a loss eleven times the base's) and keep a start from
 running off to infinity."""
+_COORDINATES = tuple(_BOUNDS[name] for name in PARAMETERS)
+"""In the order the law takes its parameters."""
 _LINEAR = ("offset", "shift")
-assert tuple(c.name for c in _COORDINATES) == PARAMETERS
 
 
 def spans_of(table: ObservationTable) -> Spans:

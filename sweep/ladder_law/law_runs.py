@@ -186,5 +186,6 @@ def _validation_lines(validation: LeaveOneRungOut | None) -> list[str]:
             else "no optimum"
         )
         mine = f"lr_fraction {own.lr_fraction:.3g}, share {own.domain_share:.3g}" if own else "no optimum"
+        mine += " (outside the box)" if fold.own_toward else ""
         lines.append(f"  {fold.rung}: predicted {said}; its own trials' law {mine}; covered {fold.coverage.complete}")
     return lines
