@@ -32,6 +32,9 @@ from pydantic import Field
 
 from train_entry.config import StrictConfig
 
+Values = np.ndarray | float
+"""One value, or an array of them that broadcasts with the others."""
+
 
 class Loss(str, enum.Enum):
     """The two validation losses a law is fitted to."""
@@ -41,7 +44,7 @@ class Loss(str, enum.Enum):
     DOMAIN = "domain"
     """Its change over the base's is minus domain_gain; its own corpus is the domain side, share r."""
 
-    def own_share(self, domain_share: np.ndarray | float) -> np.ndarray:
+    def own_share(self, domain_share: Values) -> np.ndarray:
         share = np.asarray(domain_share, dtype=float)
         return 1.0 - share if self is Loss.GENERAL else share
 
@@ -136,7 +139,7 @@ class LossLaw(StrictConfig):
     """S_ref: the geometric mean LR area of the fitted rows."""
     spans: Spans
 
-    def change(self, parameters: np.ndarray | float, lr_area: np.ndarray | float, domain_share: np.ndarray | float):
+    def change(self, parameters: Values, lr_area: Values, domain_share: Values) -> np.ndarray:
         """y at each (N, S, r): broadcast numpy arrays in, a numpy array out."""
         return change(
             self.values(),
@@ -199,10 +202,10 @@ class Law(StrictConfig):
     trials: int = Field(ge=1)
     rungs: list[str]
 
-    def forgetting(self, parameters, lr_area, domain_share) -> np.ndarray:
+    def forgetting(self, parameters: Values, lr_area: Values, domain_share: Values) -> np.ndarray:
         return self.general.change(parameters, lr_area, domain_share)
 
-    def domain_gain(self, parameters, lr_area, domain_share) -> np.ndarray:
+    def domain_gain(self, parameters: Values, lr_area: Values, domain_share: Values) -> np.ndarray:
         return -self.domain.change(parameters, lr_area, domain_share)
 
 
