@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
-    """The target's N (sweep.scale), its tokens and its schedule's mean LR (the promotion defaults)."""
+    """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
+    promotion defaults)."""
     from sweep.ladder_law.law_optimum import TargetScale
     from sweep.ladder_law.law_table import lr_mean as schedule_mean
     from sweep.promote.config import PromotionConfig
@@ -85,5 +86,9 @@ def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
         schedule = OptimizerConfig(warmup_steps=config.warmup_iters(steps), schedule="cosine")
         lr_mean = schedule_mean(schedule, steps=steps, total_steps=steps)
     return TargetScale(
-        name=target.name, parameters=non_embedding_params(target.model), tokens=config.tokens, lr_mean=lr_mean
+        name=target.name,
+        parameters=non_embedding_params(target.model),
+        tokens=config.tokens,
+        pretrain_tokens=target.pretrain_tokens,
+        lr_mean=lr_mean,
     )

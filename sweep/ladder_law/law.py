@@ -7,9 +7,11 @@ loss) is
     y(N, S, r) = (N / N_ref)^-nu * (1 - (1 + E * S / S_ref)^-beta) * (P + B * psi(x)),
     psi(x) = (x + eps)^-gamma - (x0 + eps)^-gamma,
 
-- S = lr_fraction x lr_mean x D, the LR area in tokens at the base's max_lr: the forward area S1 through which
-  the LR schedule enters the loss (Tissue et al., arXiv:2408.11029, Eq. 1), and the saturating power law of it
-  that describes continued pretraining's distribution shift (Wang et al., arXiv:2505.07796, Eq. 3);
+- S = lr_fraction x lr_mean x D / D_pre, the LR area in the base's pretraining tokens D_pre at its max_lr: the
+  forward area S1 through which the LR schedule enters the loss (Tissue et al., arXiv:2408.11029, Eq. 1), and the
+  saturating power law of it that describes continued pretraining's distribution shift (Wang et al.,
+  arXiv:2505.07796, Eq. 3), counted against the area the base's pretraining covered, so that a proxy and a target
+  whose continued pretraining is the same share of their pretraining (matched rungs) read the same S;
 - x is the share of the loss's own corpus in the mix (1 - r for the general loss, r for the domain loss), in D-CPT
   Law's term C / (x + eps)^gamma (Que et al., arXiv:2406.01375, its parameterisation L3), taken relative to its
   value without domain data (x0 = 1 general, 0 domain), so the shift vanishes there as in 2505.07796 Eq. 8;

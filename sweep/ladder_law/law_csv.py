@@ -3,8 +3,11 @@
 The file is untrusted input: bounded in size and rows, every column named and typed, and a bad row refused with
 its file, line and column (LawInputError, exit 2 at the command line).
 
-    rung,trial,seed,parameters,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,base_general_loss,base_domain_loss
-    m,0,0,738432,51200,0.1,0.97,4:1,3.4121,4.2011,3.4011,4.3302
+    rung,trial,seed,parameters,pretrain_tokens,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,\
+    base_general_loss,base_domain_loss
+    m,0,0,738432,2457600,40960,0.1,0.97,4:1,3.4121,4.2011,3.4011,4.3302
+
+(the header is one line in the file)
 
 One row per evaluation (docs/ladder.md, "Runs as a CSV"); `mix` is general:domain as in a spec.
 """
@@ -22,7 +25,7 @@ from train_entry.config import shown
 from train_entry.mix import MixRatio
 
 COLUMNS = (
-    "rung", "trial", "seed", "parameters", "tokens", "lr_fraction", "lr_mean", "mix",
+    "rung", "trial", "seed", "parameters", "pretrain_tokens", "tokens", "lr_fraction", "lr_mean", "mix",
     "general_loss", "domain_loss", "base_general_loss", "base_domain_loss",
 )  # fmt: skip
 OPTIONAL = {"seed": "0"}

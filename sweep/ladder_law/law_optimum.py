@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
 from sweep.ladder_law.law import Law, LossLaw
-from sweep.ladder_law.law_table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable
+from sweep.ladder_law.law_table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
 from sweep.pick import ratio_of
 from train_entry.config import StrictConfig
 
@@ -77,18 +77,21 @@ class SearchBox(StrictConfig):
 
 
 class TargetScale(StrictConfig):
-    """Where the optimum is predicted: a model size, its continued-pretraining tokens and its LR schedule's mean."""
+    """Where the optimum is predicted: a model size, its pretraining and continued-pretraining tokens and its LR
+    schedule's mean."""
 
     name: str = Field(min_length=1, max_length=200)
     parameters: float = Field(ge=1.0, le=MAX_PARAMETERS)
     """N, non-embedding, as sweep.scale counts it."""
     tokens: float = Field(gt=0.0, le=MAX_TOKENS)
     """D: the run's continued-pretraining tokens."""
+    pretrain_tokens: float = Field(gt=0.0, le=MAX_TOKENS)
+    """The base's own pretraining tokens."""
     lr_mean: float = Field(gt=0.0, le=1.0)
     """The mean of the run's LR schedule over the whole run, as a fraction of its peak."""
 
     def lr_area(self, lr_fraction: np.ndarray | float) -> np.ndarray:
-        return np.asarray(lr_fraction, dtype=float) * self.lr_mean * self.tokens
+        return lr_area(np.asarray(lr_fraction, dtype=float), self.lr_mean, self.tokens, self.pretrain_tokens)
 
 
 class Point(StrictConfig):
@@ -202,7 +205,8 @@ def credibility(law: Law, target: TargetScale, table: ObservationTable) -> Refus
         problems.append(f"every row has N = {next(iter(sizes)):.4g}, so how the losses move with N is unknown")
     if not spans.lr_area:
         problems.append(
-            "every row has the same LR area (lr_fraction x lr_mean x tokens), so the LR's effect is unknown"
+            "every row has the same LR area (lr_fraction x lr_mean x tokens / pretrain_tokens), so the LR's effect "
+            "is unknown"
         )
     if not spans.domain_share:
         problems.append("every row has the same domain share, so the mix's effect is unknown")

@@ -122,7 +122,9 @@ def report_lines(report: LawFitReport) -> list[str]:
             f"    R2 {quality.r2:.4f} over {quality.rows} rows; residual by rung (mean / rms): "
             + ", ".join(f"{r.rung} {r.mean:+.2g} / {r.rms:.2g}" for r in quality.rungs)
         )
-    lines.append("  (N: non-embedding parameters; S: lr_fraction x mean LR x tokens; r: domain share)")
+    lines.append(
+        "  (N: non-embedding parameters; S: lr_fraction x mean LR x tokens / pretraining tokens; r: domain share)"
+    )
     return lines + _prediction_lines(prediction) + _trend_lines(report.trend) + _validation_lines(report.validation)
 
 
@@ -132,7 +134,10 @@ def _prediction_lines(prediction: TargetPrediction) -> list[str]:
         f"lr_fraction {box.lr_fraction[0]:g} to {box.lr_fraction[1]:g}, domain share {box.domain_share[0]:.3g} to "
         f"{box.domain_share[1]:.3g}"
     )
-    scale = f"N {target.parameters:.4g}, {target.tokens:.4g} tokens, mean LR {target.lr_mean:.3g} of the peak"
+    scale = (
+        f"N {target.parameters:.4g}, {target.tokens:.4g} tokens after {target.pretrain_tokens:.4g} of pretraining, "
+        f"mean LR {target.lr_mean:.3g} of the peak"
+    )
     lines = [f"target {target.name}: {scale}; forgetting budget {prediction.budget:.4g}; searched {searched}"]
     if prediction.refusal is not None:
         return lines + [f"refused: {prediction.refusal.message}"]

@@ -52,6 +52,8 @@ class Observation(StrictConfig):
     """N: non-embedding parameters, counted as sweep.scale counts them for proxies and targets alike."""
     tokens: float = Field(gt=0.0, le=MAX_TOKENS)
     """D: continued-pretraining tokens read up to this evaluation."""
+    pretrain_tokens: float = Field(gt=0.0, le=MAX_TOKENS)
+    """The base's own pretraining tokens: the continued pretraining's LR area is counted in them."""
     lr_fraction: float = Field(gt=0.0, le=1.0)
     """The trial's peak LR over its base's own pretraining peak LR."""
     lr_mean: float = Field(gt=0.0, le=1.0)
@@ -66,8 +68,9 @@ class Observation(StrictConfig):
 
     @property
     def lr_area(self) -> float:
-        """The LR area read so far in tokens at the base's max_lr: lr_fraction x lr_mean x tokens."""
-        return self.lr_fraction * self.lr_mean * self.tokens
+        """The LR area read so far, in the base's pretraining tokens at its max_lr: lr_fraction x lr_mean x tokens /
+        pretrain_tokens."""
+        return lr_area(self.lr_fraction, self.lr_mean, self.tokens, self.pretrain_tokens)
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,13 @@ def _one_size_per_rung(rows: Sequence[Observation], where: Callable[[int], str])
                 f"{row.rung!r} gives {first[1]:g}; a rung is one model size, so name another model's rows as "
                 "another rung"
             )
+
+
+def lr_area(lr_fraction, lr_mean: float, tokens: float, pretrain_tokens: float):
+    """S of the law (docs/ladder.md, "The form"): the continued pretraining's LR area over the base's pretraining
+    tokens, so that a proxy and a target whose continued pretraining is the same share of their pretraining read
+    the same S at the same lr_fraction. `lr_fraction` may be an array."""
+    return lr_fraction * lr_mean * tokens / pretrain_tokens
 
 
 def lr_mean(schedule: OptimizerConfig, *, steps: int, total_steps: int) -> float:

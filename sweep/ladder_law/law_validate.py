@@ -113,12 +113,14 @@ def _fold(table: ObservationTable, rung: str, box: SearchBox, budget: float, set
 
 
 def rung_scale(table: ObservationTable, rung: str) -> TargetScale:
-    """A rung as a target: its N, the tokens its completed trials read, and their schedule's mean LR."""
+    """A rung as a target: its N, its base's pretraining tokens, the tokens its completed trials read, and their
+    schedule's mean LR."""
     final = table.final_rows(rung)
     return TargetScale(
         name=rung,
         parameters=final[0].parameters,
         tokens=final[0].tokens,
+        pretrain_tokens=final[0].pretrain_tokens,
         lr_mean=statistics.median(row.lr_mean for row in final),
     )
 

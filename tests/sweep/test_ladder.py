@@ -119,7 +119,7 @@ def test_a_target_file_resolves_against_the_spec_folder_not_the_working_director
     target_file = spec_path.parent / "targets" / "mine.yaml"
     target_file.parent.mkdir(exist_ok=True)
     model = LLAMA_3_1_8B.model_dump(mode="json")
-    target_file.write_text(json.dumps({"name": "mine", "model": model, "max_lr": 3e-4}))  # JSON is YAML
+    target_file.write_text(json.dumps({"name": "mine", "model": model, "max_lr": 3e-4, "pretrain_tokens": 1e12}))  # JSON is YAML
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)

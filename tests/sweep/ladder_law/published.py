@@ -35,6 +35,9 @@ DCPT_OPTIMUM = 0.924
 DCPT_PARAMETERS = 1.8e9
 """Qwen1.5-1.8B: one size, so the law's size exponent is not fitted and the value is only a label."""
 DCPT_TOKENS = 10e9
+PRETRAIN_TOKENS = 1e12
+"""A stand-in: neither paper's runs come with their base's pretraining tokens here. Each table has one LR area (one
+lr_fraction, schedule, D and base), so the area term is fixed, not fitted, and any value gives the same law."""
 
 
 def dcpt_table() -> ObservationTable:
@@ -42,6 +45,7 @@ def dcpt_table() -> ObservationTable:
         [
             Observation(
                 rung="qwen1.5-1.8b", trial=f"rd{ratio:g}", parameters=DCPT_PARAMETERS, tokens=DCPT_TOKENS,
+                pretrain_tokens=PRETRAIN_TOKENS,
                 lr_fraction=1.0, lr_mean=1.0, domain_share=ratio, general_loss=general, domain_loss=domain,
                 base_general_loss=DCPT_BASE_GENERAL_LOSS, base_domain_loss=max(DCPT_DOMAIN_LOSS),
             )
@@ -78,6 +82,7 @@ def cmr_table(sizes: tuple[str, ...] = ("460M", "940M", "1.6B")) -> ObservationT
         [
             Observation(
                 rung=size, trial="critical", parameters=CMR_SIZES[size], tokens=CMR_TOKENS,
+                pretrain_tokens=PRETRAIN_TOKENS,
                 lr_fraction=CMR_LR_FRACTION, lr_mean=1.0, domain_share=CMR_CRITICAL_SHARE[size],
                 general_loss=1.0 + CMR_TOLERANCE, domain_loss=1.0, base_general_loss=1.0, base_domain_loss=1.0,
             )

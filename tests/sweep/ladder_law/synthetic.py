@@ -1,5 +1,6 @@
-"""Evaluations drawn from a known law with noise: a ladder of four built-in-sized rungs, a grid of trials on each,
-every trial evaluated four times along a warmup-plus-cosine schedule, as a ladder's studies would hold them.
+"""Evaluations drawn from a known law with noise: a ladder of four matched rungs (the same steps and schedule, trial
+tokens and pretraining tokens proportional to N), a grid of trials on each, every trial evaluated four times along
+a warmup-plus-cosine schedule, as a ladder's studies would hold them.
 
 `python -m tests.sweep.ladder_law.synthetic > docs/examples/law_runs.csv` writes the documented example CSV; a test
 checks the file is exactly this draw.
@@ -15,13 +16,16 @@ import numpy as np
 
 from sweep.ladder_law.law import Law, Loss, LossLaw, Spans
 from sweep.ladder_law.law_fit import FitQuality
-from sweep.ladder_law.law_table import Observation, ObservationTable, lr_mean
+from sweep.ladder_law.law_table import Observation, ObservationTable, lr_area, lr_mean
 from train_entry.optimizer import OptimizerConfig
 
 RUNGS = {"xs": 92_480, "s": 302_496, "m": 738_432, "l": 2_367_360}
 """Non-embedding parameters of the ladder's presets xs, s, m and a fourth rung about 3x m."""
-TOKENS_PER_PARAMETER = 0.277
-"""What search_spaces/lr_mix_ladder.yaml's trials read per parameter."""
+PRETRAIN_TOKENS_PER_PARAMETER = 3.33
+"""Each rung's base: what the built-in ladder's bases pretrain on."""
+CPT_SHARE = 1 / 15
+"""Each trial's tokens over its base's pretraining tokens: Llama 3.1 70B's 1 T over 15 T."""
+TOKENS_PER_PARAMETER = CPT_SHARE * PRETRAIN_TOKENS_PER_PARAMETER
 LR_FRACTIONS = (0.05, 0.1, 0.2, 0.4, 0.8)
 SHARES = (1 / 9, 1 / 5, 1 / 3, 1 / 2, 2 / 3)
 """8:1, 4:1, 2:1, 1:1, 1:2."""
@@ -38,10 +42,10 @@ TRUTH = Law(
         size_exponent=0.2,
         share_offset=0.3,
         share_exponent=1.5,
-        area_rate=0.02,
+        area_rate=0.3,
         area_exponent=1.0,
         reference_parameters=5e5,
-        reference_area=8e3,
+        reference_area=0.01,
         spans=_ALL,
     ),
     domain=LossLaw(
@@ -51,10 +55,10 @@ TRUTH = Law(
         size_exponent=0.0,
         share_offset=0.2,
         share_exponent=0.7,
-        area_rate=0.4,
+        area_rate=20.0,
         area_exponent=0.5,
         reference_parameters=5e5,
-        reference_area=8e3,
+        reference_area=0.01,
         spans=_ALL,
     ),
     general_quality=FitQuality(rows=1, r2=1.0, huber=0.0, starts_agreeing=1, rungs=[]),
@@ -64,10 +68,10 @@ TRUTH = Law(
     rungs=["truth"],
 )
 """Forgetting that shrinks with N (so the critical share grows with it) and grows nearly linearly with the LR area,
-domain gain that saturates in the area and has diminishing returns in the share. At the ladder's tokens per parameter
-and a 1 % budget its optimum lies above the box's lr_fraction at the m rung (0.87), inside it at l (0.32) and at
-7.4 M parameters (0.12, domain share 0.31): trials read more tokens at larger N, so the area saturates the gain
-sooner."""
+domain gain that saturates early in the area and has diminishing returns in the share, so that the LR has an
+optimum. With a 1 % budget at the rungs' own tokens the optimum lies inside the box, moving to higher LR and more
+domain data with N: lr_fraction 0.084 and domain share 0.37 at xs, 0.127 and 0.44 at l, 0.148 and 0.46 at 7.4 M
+parameters, 0.77 and 0.64 at Llama 3.1 70B's N."""
 
 
 def draw(law: Law = TRUTH, *, noise: float = 5e-4, seed: int = 0, rungs: dict[str, int] = RUNGS) -> ObservationTable:
@@ -75,25 +79,28 @@ def draw(law: Law = TRUTH, *, noise: float = 5e-4, seed: int = 0, rungs: dict[st
     rng = np.random.default_rng(seed)
     rows = []
     for rung, parameters in rungs.items():
-        tokens = TOKENS_PER_PARAMETER * parameters
+        tokens, pretrain_tokens = TOKENS_PER_PARAMETER * parameters, PRETRAIN_TOKENS_PER_PARAMETER * parameters
         for number, (lr, share) in enumerate((lr, share) for lr in LR_FRACTIONS for share in SHARES):
             for evaluation in range(1, EVALUATIONS + 1):
                 steps = STEPS * evaluation // EVALUATIONS
                 rows.append(
-                    _row(law, rung, number, parameters, tokens * evaluation / EVALUATIONS, lr, share, steps, rng, noise)
+                    _row(law, rung, number, (parameters, pretrain_tokens, tokens * evaluation / EVALUATIONS), lr,
+                         share, steps, rng, noise)  # fmt: skip
                 )
     return ObservationTable.of(rows)
 
 
-def _row(law, rung, number, parameters, tokens, lr, share, steps, rng, noise) -> Observation:
+def _row(law, rung, number, scale, lr, share, steps, rng, noise) -> Observation:
+    parameters, pretrain_tokens, tokens = scale
     mean = lr_mean(SCHEDULE, steps=steps, total_steps=STEPS)
-    area = lr * mean * tokens
+    area = lr_area(lr, mean, tokens, pretrain_tokens)
     forgetting = float(law.forgetting(parameters, area, share)) + rng.normal(0, noise)
     gain = float(law.domain_gain(parameters, area, share)) + rng.normal(0, noise)
     return Observation(
         rung=rung,
         trial=str(number),
         parameters=parameters,
+        pretrain_tokens=pretrain_tokens,
         tokens=tokens,
         lr_fraction=lr,
         lr_mean=mean,
@@ -109,12 +116,13 @@ def as_csv(table: ObservationTable) -> str:
     """The table in `sweep law fit`'s CSV form (docs/ladder.md)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    columns = ["rung", "trial", "seed", "parameters", "tokens", "lr_fraction", "lr_mean", "mix"]
+    columns = ["rung", "trial", "seed", "parameters", "pretrain_tokens", "tokens", "lr_fraction", "lr_mean", "mix"]
     writer.writerow(columns + ["general_loss", "domain_loss", "base_general_loss", "base_domain_loss"])
     for row in table.rows:
         mix = f"{(1 - row.domain_share) / row.domain_share:.6g}:1"
         writer.writerow(
-            [row.rung, row.trial, row.seed, f"{row.parameters:.0f}", f"{row.tokens:.6g}", f"{row.lr_fraction:g}"]
+            [row.rung, row.trial, row.seed, f"{row.parameters:.0f}", f"{row.pretrain_tokens:.6g}"]
+            + [f"{row.tokens:.6g}", f"{row.lr_fraction:g}"]
             + [f"{row.lr_mean:.6f}", mix]
             + [
                 f"{value:.6f}"

@@ -48,7 +48,7 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
 
 def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):
     bad = tmp_path / "runs.csv"
-    bad.write_text(EXAMPLE.read_text().replace("6404.24", "many", 1))
+    bad.write_text(EXAMPLE.read_text().replace("5132.64", "many", 1))
     (tmp_path / "law.json").write_text("an earlier report\n")
     before = tree(tmp_path)
     assert main(["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json")]) == 2

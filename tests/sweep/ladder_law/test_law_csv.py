@@ -11,8 +11,11 @@ from sweep.ladder_law import law_csv
 from sweep.ladder_law.law_csv import read_runs_csv
 from sweep.ladder_law.law_table import LawInputError
 
-HEADER = "rung,trial,seed,parameters,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,base_general_loss,base_domain_loss"
-ROW = "m,{trial},0,738432,51200,0.1,0.97,4:1,3.4121,4.2011,3.4011,4.3302"
+HEADER = (
+    "rung,trial,seed,parameters,pretrain_tokens,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,"
+    "base_general_loss,base_domain_loss"
+)
+ROW = "m,{trial},0,738432,2457600,51200,0.1,0.97,4:1,3.4121,4.2011,3.4011,4.3302"
 
 
 def write(tmp_path, *lines: str, name: str = "runs.csv"):
@@ -27,7 +30,7 @@ def test_a_table_of_runs_reads_as_typed_rows(tmp_path):
     assert len(table) == 2 and table.rungs == ["m"] and table.trials == 2
     assert list(table.domain_share) == [0.2, 0.5]
     assert table.forgetting[0] == pytest.approx(3.4121 / 3.4011 - 1)
-    assert table.lr_area[0] == pytest.approx(0.1 * 0.97 * 51200)
+    assert table.lr_area[0] == pytest.approx(0.1 * 0.97 * 51200 / 2457600)
 
 
 def test_the_seed_column_may_be_left_out(tmp_path):
@@ -57,7 +60,7 @@ def test_the_seed_column_may_be_left_out(tmp_path):
         ([HEADER, ROW.format(trial=0).replace("0.1,", "1.5,")], "line 2, column 'lr_fraction': Input should be less"),
         ([HEADER, ROW.format(trial=0).replace("4:1", "4-1")], "line 2, column 'mix': mix ratio must be"),
         ([HEADER, ROW.format(trial="../x")], "line 2, column 'trial': String should match pattern"),
-        ([HEADER, ROW.format(trial=0), "m,1,0,738432"], "line 3: 4 fields, but the header names 12"),
+        ([HEADER, ROW.format(trial=0), "m,1,0,738432"], "line 3: 4 fields, but the header names 13"),
         (
             [HEADER, ROW.format(trial=0), ROW.format(trial=1).replace("738432", "302496")],
             "line 3, column 'parameters': 302496, but line 2 of rung 'm' gives 738432; a rung is one model size",

@@ -12,17 +12,26 @@ import pytest
 from sweep.ladder_law.law_fit import LawSettings, fit_law
 from sweep.ladder_law.law_optimum import SearchBox, TargetScale, constrained_optimum
 from sweep.ladder_law.law_table import ObservationTable, lr_mean
-from tests.sweep.ladder_law.synthetic import RUNGS, SCHEDULE, STEPS, TOKENS_PER_PARAMETER, TRUTH, draw
+from tests.sweep.ladder_law.synthetic import (
+    PRETRAIN_TOKENS_PER_PARAMETER,
+    RUNGS,
+    SCHEDULE,
+    STEPS,
+    TOKENS_PER_PARAMETER,
+    TRUTH,
+    draw,
+)
 
 BUDGET = 0.01
-SETTINGS = LawSettings(starts=8)
+SETTINGS = LawSettings()
 
 
 def scale(parameters: float) -> TargetScale:
-    """A target at the ladder's tokens per parameter and schedule."""
+    """A target matched to the ladder: its tokens per parameter, pretraining tokens per parameter and schedule."""
     mean = lr_mean(SCHEDULE, steps=STEPS, total_steps=STEPS)
+    tokens, pretrain_tokens = TOKENS_PER_PARAMETER * parameters, PRETRAIN_TOKENS_PER_PARAMETER * parameters
     return TargetScale(
-        name=f"{parameters:.3g}", parameters=parameters, tokens=TOKENS_PER_PARAMETER * parameters, lr_mean=mean
+        name=f"{parameters:.3g}", parameters=parameters, tokens=tokens, pretrain_tokens=pretrain_tokens, lr_mean=mean
     )
 
 

@@ -10,6 +10,7 @@ from sweep.ladder_law.law import Loss
 from sweep.ladder_law.law_fit import LawSettings, fit_law, fit_loss_law
 from sweep.ladder_law.law_optimum import SearchBox, TargetScale, constrained_optimum, critical_share
 from sweep.ladder_law.law_runs import PUBLISHED_TREND, trend
+from sweep.ladder_law.law_table import lr_area
 from tests.sweep.ladder_law import published as paper
 
 SETTINGS = LawSettings()
@@ -22,7 +23,10 @@ def test_dcpt_usage_1_optimum_within_0_003_of_the_papers():
     rows gives 0.9245."""
     law = fit_law(paper.dcpt_table(), SETTINGS)
     assert law.general_quality.r2 > 0.999
-    target = TargetScale(name="qwen1.5-1.8b", parameters=paper.DCPT_PARAMETERS, tokens=paper.DCPT_TOKENS, lr_mean=1.0)
+    target = TargetScale(
+        name="qwen1.5-1.8b", parameters=paper.DCPT_PARAMETERS, tokens=paper.DCPT_TOKENS,
+        pretrain_tokens=paper.PRETRAIN_TOKENS, lr_mean=1.0,
+    )  # fmt: skip
     box = SearchBox(lr_fraction=(1.0, 1.0), domain_share=(0.9, 1.0))
     optimum = constrained_optimum(law, target, box, paper.DCPT_BUDGET)
     assert optimum.inside
@@ -36,7 +40,7 @@ def test_cmr_critical_ratio_at_3_1b_within_0_02_from_the_three_smaller_sizes():
     puts the 3.1B critical share within 0.02 of the paper's; the fit has four free parameters for three points, and
     every start that fits them gives 0.486-0.492."""
     general, _ = fit_loss_law(paper.cmr_table(), Loss.GENERAL, SETTINGS, fixed={"offset": 0.0})
-    area = paper.CMR_LR_FRACTION * paper.CMR_TOKENS
+    area = lr_area(paper.CMR_LR_FRACTION, 1.0, paper.CMR_TOKENS, paper.PRETRAIN_TOKENS)
     for size in ("460M", "940M", "1.6B"):
         fitted = critical_share(general, paper.CMR_SIZES[size], area, paper.CMR_TOLERANCE)
         assert fitted == pytest.approx(paper.CMR_CRITICAL_SHARE[size], abs=0.01)
@@ -48,7 +52,10 @@ def test_cmr_critical_ratio_at_3_1b_within_0_02_from_the_three_smaller_sizes():
 def test_the_fitted_trend_with_n_has_the_published_direction():
     """The report's line: the critical share's direction with N from the fitted law, beside the published one."""
     general, _ = fit_loss_law(paper.cmr_table(), Loss.GENERAL, SETTINGS, fixed={"offset": 0.0})
-    target = TargetScale(name="3.1B", parameters=paper.CMR_SIZES["3.1B"], tokens=paper.CMR_TOKENS, lr_mean=1.0)
+    target = TargetScale(
+        name="3.1B", parameters=paper.CMR_SIZES["3.1B"], tokens=paper.CMR_TOKENS,
+        pretrain_tokens=paper.PRETRAIN_TOKENS, lr_mean=1.0,
+    )  # fmt: skip
     found = trend(paper.cmr_table(), general, target, paper.CMR_TOLERANCE)
     assert found.direction == "grows" and found.published == PUBLISHED_TREND and PUBLISHED_TREND.startswith("grows")
     assert [entry.parameters for entry in found.shares] == sorted(paper.CMR_SIZES.values())
