@@ -261,7 +261,8 @@ class SweepSpec(StrictConfig):
     execution: ExecutionConfig = ExecutionConfig()
     tracking: TrackingConfig = TrackingConfig()
     ladder: LadderConfig | None = None
-    """The same search at several proxy sizes, fitted across them (sweep/ladder.py); None: one sweep of `base`."""
+    """The same design at several matched proxy sizes and the loss law fitted across them (sweep/ladder.py);
+    None: one sweep of `base`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -289,10 +290,14 @@ class SweepSpec(StrictConfig):
         if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
             raise ValueError(
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
-                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr}}"
+                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr, pretrain_tokens}}"
             )
-        if self.ladder is not None and self.ladder.reference is not None:
-            self.ladder.reference.check_inside(self.space)
+        if self.ladder is not None and self.search.sampler != "grid":
+            # The law is checked by predicting each rung from the others: that needs the same points at every rung.
+            raise ValueError(
+                f"a ladder runs the same fixed design at every rung: set search.sampler grid (got "
+                f"{self.search.sampler}) and list space.lr_fraction and space.mix"
+            )
         return self
 
     def _bpe_has_text(self) -> None:

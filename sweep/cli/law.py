@@ -71,24 +71,12 @@ def run(args: argparse.Namespace) -> int:
 
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
-    promotion defaults)."""
-    from sweep.ladder_law.law_optimum import TargetScale
-    from sweep.ladder_law.law_table import lr_mean as schedule_mean
+    promotion defaults: its warmup, then cosine to a tenth of the peak; the recipe's own warmup is replaced by it)."""
     from sweep.promote.config import PromotionConfig
+    from sweep.promote.ladder import ladder_target
     from sweep.promote.targets import load_target
-    from sweep.scale import non_embedding_params
     from train_entry.optimizer import OptimizerConfig
 
-    target = load_target(name)
     config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)
-    if lr_mean is None:
-        steps = config.train_iters()
-        schedule = OptimizerConfig(warmup_steps=config.warmup_iters(steps), schedule="cosine")
-        lr_mean = schedule_mean(schedule, steps=steps, total_steps=steps)
-    return TargetScale(
-        name=target.name,
-        parameters=non_embedding_params(target.model),
-        tokens=config.tokens,
-        pretrain_tokens=target.pretrain_tokens,
-        lr_mean=lr_mean,
-    )
+    scale = ladder_target(load_target(name), config, OptimizerConfig(warmup_steps=0, schedule="cosine")).scale
+    return scale if lr_mean is None else scale.model_copy(update={"lr_mean": lr_mean})

@@ -19,6 +19,7 @@ from sweep.ladder_law.law import Law, LossLaw
 from sweep.ladder_law.law_table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
 from sweep.pick import ratio_of
 from train_entry.config import StrictConfig
+from train_entry.mix import MixRatio
 
 WIDENING = 4.0
 """How far beyond the box's lr_fraction range the optimum is looked for: far enough to tell "the law's optimum
@@ -130,6 +131,12 @@ def at(law: Law, target: TargetScale, lr_fraction: float, domain_share: float) -
         domain_gain=float(law.domain_gain(target.parameters, area, domain_share)),
         forgetting=float(law.forgetting(target.parameters, area, domain_share)),
     )
+
+
+def promotable(law: Law, target: TargetScale, point: Point) -> Point:
+    """The point as a plan writes it (lr_fraction to 4 significant digits, the mix as a ratio of 3) with the law's
+    gain and forgetting there, so that every figure shown is the promoted point's."""
+    return at(law, target, float(f"{point.lr_fraction:.4g}"), MixRatio.parse(point.mix).domain_share)
 
 
 def constrained_optimum(law: Law, target: TargetScale, box: SearchBox, budget: float) -> Optimum:

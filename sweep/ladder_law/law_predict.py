@@ -2,9 +2,9 @@
 refits (rungs resampled, then trials within them), P(forgetting within budget) as the share of refits that keep
 it at the promoted point, and a refusal instead of a number when the law cannot stand behind one.
 
-Every figure of a prediction is evaluated at the point it would promote (the full fit's optimum): its gain and
-forgetting intervals are the refits' laws there, not at each refit's own optimum, whose spread is the position
-intervals'.
+Every figure of a prediction is evaluated at the point it would promote (the full fit's optimum as a plan writes
+it, sweep.ladder_law.law_optimum.promotable): its gain and forgetting intervals are the refits' laws there, not at
+each refit's own optimum, whose spread is the position intervals'.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sweep.ladder_law.law_optimum import (
     at,
     constrained_optimum,
     credibility,
+    promotable,
 )
 from sweep.ladder_law.law_table import ObservationTable
 from train_entry.config import StrictConfig
@@ -89,7 +90,7 @@ def predict(
     """The law's optimum at `target` with bootstrap intervals, or a refusal saying why there is none."""
     refused = credibility(law, target, table)
     optimum = None if refused else constrained_optimum(law, target, box, budget)
-    point = optimum.point if optimum else None
+    point = promotable(law, target, optimum.point) if optimum and optimum.point else None
     refits = _refits(table, law, target, box, budget, settings, point) if point is not None else []
     prediction = TargetPrediction(
         target=target,

@@ -74,19 +74,35 @@ def fit_runs(
     """The law fitted to the runs in `path` and its prediction at `target`; the box defaults to the ranges the runs
     cover. LawInputError for a table that cannot be fitted."""
     table = read_runs_csv(path)
+    return fit_table(table, target, budget=budget, settings=settings, box=box, validate=validate, source=str(path))
+
+
+def fit_table(
+    table: ObservationTable,
+    target: TargetScale,
+    *,
+    budget: float,
+    settings: LawSettings,
+    box: SearchBox | None,
+    validate: bool,
+    source: str,
+) -> LawFitReport:
+    """The law fitted to `table` (a ladder's rungs, a CSV of runs) and its prediction at `target`, with each rung
+    held out in turn when `validate`; LawInputError, naming `source`, for a table that cannot be fitted."""
     if len(table) < MIN_ROWS:
-        raise LawInputError(f"{path}: {len(table)} evaluations; a law of seven parameters per loss needs {MIN_ROWS}")
+        raise LawInputError(f"{source}: {len(table)} evaluations; a law of seven parameters per loss needs {MIN_ROWS}")
     box = box or SearchBox.covering(table)
     try:
         law = fit_law(table, settings)
+        validation = leave_one_rung_out(table, box, budget, settings) if validate else None
     except LawFitError as exc:
-        raise LawInputError(f"{path}: {exc}") from None
+        raise LawInputError(f"{source}: {exc}") from None
     return LawFitReport(
-        source=str(path),
+        source=source,
         law=law,
         prediction=predict(table, law, target, box, budget, settings),
         trend=trend(table, law.general, target, budget),
-        validation=leave_one_rung_out(table, box, budget, settings) if validate else None,
+        validation=validation,
     )
 
 

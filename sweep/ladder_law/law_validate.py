@@ -25,6 +25,41 @@ MIN_RUNGS = 3
 """A fold fits the others' law across N: at least two other sizes."""
 SAME_POINT = (0.02, 0.01)
 """A trial ran at the predicted point when its lr_fraction is within 2 % and its domain share within 0.01 of it."""
+LR_RATIO = 1.3
+SHARE_ERROR = 0.07
+FORGETTING_ERROR = 0.002
+GAIN_SHORTFALL = 0.005
+UNCOVERED_FOLDS = 1
+"""The ladder's targets for a fold (issue 22, docs/ladder.md): the optimum's lr_fraction within x1.3 and domain share
+within 0.07 of the held-out rung's own, the forgetting predicted at the predicted point within 0.002 of the rung's
+there, the rung's gain there at most 0.005 below its own optimum's; and the 90 % intervals covering in all folds but
+at most one."""
+
+
+class FoldErrors(StrictConfig):
+    """How far one fold's prediction fell from its held-out rung; None where the fold has no optimum to compare."""
+
+    rung: str
+    lr_ratio: float | None
+    """The predicted optimum's lr_fraction over the rung's own."""
+    share_error: float | None
+    """The predicted optimum's domain share less the rung's own."""
+    forgetting_error: float | None
+    """The forgetting predicted at the predicted point less the rung's there (a trial's when one ran there, else its
+    own law's)."""
+    gain_shortfall: float | None
+    """The rung's own optimum's gain less its gain at the predicted point."""
+    covered: bool
+
+    @property
+    def met(self) -> dict[str, bool | None]:
+        """Each target met, missed, or (None) not measurable."""
+        return {
+            "lr_fraction": None if self.lr_ratio is None else max(self.lr_ratio, 1 / self.lr_ratio) <= LR_RATIO,
+            "domain_share": None if self.share_error is None else abs(self.share_error) <= SHARE_ERROR,
+            "forgetting": None if self.forgetting_error is None else abs(self.forgetting_error) <= FORGETTING_ERROR,
+            "domain_gain": None if self.gain_shortfall is None else self.gain_shortfall <= GAIN_SHORTFALL,
+        }
 
 
 class Coverage(StrictConfig):
@@ -57,6 +92,20 @@ class RungFold(StrictConfig):
     """The mean final evaluation of this rung's trials at the predicted point, when any ran there."""
     coverage: Coverage
 
+    @property
+    def errors(self) -> FoldErrors:
+        predicted, own = self.predicted.optimum, self.own
+        there = self.measured_at_predicted or self.own_at_predicted
+        both = predicted is not None and own is not None
+        return FoldErrors(
+            rung=self.rung,
+            lr_ratio=predicted.lr_fraction / own.lr_fraction if both else None,
+            share_error=predicted.domain_share - own.domain_share if both else None,
+            forgetting_error=predicted.forgetting - there.forgetting if predicted and there else None,
+            gain_shortfall=own.domain_gain - there.domain_gain if own and there else None,
+            covered=self.coverage.complete,
+        )
+
 
 class LeaveOneRungOut(StrictConfig):
     folds: list[RungFold] = Field(min_length=1)
@@ -65,6 +114,10 @@ class LeaveOneRungOut(StrictConfig):
     def covered(self) -> int:
         """Folds whose intervals held every held-out value they could be checked against."""
         return sum(fold.coverage.complete for fold in self.folds)
+
+    @property
+    def coverage_met(self) -> bool:
+        return len(self.folds) - self.covered <= UNCOVERED_FOLDS
 
 
 def leave_one_rung_out(

@@ -16,14 +16,13 @@ from typing import Any
 
 from sweep.best import BestSummary, NoBestSummary, read_best
 from sweep.files import CorruptFile, read_model
-from sweep.ladder_fit import Quantity
 from sweep.pick import Pick, PickSource
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
-from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
+from sweep.promote.ladder import LawPoint, finished_ladder, ladder_target, law_point
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
@@ -57,11 +56,12 @@ class Optimum(StrictConfig):
     """90 % interval of the smooth domain_gain at the point, from the surrogate; None without one."""
     forgetting_interval: tuple[float, float] | None = None
     probability_within_budget: float | None = None
-    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate."""
+    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate; of a ladder's law, the
+    share of its bootstrap refits that keep the budget there."""
     reason: str = ""
     """Why this point and not another: the pick's outcome, or the request for the observed optimum."""
-    ladder: LadderPoint | None = None
-    """For source ladder: the target's N, the lines' degrees of freedom, the point's intervals and warnings."""
+    ladder: LawPoint | None = None
+    """For source ladder: the law, its prediction at the target with intervals, its fold errors and warnings."""
 
     @property
     def warnings(self) -> list[str]:
@@ -138,15 +138,17 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def read_optimum(run_dir: Path, *, observed: bool = False, target: Target | None = None) -> tuple[Optimum, TrialConfig]:
+def read_optimum(
+    run_dir: Path, *, observed: bool = False, target: Target | None = None, config: PromotionConfig | None = None
+) -> tuple[Optimum, TrialConfig]:
     """The point to promote from best.json (its pick; the observed optimum when `observed` or when best.json
     has no pick) and the resolved config a proxy trial at that point runs: a completed trial's, whose blend
-    and schedule every trial shares, at the point's lr_fraction and mix. Of a ladder: its lines at the
-    target's size (the largest rung's pick when `observed`). PromotionError when there is no point, or when a
-    file is not what the sweep wrote."""
+    and schedule every trial shares, at the point's lr_fraction and mix. Of a ladder: its law's optimum at the
+    target's size and the request's tokens (the largest rung's pick when `observed`). PromotionError when there is
+    no point, or when a file is not what the sweep wrote."""
     run = RunDir(run_dir)
     if run.is_ladder:
-        return _ladder_optimum(run, target, observed=observed)
+        return _ladder_optimum(run, target, config or PromotionConfig(), observed=observed)
     try:
         best = read_best(run)
     except NoBestSummary as exc:
@@ -160,34 +162,50 @@ def read_optimum(run_dir: Path, *, observed: bool = False, target: Target | None
     return optimum, _trial_config(run, best, optimum)
 
 
-def _ladder_optimum(run: RunDir, target: Target | None, *, observed: bool) -> tuple[Optimum, TrialConfig]:
-    """The ladder's extrapolation to the target's N, or (observed) its largest rung's pick, with that rung's
-    resolved trial config at the point."""
+def _ladder_optimum(
+    run: RunDir, target: Target | None, config: PromotionConfig, *, observed: bool
+) -> tuple[Optimum, TrialConfig]:
+    """The ladder's law at the target's N and the request's tokens, or (observed) its largest rung's pick, with that
+    rung's resolved trial config at the point."""
     summary, largest = finished_ladder(run)
     optimum, trial = read_optimum(largest.path)
     if observed:
         reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {optimum.reason}"
         return optimum.model_copy(update={"reason": reason}), trial
     if target is None:
-        raise PromotionError("a ladder is extrapolated to the target's size: name a --target (or --observed)")
-    estimates, point = extrapolate(summary, target, run)
-    gain, forgetting = estimates[Quantity.GAIN], estimates[Quantity.FORGETTING]
+        raise PromotionError("a ladder's law is predicted at the target's size: name a --target (or --observed)")
+    point = law_point(summary, ladder_target(target, config, trial.proxy), run)
+    prediction = point.prediction
+    found, intervals = prediction.optimum, prediction.intervals
     optimum = Optimum(
         source=PickSource.LADDER,
         trial=None,
-        lr_fraction=point.lr_fraction,
-        mix=point.mix,
-        domain_gain=gain.mean,
-        forgetting=forgetting.mean,
-        gain_interval=None if gain.low is None else (gain.low, gain.high),
-        forgetting_interval=None if forgetting.low is None else (forgetting.low, forgetting.high),
+        lr_fraction=found.lr_fraction,
+        mix=MixRatio.parse(found.mix),
+        domain_gain=found.domain_gain,
+        forgetting=found.forgetting,
+        gain_interval=None if intervals is None else (intervals.domain_gain.low, intervals.domain_gain.high),
+        forgetting_interval=None if intervals is None else (intervals.forgetting.low, intervals.forgetting.high),
+        probability_within_budget=prediction.within_budget,
         reason=(
-            f"the ladder's lines over rungs {', '.join(point.rungs)} (least squares on log N, {point.dof} degree(s) "
-            f"of freedom) at {target.name}'s {point.parameters:,} non-embedding parameters; 90 % prediction intervals"
+            f"the loss law over rungs {', '.join(point.law.rungs)} ({point.law.rows} evaluations of {point.law.trials} "
+            f"trials): its highest domain_gain with forgetting within {prediction.budget:g} at {target.name}'s "
+            f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens; 90 % "
+            f"intervals over {prediction.refits} bootstrap refits"
         ),
         ladder=point,
     )
     return optimum, trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
+
+
+def proxy_trial(run_dir: Path, optimum: Optimum) -> TrialConfig:
+    """The resolved config of a proxy trial at the plan's point (of a ladder, at its largest rung): what a
+    rehearsal trains, whichever way the point was chosen."""
+    run = RunDir(run_dir)
+    if run.is_ladder:
+        run = finished_ladder(run)[1]
+    _, trial = read_optimum(run.path, observed=optimum.source is PickSource.OBSERVED)
+    return trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
 
 
 def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> Optimum:
@@ -260,7 +278,7 @@ def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = 
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
-    optimum, trial = read_optimum(run_dir, observed=observed, target=target)
+    optimum, trial = read_optimum(run_dir, observed=observed, target=target, config=config)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
         "global_batch_size": _global_batch_size(config, target.model),

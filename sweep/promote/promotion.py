@@ -14,10 +14,9 @@ from pathlib import Path
 
 from sweep.address import security_warnings
 from sweep.files import write_whole
-from sweep.pick import PickSource
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
-from sweep.promote.plan import Plan, make_plan, plan_dir, read_optimum
+from sweep.promote.plan import Plan, make_plan, plan_dir, proxy_trial
 from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
 from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.request import PromotionRequest, Rehearsal, Submission
@@ -94,8 +93,7 @@ def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, 
     plan = promotion.plan
     # The point the plan promotes, which --observed may have made the observed optimum rather than the pick.
     optimum = plan.sweep.optimum
-    _, trial = read_optimum(run_dir, observed=optimum.source is PickSource.OBSERVED, target=plan.target)
-    trial = trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
+    trial = proxy_trial(run_dir, optimum)
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(
             f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "

@@ -83,10 +83,8 @@ def draw(law: Law = TRUTH, *, noise: float = 5e-4, seed: int = 0, rungs: dict[st
         for number, (lr, share) in enumerate((lr, share) for lr in LR_FRACTIONS for share in SHARES):
             for evaluation in range(1, EVALUATIONS + 1):
                 steps = STEPS * evaluation // EVALUATIONS
-                rows.append(
-                    _row(law, rung, number, (parameters, pretrain_tokens, tokens * evaluation / EVALUATIONS), lr,
-                         share, steps, rng, noise)  # fmt: skip
-                )
+                scale = (parameters, pretrain_tokens, tokens * evaluation / EVALUATIONS)
+                rows.append(_row(law, rung, number, scale, lr, share, steps, rng, noise))
     return ObservationTable.of(rows)
 
 
