@@ -1,6 +1,6 @@
 """Corpus preparation time against corpus size: the default spec's domain sample of a 50 MB to 50 GB JSONL corpus.
 
-What a sweep prepares of a corpus is its sample (sweep/sample_size.py): for the default spec's domain corpus,
+What a sweep prepares of a corpus is its sample (sweep/run/sample_size.py): for the default spec's domain corpus,
 4 M tokens whatever the corpus's size. This times what `sweep run` does before its first trial for that corpus
 (the fingerprint for the cache key, then the sample tokenised with the default 4096-token BPE into an indexed
 dataset, in a fresh cache) for plain JSONL of each size, and for comparison the whole 50 MB file tokenised as
@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
-from sweep.sample_size import sample_tokens
-from sweep.spec import load_spec
+from sweep.run.sample_size import sample_tokens
+from sweep.spec.spec import load_spec
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus
 from train_entry.data.fingerprint import corpus_fingerprint
 from train_entry.data.indexed import BYTES_PER_TOKEN_GUESS, build_indexed

@@ -34,13 +34,13 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from sweep.best import read_best
-from sweep.prepare import Prepared, prepare
-from sweep.record import Status
-from sweep.rundir import RUNS, RunDir
-from sweep.spec import load_spec
-from sweep.study import load_study
-from sweep.table import trial_rows
+from sweep.choice.best import read_best
+from sweep.files.rundir import RUNS, RunDir
+from sweep.run.prepare import Prepared, prepare
+from sweep.spec.spec import load_spec
+from sweep.study.record import Status
+from sweep.study.study import load_study
+from sweep.study.table import trial_rows
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 
@@ -113,7 +113,7 @@ class Bench:
         if name not in walls:
             started = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--name", name],
+                [sys.executable, "-m", "cli", "run", str(spec), "--name", name],
                 cwd=self.workdir,
                 check=True,
                 stdout=subprocess.DEVNULL,

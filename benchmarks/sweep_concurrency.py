@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 import yaml
 
-from sweep.prepare import prepare
-from sweep.rundir import RUNS, RunDir
-from sweep.spec import load_spec
-from sweep.study import load_study
+from sweep.files.rundir import RUNS, RunDir
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
+from sweep.study.study import load_study
 from train_entry.proxy import run_trial
 
 
@@ -47,7 +47,7 @@ def main() -> None:
 
         started = time.perf_counter()
         subprocess.run(
-            [sys.executable, "-m", "sweep.cli", "run", str(bench_spec), "--name", "bench"],
+            [sys.executable, "-m", "cli", "run", str(bench_spec), "--name", "bench"],
             cwd=workdir,
             check=True,
             stdout=subprocess.DEVNULL,

@@ -19,8 +19,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from sweep.prepare import prepare
-from sweep.spec import load_spec
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
 from train_entry.data.blend import build_train_stream
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.loop import fit

@@ -15,8 +15,9 @@ from rich.console import Console
 
 from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, write_page
-from sweep.ladder_law.law_runs import LawFitReport, report_lines
-from sweep.ladder_law.law_validate import (
+from sweep.files.rundir import RunDir
+from sweep.ladder.law_runs import LawFitReport, report_lines
+from sweep.ladder.law_validate import (
     FORGETTING_ERROR,
     GAIN_SHORTFALL,
     LR_RATIO,
@@ -24,9 +25,8 @@ from sweep.ladder_law.law_validate import (
     UNCOVERED_FOLDS,
     LeaveOneRungOut,
 )
-from sweep.ladder_record import LadderSummary, read_ladder
-from sweep.ladder_rungs import MISMATCH, Ratios, mismatches
-from sweep.rundir import RunDir
+from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
 
 MET = {True: "yes", False: "NO", None: "—"}
 

@@ -21,10 +21,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from reports.snapshot import RunSnapshot, ratio_label
-from sweep.record import Status
-from sweep.space import LRFractionRange, MixRange
-from sweep.surrogate import completed
-from sweep.table import TrialRow
+from sweep.choice.surrogate import completed
+from sweep.spec.space import LRFractionRange, MixRange
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
 
 STATUS_COLOURS = {
     Status.COMPLETED: "#2b6cb0",

@@ -23,8 +23,8 @@ from matplotlib.figure import Figure
 from reports import plots
 from reports.snapshot import RunSnapshot, load_run, spec_differences
 from reports.tables import pick_lines
-from sweep.files import write_whole
-from sweep.table import TrialRow
+from sweep.files.records import write_whole
+from sweep.study.row import TrialRow
 
 REPORT_DIR = "report"
 INDEX_HTML = "index.html"

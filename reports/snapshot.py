@@ -2,7 +2,7 @@
 
 The study is read once, so the rows, the learning curves and the optimum of a sweep that is still
 running all describe the same moment. Selection, the best.json summary and the cost come from
-sweep/select.py and sweep/best.py, so the report can never disagree with `sweep run` or best.json.
+sweep/choice/observed.py and sweep/choice/best.py, so the report can never disagree with `sweep run` or best.json.
 """
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from reports.tables import flat_items
-from sweep.best import BestSummary, best_summary_with
-from sweep.record import history_of
-from sweep.rundir import NotARunDirectory, RunDir, open_run
-from sweep.select import Selection, select
-from sweep.space import MixRange, SearchSpace
-from sweep.study import SweepPlan
-from sweep.surrogate import Surrogate, fit_surrogate
-from sweep.table import TrialRow, rows_of
-from sweep.yaml_file import YamlFileError, read_yaml
+from sweep.choice.best import BestSummary, best_summary_with
+from sweep.choice.observed import Selection, select
+from sweep.choice.surrogate import Surrogate, fit_surrogate
+from sweep.files.rundir import NotARunDirectory, RunDir, open_run
+from sweep.files.yaml_file import YamlFileError, read_yaml
+from sweep.spec.space import MixRange, SearchSpace
+from sweep.study.record import history_of
+from sweep.study.row import TrialRow
+from sweep.study.study import SweepPlan
+from sweep.study.table import rows_of
 from train_entry.trial_config import Metrics
 
 

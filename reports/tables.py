@@ -17,12 +17,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from sweep.console import make_console
-from sweep.pick import Pick, PickSource
-from sweep.points import PointSummary, point_summaries, seed_noise
-from sweep.record import Status
-from sweep.select import Selection
-from sweep.table import TrialRow
+from reports.console import make_console
+from sweep.choice.observed import Selection
+from sweep.choice.pick import Pick, PickSource
+from sweep.choice.points import PointSummary, point_summaries, seed_noise
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
 from train_entry.data.corpus import CorpusStats
 from train_entry.trial_config import Metrics, TrialResult
 

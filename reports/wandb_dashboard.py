@@ -1,7 +1,7 @@
 """`sweep report RUN... --wandb`: a saved W&B workspace view of one or more sweeps.
 
 The view is first built as plain data (`Dashboard`: sections of panels over named config,
-summary and history keys, all taken from `sweep.tracking`, which logs them), then rendered with
+summary and history keys, all taken from `sweep.run.tracking`, which logs them), then rendered with
 W&B's own `wandb-workspaces` library and saved online. Offline, or without an API key, the
 definition is written into the run directory with the commands that publish it after
 `wandb sync`. Saving online needs the W&B server, which this project's CI cannot reach: that
@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from sweep.config_file import SpecError
-from sweep.files import write_json
-from sweep.rundir import RunDir
-from sweep.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
-from sweep.yaml_file import YamlFileError, read_yaml
+from sweep.files.config_file import SpecError
+from sweep.files.records import write_json
+from sweep.files.rundir import RunDir
+from sweep.files.yaml_file import YamlFileError, read_yaml
+from sweep.run.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
 
 if TYPE_CHECKING:
     import wandb_workspaces.workspaces as ws

@@ -1,4 +1,4 @@
-"""Parameter counts of a Llama-architecture model, shared by the proxy ladder (sweep.ladder) and the full-run
+"""Parameter counts of a Llama-architecture model, shared by the proxy ladder (sweep.ladder.config) and the full-run
 plan's memory and FLOP models (sweep.promote.counts): one formula, so a proxy's N and a target's N are counted
 the same way."""
 

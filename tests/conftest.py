@@ -150,7 +150,7 @@ def once_per_session(tmp_path_factory, name: str) -> Iterator[Path]:
 def scripted_ladder_run(tiny_corpora, tmp_path_factory) -> Path:
     """runs/ladder/ of one ladder of scripted rungs (tests/sweep/ladder_runs.py): stopped after its second rung (that
     ladder.json kept as ../../stopped.json), then run again to its end. Read it, or copy it to change it."""
-    from tests.sweep.ladder_runs import stopped_then_finished, write_ladder_spec
+    from tests.sweep.ladder.ladder_runs import stopped_then_finished, write_ladder_spec
 
     with once_per_session(tmp_path_factory, "scripted-ladder") as root:
         run = root / "runs" / "ladder"
@@ -199,7 +199,7 @@ def _run_on_a_local_cluster(spec: Path, cwd: Path) -> None:
         patch.setenv("WANDB_INIT_TIMEOUT", "3")  # not a secret: the nodes have it from their own start
         with LocalCluster(shape=ClusterShape(nodes=2, cpus_per_node=1)):
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec), "--address", "auto"],
+                [sys.executable, "-m", "cli", "run", str(spec), "--address", "auto"],
                 check=False,
                 cwd=cwd,
                 env={**os.environ, "WANDB_API_KEY": WANDB_SECRET, "WANDB_BASE_URL": UNREACHABLE_WANDB},
@@ -228,7 +228,7 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
         if not output.is_file():
             root.mkdir(exist_ok=True)
             done = subprocess.run(
-                [sys.executable, "-m", "sweep.cli", "run", str(spec)],
+                [sys.executable, "-m", "cli", "run", str(spec)],
                 cwd=root,
                 check=False,  # the assertion below shows the output
                 capture_output=True,

@@ -1,16 +1,19 @@
-"""The import graph runs one way: train_entry <- sweep (the core) <- sweep.promote <- reports <- sweep.cli.
+"""The import graph runs one way: train_entry <- sweep (the core) <- sweep.promote <- reports <- cli.
 
 A module may import its own layer and the layers below it, never one above: imports inside
-functions count, imports only for type checking (under `if TYPE_CHECKING:`) do not.
+functions count, imports only for type checking (under `if TYPE_CHECKING:`) do not. Within and
+across layers no two modules import each other, even through a chain, type-only imports counted:
+a loop closed only for the type checker is still two concepts that cannot be read apart.
 """
 
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LAYERS = ("train_entry", "sweep", "sweep.promote", "reports", "sweep.cli")
+LAYERS = ("train_entry", "sweep", "sweep.promote", "reports", "cli")
 """Bottom to top."""
 
 
@@ -20,11 +23,11 @@ def layer(module: str) -> int | None:
     return max(matches, key=lambda index: len(LAYERS[index])) if matches else None
 
 
-def imports(source: str) -> set[str]:
-    """Modules a source imports at run time (not those under `if TYPE_CHECKING:`)."""
+def imports(source: str, *, type_only_too: bool = False) -> set[str]:
+    """Modules a source imports at run time (with `type_only_too`, those under `if TYPE_CHECKING:` too)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_only_too and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             node.body = []
     found = set()
     for node in ast.walk(tree):
@@ -51,6 +54,25 @@ def upward_imports(root: Path) -> list[str]:
     return sorted(set(found))
 
 
+def module_cycle(root: Path) -> tuple[str, ...] | None:
+    """A chain of project modules that leads back to its start, type-only imports counted; None if there is none."""
+    paths = {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
+        for path in sorted(root.rglob("*.py"))
+    }
+    graph = {
+        module: {name for name in imports(path.read_text(encoding="utf-8"), type_only_too=True) if name in paths}
+        - {module}
+        for module, path in paths.items()
+        if layer(module) is not None
+    }
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return tuple(exc.args[1])
+    return None
+
+
 def test_no_module_imports_a_layer_above_its_own():
     assert upward_imports(REPO) == []
 
@@ -58,23 +80,38 @@ def test_no_module_imports_a_layer_above_its_own():
 def test_an_upward_import_is_found(tmp_path):
     """The check itself: a core module importing reports, even inside a function, is caught; a
     type-checking import is not."""
-    (tmp_path / "sweep").mkdir()
-    (tmp_path / "sweep" / "driver.py").write_text(
+    (tmp_path / "sweep" / "run").mkdir(parents=True)
+    (tmp_path / "sweep" / "run" / "driver.py").write_text(
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from sweep.cli import main\n"
+        "if TYPE_CHECKING:\n    from cli import main\n"
         "def finish():\n    from reports.report import write_run_report\n"
     )
     assert upward_imports(tmp_path) == [
-        "sweep.driver -> reports.report (sweep imports reports)",
-        "sweep.driver -> reports.report.write_run_report (sweep imports reports)",
+        "sweep.run.driver -> reports.report (sweep imports reports)",
+        "sweep.run.driver -> reports.report.write_run_report (sweep imports reports)",
     ]
 
 
+def test_no_modules_import_each_other_even_for_type_checking():
+    assert module_cycle(REPO) is None
+
+
+def test_a_cycle_closed_only_for_the_type_checker_is_found(tmp_path):
+    (tmp_path / "sweep" / "study").mkdir(parents=True)
+    (tmp_path / "sweep" / "study" / "record.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sweep.study.forecast import Forecast\n"
+    )
+    (tmp_path / "sweep" / "study" / "forecast.py").write_text("from sweep.study.record import history_of\n")
+    assert set(module_cycle(tmp_path)) == {"sweep.study.record", "sweep.study.forecast"}
+    (tmp_path / "sweep" / "study" / "record.py").write_text("")
+    assert module_cycle(tmp_path) is None
+
+
 def test_the_layers_are_the_packages_they_name():
-    assert [layer(name) for name in ("train_entry.loop", "sweep.spec", "sweep.promote.plan", "reports.plots")] == [
+    assert [layer(name) for name in ("train_entry.loop", "sweep.spec.spec", "sweep.promote.plan", "reports.plots")] == [
         0,
         1,
         2,
         3,
     ]
-    assert layer("sweep.cli.run") == 4 and layer("optuna") is None
+    assert layer("cli.run") == 4 and layer("optuna") is None

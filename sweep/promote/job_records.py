@@ -12,8 +12,8 @@ from typing import Annotated
 from pydantic import AwareDatetime, ConfigDict, Field, RootModel, field_validator
 
 from sweep.address import parse_address
-from sweep.files import read_model, write_model
-from sweep.rundir import PlanDir
+from sweep.files.records import read_model, write_model
+from sweep.files.rundir import PlanDir
 from train_entry.config import StrictConfig
 
 MAX_JOBS_JSON_BYTES = 1 << 20

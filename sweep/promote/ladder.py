@@ -9,18 +9,18 @@ import math
 
 from pydantic import Field
 
-from sweep.files import CorruptFile
-from sweep.ladder_law.law import Law
-from sweep.ladder_law.law_optimum import TargetScale
-from sweep.ladder_law.law_predict import TargetPrediction, predict
-from sweep.ladder_law.law_table import LawInputError, lr_mean
-from sweep.ladder_law.law_validate import FoldErrors
-from sweep.ladder_record import LadderSummary, read_ladder
-from sweep.ladder_rungs import LadderTarget, mismatches
+from sweep.files.records import CorruptFile
+from sweep.files.rundir import RunDir
+from sweep.ladder.law import Law
+from sweep.ladder.law_optimum import TargetScale
+from sweep.ladder.law_predict import TargetPrediction, predict
+from sweep.ladder.law_table import LawInputError, lr_mean
+from sweep.ladder.law_validate import FoldErrors
+from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import LadderTarget, mismatches
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import Target
-from sweep.rundir import RunDir
 from sweep.scale import non_embedding_params
 from train_entry.config import StrictConfig
 from train_entry.optimizer import OptimizerConfig

@@ -14,9 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sweep.best import BestSummary, NoBestSummary, read_best
-from sweep.files import CorruptFile, read_model
-from sweep.pick import Pick, PickSource
+from sweep.choice.best import BestSummary, NoBestSummary, read_best
+from sweep.choice.pick import Pick, PickSource
+from sweep.files.records import CorruptFile, read_model
+from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
@@ -26,7 +27,6 @@ from sweep.promote.ladder import LawPoint, finished_ladder, ladder_target, law_p
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
-from sweep.rundir import PlanDir, RunDir
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, core_configs

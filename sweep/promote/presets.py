@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from sweep.config_file import load_config
+from sweep.files.config_file import load_config
 from sweep.promote.errors import PromotionError
 
 Config = TypeVar("Config", bound=BaseModel)

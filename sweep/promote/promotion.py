@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.address import security_warnings
-from sweep.files import write_whole
+from sweep.files.records import write_whole
+from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
 from sweep.promote.plan import Plan, make_plan, plan_dir, proxy_trial
@@ -22,7 +23,6 @@ from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.request import PromotionRequest, Rehearsal, Submission
 from sweep.promote.submit import Submitted, submit_plan
 from sweep.promote.summary import summary_markdown
-from sweep.rundir import PlanDir
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
 
 Echo = Callable[[str], None]

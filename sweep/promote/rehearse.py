@@ -23,12 +23,12 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sweep.address import parse_address
-from sweep.files import read_model
+from sweep.files.records import read_model
+from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.jobs import follow_logs
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import submit_plan
-from sweep.rundir import PlanDir
 from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig, ToyTrainer
 from train_entry.fullrun.toy import load_state
 from train_entry.optimizer import OptimizerConfig

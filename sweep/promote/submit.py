@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sweep.address import ClusterAddress, jobs_client
-from sweep.files import write_whole
+from sweep.files.records import write_whole
+from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.job_records import JobRecord, append_record
 from sweep.promote.secrets import secret_env
-from sweep.rundir import PlanDir
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 
 ID_PREFIX = "cpt-"

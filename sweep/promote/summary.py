@@ -8,8 +8,8 @@ import io
 from rich.console import Console, Group
 from rich.table import Table
 
-from sweep.ladder_law.law_validate import FoldErrors
-from sweep.pick import PickSource
+from sweep.choice.pick import PickSource
+from sweep.ladder.law_validate import FoldErrors
 from sweep.promote.layout import RankedLayout, describe
 from sweep.promote.plan import Optimum, Plan
 from train_entry.megatron.core_configs import transformer_engine_settings

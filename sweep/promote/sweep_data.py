@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator
 
-from sweep.config_file import SpecError, read_raw
+from sweep.files.config_file import SpecError, read_raw
+from sweep.files.rundir import RunDir
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.ladder import finished_ladder
-from sweep.rundir import RunDir
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import CorpusError, is_megatron_prefix
 from train_entry.data.megatron_prefix import prefix_tokens

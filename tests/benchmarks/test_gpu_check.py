@@ -25,7 +25,7 @@ TORCH_BRINGS |= {"triton", "typing-extensions"}
 GPU_PATHS = [
     # What the gpu tests import, and what their code imports only when it runs on a GPU.
     "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
-    "train_entry.builtin_base", "sweep.prepare", "sweep.promote.promotion", "sweep.cli.promote", "full_run_gpu",
+    "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.promotion", "cli.promote", "full_run_gpu",
 ]  # fmt: skip
 IMPORTED = """
 import importlib, importlib.metadata as md, json, os, sys

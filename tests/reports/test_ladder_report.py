@@ -4,9 +4,9 @@ in the page and in markdown."""
 
 from __future__ import annotations
 
+from cli import main
 from reports.ladder_report import write_ladder_report
 from reports.report import REPORT_MD
-from sweep.cli import main
 
 
 def test_the_ladder_report_tables_the_matched_rungs_the_law_and_its_folds(scripted_ladder_run, tmp_path):

@@ -9,7 +9,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 from optuna_dashboard import wsgi
 
-from sweep.rundir import RunDir
+from sweep.files.rundir import RunDir
 
 
 def _get(app, path: str) -> tuple[str, dict]:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from cli import main
+from cli.errors import EXIT_INPUT_ERROR
 from reports.report import (
     INDEX_HTML,
     REPORT_DIR,
@@ -23,12 +25,10 @@ from reports.report import (
     write_run_report,
 )
 from reports.snapshot import load_run, ratio_label
-from sweep.cli import main
-from sweep.cli.errors import EXIT_INPUT_ERROR
-from sweep.record import Attr
-from sweep.rundir import RunDir, RunRecord, open_run
-from sweep.study import open_study
-from sweep.study_trial import run_study_trial
+from sweep.files.rundir import RunDir, RunRecord, open_run
+from sweep.study.record import Attr
+from sweep.study.study import open_study
+from sweep.study.trial import run_study_trial
 from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
 
 PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "surrogate.png", "curves.png")
@@ -122,7 +122,7 @@ def test_a_sweep_with_nothing_within_the_budget_says_so_and_names_the_least_forg
 
 
 def test_report_agrees_with_best_json_written_by_the_same_functions(runs):
-    from sweep.best import write_best
+    from sweep.choice.best import write_best
 
     run_dir = make_run(runs, "agree")
     snapshot = load_run(run_dir)

@@ -119,7 +119,7 @@ def test_comparison_of_two_real_sweeps_overlays_both_and_renders_offline(tiny_sw
     runs = [tiny_sweep.run_dir, wandb_sweep]
     assert (wandb_sweep / REPORT_DIR / INDEX_HTML).is_file()  # `sweep run` wrote it, pruned trials and all
     done = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "report", *map(str, runs)],
+        [sys.executable, "-m", "cli", "report", *map(str, runs)],
         check=False,
         capture_output=True,
         text=True,

@@ -7,11 +7,11 @@ import math
 
 from rich.console import Console
 
+from cli import main
 from reports.tables import pick_lines, print_corpora, print_outcome
-from sweep.cli import main
-from sweep.pick import PickConfig, make_pick
-from sweep.select import select
-from sweep.space import SearchSpace
+from sweep.choice.observed import select
+from sweep.choice.pick import PickConfig, make_pick
+from sweep.spec.space import SearchSpace
 from tests.sweep.scripted import trial_row
 from train_entry.data.corpus import CorpusStats
 from train_entry.mix import MixRatio
@@ -70,7 +70,7 @@ def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_
 
 def test_a_long_pruning_reason_leaves_number_status_and_mix_readable_at_100_columns():
     """rich shrank every column of the too-wide table: numbers, statuses and mixes became "…"."""
-    from sweep.record import Status
+    from sweep.study.record import Status
 
     reason = "forgetting guard at step 50: forgetting 0.0216 now, predicted 0.0171 at the end, over budget 0.02 " * 2
     rows = [

@@ -13,8 +13,8 @@ import yaml
 from wandb_workspaces import expr
 
 from reports.wandb_dashboard import build_dashboard, plan_view, to_workspace
-from sweep.rundir import RunDir
-from sweep.spec import SpecError
+from sweep.files.rundir import RunDir
+from sweep.spec.spec import SpecError
 from tests.wandb_files import offline_runs
 
 
@@ -52,7 +52,7 @@ def _run_dir(root: Path, name: str, tracking: dict | None) -> Path:
 
 
 def test_a_sweep_that_did_not_log_to_wandb_is_refused_before_any_report_is_written(tmp_path, capsys):
-    from sweep.cli import main
+    from cli import main
 
     run_dir = _run_dir(tmp_path, "quiet", None)
     assert main(["report", str(run_dir), "--wandb"]) == 2
@@ -87,7 +87,7 @@ def test_the_view_reads_only_keys_the_sweeps_runs_log(wandb_sweep):
 def test_offline_the_definition_is_written_with_commands_that_sync_every_run(
     wandb_sweep, tmp_path, monkeypatch, capsys
 ):
-    from sweep.cli import main
+    from cli import main
 
     run_dir = tmp_path / "runs" / "wandb_sweep"
     shutil.copytree(wandb_sweep, run_dir)

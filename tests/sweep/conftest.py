@@ -3,7 +3,7 @@ from collections.abc import Callable
 import pytest
 from scripted import spec_with
 
-from sweep.study import SweepStudy, open_study
+from sweep.study.study import SweepStudy, open_study
 
 
 @pytest.fixture

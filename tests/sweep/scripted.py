@@ -3,10 +3,10 @@
 from collections.abc import Callable
 from pathlib import Path
 
-from sweep.record import Status
-from sweep.spec import SweepSpec, load_spec
-from sweep.study_trial import Report
-from sweep.table import TrialRow
+from sweep.spec.spec import SweepSpec, load_spec
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
+from sweep.study.trial import Report
 from train_entry.mix import MixRatio
 from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
@@ -27,7 +27,7 @@ def spec_with(**overrides) -> SweepSpec:
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
-    raw["search"]["replicates"] = {"top": 0}  # tests/sweep/test_replicates.py turns them on
+    raw["search"]["replicates"] = {"top": 0}  # tests/sweep/study/test_replicates.py turns them on
     raw["objective"]["forgetting_budget"] = BUDGET
     for key, value in overrides.items():
         raw[SECTION_OF.get(key, "search")][key] = value

@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from sweep.prepare import prepare
-from sweep.spec import load_spec
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
 from train_entry.mix import MixRatio
 from train_entry.model import Runtime
 from train_entry.proxy import run_trial

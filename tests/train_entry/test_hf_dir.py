@@ -54,7 +54,7 @@ def test_sweep_base_refuses_a_base_naming_code_with_exit_2_though_stdin_answers_
     spec = write_tiny_spec(f"planted-{tmp_path.name}.yaml")
     raw = yaml.safe_load(spec.read_text())
     spec.write_text(yaml.safe_dump({**raw, "base": {"model": str(tiny_base), "max_lr": 3e-4}}))
-    command = [sys.executable, "-m", "sweep.cli", "base", str(spec)]
+    command = [sys.executable, "-m", "cli", "base", str(spec)]
     done = subprocess.run(command, input="y\ny\n", check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"{tiny_base / 'config.json'}: auto_map names Python code" in done.stderr

@@ -8,9 +8,9 @@ import pytest
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from sweep.cli import main
-from sweep.prepare import Prepared, prepare
-from sweep.spec import load_spec
+from cli import main
+from sweep.run.prepare import Prepared, prepare
+from sweep.spec.spec import load_spec
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
 from train_entry.mix import MixRatio

@@ -81,8 +81,7 @@ def _train(corpora: Sequence[Corpus], vocab_size: int, max_document_bytes: int, 
         show_progress=False,
     )
     documents = itertools.chain.from_iterable(
-        read_documents(corpus, max_bytes=BPE_SAMPLE_BYTES, max_document_bytes=max_document_bytes)
-        for corpus in corpora
+        read_documents(corpus, max_bytes=BPE_SAMPLE_BYTES, max_document_bytes=max_document_bytes) for corpus in corpora
     )
     bpe.train_from_iterator(documents, trainer=trainer)
     PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token=EOD_TOKEN, pad_token=PAD_TOKEN).save_pretrained(directory)
@@ -132,9 +131,7 @@ def tokenizer_files(directory: Path) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         raise CorpusError(f"{directory}: tokenizer directory not found")
-    return sorted(
-        path for path in directory.iterdir() if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES
-    )
+    return sorted(path for path in directory.iterdir() if path.is_file() and path.suffix not in _WEIGHT_SUFFIXES)
 
 
 def _not_loadable(directory: Path, error: Exception) -> str:

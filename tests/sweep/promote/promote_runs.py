@@ -1,4 +1,4 @@
-"""A finished sweep's run directory, written with the sweep's own types: best.json by sweep.best
+"""A finished sweep's run directory, written with the sweep's own types: best.json by sweep.choice.best
 and the optimum's resolved trial config, as sweep run leaves them. A module of its own (not
 conftest) so that tests import it by a name no other test folder uses."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweep.best import BestSummary, Cost, Evidence, write_best
-from sweep.pick import Estimate, Pick, PickConfig, PickedPoint, PickSource, make_pick
-from sweep.record import Status
-from sweep.rundir import RunDir
-from sweep.space import SearchSpace
-from sweep.table import TrialRow
+from sweep.choice.best import BestSummary, Cost, Evidence, write_best
+from sweep.choice.pick import Estimate, Pick, PickConfig, PickedPoint, PickSource, make_pick
+from sweep.files.rundir import RunDir
+from sweep.spec.space import SearchSpace
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweep.cli import main
+from cli import main
 from sweep.promote.calibrate import layer_flops_per_token, measured_assumptions
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sweep.cli import main
+from cli import main
+from sweep.files.rundir import PlanDir
 from sweep.promote.job_records import JobRecord, append_record, read_records
 from sweep.promote.local_cluster import free_port
 from sweep.promote.submit import attempt_of, submission_id
-from sweep.rundir import PlanDir
 
 
 def test_submission_ids_count_attempts_of_one_plan_only():

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cli import main
+from cli import main
+from sweep.files.rundir import PlanDir
 from sweep.promote.job_records import MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
-from sweep.rundir import PlanDir
 from tests.hostile import no_connections, tree
 
 PLAN_ID = "llama3.1-8b-h100-480-0123abcd"

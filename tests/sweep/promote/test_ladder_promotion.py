@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from promote_runs import surrogate_pick, write_run
 
-from sweep.cli import main
-from sweep.ladder_law.law_optimum import at
-from sweep.ladder_record import read_ladder
-from sweep.pick import PickSource
+from cli import main
+from sweep.choice.pick import PickSource
+from sweep.files.rundir import RunDir
+from sweep.ladder.law_optimum import at
+from sweep.ladder.record import read_ladder
 from sweep.promote.config import PromotionConfig
 from sweep.promote.plan import Plan, make_plan
 from sweep.promote.summary import summary_markdown
-from sweep.rundir import RunDir
 from train_entry.mix import blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.cli import main
+from cli import main
 from sweep.promote.local_cluster import free_port
 from sweep.promote.secrets import redact, secret_env
 

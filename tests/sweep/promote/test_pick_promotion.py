@@ -8,14 +8,14 @@ import json
 import pytest
 from promote_runs import MAX_LR, surrogate_pick, write_run
 
-from sweep.best import read_best, write_best
-from sweep.cli import main
-from sweep.pick import Pick, PickSource
+from cli import main
+from sweep.choice.best import read_best, write_best
+from sweep.choice.pick import Pick, PickSource
+from sweep.files.rundir import RunDir
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.plan import Plan, make_plan, read_optimum
 from sweep.promote.summary import summary_markdown
-from sweep.rundir import RunDir
 from train_entry.mix import MixRatio, blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

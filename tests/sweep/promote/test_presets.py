@@ -11,7 +11,7 @@ from sweep.promote.counts import total_params
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import PRESETS as TARGETS
 from sweep.promote.targets import Target, load_target
-from sweep.spec import SpecError
+from sweep.spec.spec import SpecError
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -14,11 +14,11 @@ import torch
 from promote_runs import write_run
 from ray_processes import processes_mentioning
 
-from sweep.cli import main
-from sweep.prepare import prepare
+from cli import main
+from sweep.files.rundir import RunDir
 from sweep.promote.rehearse import JOB_LOG, RehearsalConfig
-from sweep.rundir import RunDir
-from sweep.spec import load_spec
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
 from tests.conftest import TINY_SPEC
 from train_entry.fullrun.job import RESULT_JSON
 from train_entry.fullrun.toy import STATE_FILE

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from ray_processes import processes_mentioning
 
+from cli import main
 from sweep.address import jobs_client
-from sweep.cli import main
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.plan import Plan
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from ray_processes import processes_mentioning
 
+from cli import main
 from sweep.address import jobs_client
-from sweep.cli import main
 from sweep.promote.errors import PromotionError
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import write_upload_dir

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from sweep.cli import main
+from cli import main
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError, CorpusStats
 from train_entry.data.sample import CorpusSample
 

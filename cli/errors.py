@@ -1,0 +1,33 @@
+"""The errors that mean "fix your input": the CLI prints them on one line and exits with code 2."""
+
+from sweep.address import AddressError
+from sweep.choice.best import NoBestSummary
+from sweep.files.config_file import SpecError
+from sweep.files.records import CorruptFile
+from sweep.files.rundir import RunDirError
+from sweep.ladder.law_table import LawInputError
+from sweep.ladder.record import LadderMismatch
+from sweep.promote.errors import PromotionError
+from sweep.run.tracking import TrackingError
+from sweep.study.storage import StorageError
+from sweep.study.study import StudyMismatch
+from train_entry.data.corpus import CorpusError
+from train_entry.hf_dir import HfDirError
+
+EXIT_INPUT_ERROR = 2
+
+INPUT_ERRORS = (
+    SpecError,
+    CorpusError,
+    HfDirError,
+    RunDirError,
+    StorageError,
+    CorruptFile,
+    NoBestSummary,
+    TrackingError,
+    PromotionError,
+    AddressError,
+    StudyMismatch,
+    LadderMismatch,
+    LawInputError,
+)

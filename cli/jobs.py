@@ -1,0 +1,76 @@
+"""`sweep jobs list [RUN]` and `sweep jobs logs ID`: submitted full-run jobs with their live status; a job's log.
+
+Only loopback clusters are contacted unless --allow-remote is given, whether their address is
+typed or recorded in a jobs.json: Ray's client sends the cluster token with every request. The
+form of cpt-sweep 0.1, `sweep jobs [RUN]`, is read as `sweep jobs list [RUN]` until 0.3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ACTIONS = ("list", "logs")
+
+
+def add_parser(verbs) -> None:
+    jobs = verbs.add_parser("jobs", help="list submitted full-run jobs with their status, or follow one's log")
+    actions = jobs.add_subparsers(dest="action", required=True, metavar="list | logs")
+    listing = actions.add_parser("list", help="the jobs `sweep promote submit` recorded, with their live status")
+    listing.add_argument("run", type=Path, nargs="?", help="one run directory (default: every run under runs/)")
+    logs = actions.add_parser("logs", help="follow a job's log until it ends (secrets masked)")
+    logs.add_argument("job", help="the job's submission id, e.g. cpt-llama3.1-70b-h100-480-1a2b3c4d")
+    logs.add_argument("--address", help="the job's cluster (default: the address its jobs.json recorded)")
+    for parser in (listing, logs):
+        parser.add_argument(
+            "--allow-remote",
+            action="store_true",
+            help="contact a non-loopback cluster: the --address given, or one a jobs.json recorded",
+        )
+    listing.set_defaults(func=list_jobs)
+    logs.set_defaults(func=follow_job)
+
+
+def legacy_form(argv: list[str]) -> list[str] | None:
+    """`sweep jobs [RUN]` (0.1) as `sweep jobs list [RUN]`; None for any other command line."""
+    if argv[:1] != ["jobs"] or (len(argv) > 1 and argv[1] in (*ACTIONS, "-h", "--help")):
+        return None
+    print("note: `sweep jobs [RUN]` is now `sweep jobs list [RUN]`; the old form is read until 0.3", file=sys.stderr)
+    return ["jobs", "list", *argv[1:]]
+
+
+def list_jobs(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from reports.console import make_console
+    from sweep.promote.jobs import job_rows, run_dirs_for
+
+    rows = job_rows(run_dirs_for(args.run), allow_remote=args.allow_remote)
+    console = make_console()
+    if not rows:
+        console.print("no submitted jobs" + (f" for {escape(str(args.run))}" if args.run else " under runs/"))
+        return 0
+    table = Table(title="full-run jobs")
+    for column in ("run", "job", "status", "cluster", "submitted"):
+        table.add_column(column)
+    for row in rows:
+        record = row.record
+        cells = (row.run, record.submission_id, row.status, record.address, record.submitted_at.isoformat())
+        table.add_row(*(escape(cell) for cell in cells))
+    console.print(table)
+    return 0
+
+
+def follow_job(args: argparse.Namespace) -> int:
+    from sweep.address import parse_address
+    from sweep.promote.jobs import find_address, follow_logs, run_dirs_for
+
+    if args.address:
+        url = parse_address(args.address, allow_remote=args.allow_remote).url
+    else:
+        url = find_address(args.job, run_dirs_for(None), allow_remote=args.allow_remote)
+    status = follow_logs(url, args.job, on_line=print)
+    print(f"job {args.job}: {status}")
+    return 0 if status == "SUCCEEDED" else 1

@@ -1,0 +1,266 @@
+"""`sweep promote plan | submit | rehearse RUN`: the sweep's pick as the full run's plan, then its launch.
+
+The flags become one typed PromotionRequest (sweep.promote.request), built here once and carried
+out by sweep.promote.promotion. The form of cpt-sweep 0.1, `sweep promote RUN ... --dry-run |
+--submit | --rehearse`, is still read, with a note, until 0.3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from cli.args import fraction, non_negative_int, positive_int
+
+SIDES = ("general", "non_english", "domain")
+MODES = {"plan": "--dry-run", "submit": "--submit", "rehearse": "--rehearse"}
+"""Each subcommand and the 0.1 flag it replaces."""
+
+
+def add_parser(verbs) -> None:
+    promote = verbs.add_parser(
+        "promote",
+        help="turn the sweep's pick into the full run's plan, then submit or rehearse it",
+        description=(
+            "plan: the full run of RUN's pick (best.json's: the surrogate's constrained optimum, else the observed "
+            "optimum; --observed takes the observed one; of a ladder, its loss law's optimum at the target, refused "
+            "when the law gives none) on a target model and cluster (peak LR, schedule, Megatron blend "
+            "weights, iterations, the fastest 3D layout that fits in GPU memory, the run's cost), checked with "
+            "megatron-core's own configs and written to RUN/promotion/<id>/. submit: plan, then submit it as a Ray "
+            "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
+        ),
+    )
+    modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse")
+    plan = modes.add_parser("plan", help="plan only: print it and write it under RUN/promotion/<id>/")
+    submit = modes.add_parser("submit", help="plan, then submit the full run as a Ray job to --address")
+    rehearse = modes.add_parser("rehearse", help="plan, then rehearse the job path locally with a fault drill")
+    for parser in (plan, submit, rehearse):
+        _add_plan_arguments(parser)
+        parser.set_defaults(func=run)
+    submit.add_argument(
+        "--address",
+        required=True,
+        help="the cluster's Jobs API (dashboard), e.g. http://127.0.0.1:8265; loopback only unless --allow-remote",
+    )
+    submit.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="accept a non-loopback --address (use https or Ray token auth: RAY_AUTH_MODE=token)",
+    )
+    submit.add_argument("--force", action="store_true", help="submit a new attempt even if the plan's job exists")
+    submit.add_argument(
+        "--max-failures", type=non_negative_int, default=None, help="worker-group restarts after a lost worker or node"
+    )
+    submit.add_argument(
+        "--storage",
+        help="shared storage for Ray Train's run state, reached by every node (default: <save-dir>/ray_train)",
+    )
+    rehearse.add_argument("--no-fault-drill", action="store_true", help="rehearse without killing a node")
+
+
+def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
+    parser.add_argument("--target", help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="promote the observed optimum (the best feasible completed trial) instead of best.json's pick, "
+        "the surrogate's constrained optimum; of a ladder, its largest rung's own pick instead of the law's optimum",
+    )
+    parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
+    parser.add_argument(
+        "--transformer-engine",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
+        "true for h100-480); without it the layout search leaves out sequence and context parallelism",
+    )
+    parser.add_argument("--tokens", type=positive_int, help="training tokens of the full run (default 1e12)")
+    parser.add_argument(
+        "--global-batch-tokens", type=positive_int, help="tokens per step (default 1440 x 8192 = 11796480)"
+    )
+    parser.add_argument(
+        "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/config.py); flags override it"
+    )
+    parser.add_argument(
+        "--data-prefix",
+        type=_data_prefix,
+        action="append",
+        default=[],
+        metavar="SIDE=PREFIX[@TOKENS]",
+        help="a Megatron indexed dataset for a side (general, non_english, domain); repeat for several; "
+        "with @TOKENS on all of a side's prefixes its weight is split by them, else equally",
+    )
+    parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
+    parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
+    parser.add_argument("--save-dir", help="the run's own checkpoint directory (also where a relaunch resumes)")
+    layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
+    for flag, key in (
+        ("--tensor-parallel", "tensor"),
+        ("--pipeline-parallel", "pipeline"),
+        ("--virtual-pipeline", "virtual_pipeline"),
+        ("--context-parallel", "context"),
+        ("--micro-batch-size", "micro_batch_size"),
+    ):
+        layout.add_argument(flag, dest=f"layout_{key}", type=positive_int, metavar="N")
+    layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
+    compute = parser.add_mutually_exclusive_group()
+    compute.add_argument("--mfu", type=fraction, help="assumed model FLOPs utilisation (default 0.43, cited)")
+    compute.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="time the target's layer on this machine's CUDA GPU with the entry's own code and plan with the "
+        "measured rate instead of the assumed MFU",
+    )
+
+
+def _data_prefix(text: str):
+    from sweep.promote.config import DataPrefix
+
+    side, sep, rest = text.partition("=")
+    if not sep or side not in SIDES or not rest:
+        raise argparse.ArgumentTypeError(
+            f"must be SIDE=PREFIX[@TOKENS] with SIDE one of {', '.join(SIDES)}, got {text!r}"
+        )
+    prefix, at, tokens = rest.rpartition("@") if "@" in rest else (rest, "", "")
+    try:
+        return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
+
+
+def legacy_form(argv: list[str]) -> list[str] | None:
+    """`sweep promote RUN ... --dry-run` (0.1) as `sweep promote plan RUN ...`; None for any other command line."""
+    if argv[:1] != ["promote"] or len(argv) < 2 or argv[1] in (*MODES, "-h", "--help"):
+        return None
+    given = [mode for mode, flag in MODES.items() if flag in argv]
+    if len(given) != 1:
+        return None  # argparse then says what `sweep promote` expects
+    mode = given[0]
+    print(
+        f"note: `sweep promote RUN {MODES[mode]}` is now `sweep promote {mode} RUN`; the old form is read until 0.3",
+        file=sys.stderr,
+    )
+    return ["promote", mode, *(word for word in argv[1:] if word != MODES[mode])]
+
+
+def run(args: argparse.Namespace) -> int:
+    from reports.console import make_console
+    from sweep.promote.promotion import make_promotion
+    from sweep.promote.summary import summary_tables
+
+    request = build_request(args)
+    promotion = make_promotion(request)
+    plan = promotion.plan
+    console = make_console()
+    console.print(summary_tables(plan))
+    if plan.placeholders:
+        console.print(
+            f"[yellow]placeholders for: {', '.join(plan.placeholders)} - fine for a plan; "
+            "a submission needs the real paths[/yellow]"
+        )
+    console.print(f"plan {plan.id} written to {promotion.directory.path}")
+    if args.mode == "submit":
+        return _submit(promotion, request.launch)
+    if args.mode == "rehearse":
+        return _rehearse(promotion, request)
+    return 0
+
+
+def build_request(args: argparse.Namespace):
+    """The command line as a PromotionRequest; PromotionError (or AddressError) naming what to fix."""
+    from sweep.promote.errors import PromotionError
+    from sweep.promote.request import PromotionRequest, Rehearsal, Submission
+
+    try:
+        launch: Submission | Rehearsal | None = None
+        if args.mode == "submit":
+            optional = {"storage": args.storage, "max_failures": args.max_failures}
+            launch = Submission(
+                address=args.address,
+                allow_remote=args.allow_remote,
+                force=args.force,
+                **{key: value for key, value in optional.items() if value is not None},
+            )
+        elif args.mode == "rehearse":
+            launch = Rehearsal(fault_drill=not args.no_fault_drill)
+        return PromotionRequest(
+            run=args.run,
+            config=config_from_args(args),
+            observed=args.observed,
+            calibrate=args.calibrate,
+            launch=launch,
+        )
+    except ValidationError as error:
+        raise PromotionError(error.errors(include_url=False)[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def config_from_args(args: argparse.Namespace):
+    """The --config file (if any) with the flags that were given laid over it."""
+    from sweep.files.config_file import load_config
+    from sweep.promote.config import PromotionConfig
+
+    config = load_config(args.config, PromotionConfig, kind="promotion config") if args.config else PromotionConfig()
+    top = {
+        key: value
+        for key, value in (
+            ("target", args.target),
+            ("cluster", args.cluster),
+            ("transformer_engine", args.transformer_engine),
+            ("tokens", args.tokens),
+            ("global_batch_tokens", args.global_batch_tokens),
+        )
+        if value is not None
+    }
+    data: dict[str, Any] = {}
+    for side in SIDES:
+        given = [prefix for name, prefix in args.data_prefix if name == side]
+        if given:  # a side's prefixes on the command line replace the file's
+            data[side] = given
+    if args.tokenizer:
+        data["tokenizer"] = args.tokenizer
+    checkpoint = {
+        key: value for key, value in (("base_dir", args.base_checkpoint), ("save_dir", args.save_dir)) if value
+    }
+    layout = {
+        key.removeprefix("layout_"): value
+        for key, value in vars(args).items()
+        if key.startswith("layout_") and value is not None
+    }
+    return config.model_copy(
+        update={
+            **top,
+            "data": config.data.model_copy(update=data),
+            "checkpoint": config.checkpoint.model_copy(update=checkpoint),
+            "layout": config.layout.model_validate({**config.layout.model_dump(exclude_unset=True), **layout}),
+            "assumptions": config.assumptions.model_copy(update={"mfu": args.mfu} if args.mfu else {}),
+        }
+    )
+
+
+def _submit(promotion, submission) -> int:
+    from sweep.promote.promotion import submit
+
+    submitted = submit(promotion, submission, echo=lambda line: print(line, file=sys.stderr))
+    url, plan_id = submission.cluster().url, promotion.plan.id
+    if submitted.new:
+        print(f"submitted job {submitted.submission_id} to {url}: {submitted.status}")
+    else:
+        print(
+            f"plan {plan_id} already has job {submitted.submission_id} on {url}: {submitted.status} "
+            "(nothing submitted; --force submits a new attempt)"
+        )
+    print(f"follow it with: sweep jobs logs {submitted.submission_id}")
+    return 0
+
+
+def _rehearse(promotion, request) -> int:
+    from sweep.promote.promotion import rehearse_plan
+    from sweep.promote.rehearse import RehearsalConfig
+
+    result = rehearse_plan(promotion, request.run, request.launch, echo=print)
+    return 0 if result.status == "SUCCEEDED" and result.final_step == RehearsalConfig().steps else 1

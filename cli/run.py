@@ -1,0 +1,188 @@
+"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, pick the optimum, write the report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+
+
+def add_parser(verbs) -> None:
+    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
+    parser.add_argument("spec", type=Path, help="sweep spec YAML")
+    parser.add_argument(
+        "--name",
+        default=None,
+        help="run directory name under runs/: letters, digits, '.', '_', '-' (default: the spec file's stem)",
+    )
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="join an existing Ray cluster: auto, HOST:PORT or ray://HOST:PORT; this machine only unless "
+        "--allow-remote (default: start Ray locally)",
+    )
+    parser.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="accept a cluster on another machine: the W&B key and Ray's token travel to it",
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start over: the old runs/<name>/ is moved to runs/.trash/<name>-<time>/"
+    )
+    parser.set_defaults(func=run, interrupted="interrupted; run the same command again to resume")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Exit code 0 when every planned trial has finished, 1 when some did not (run it again)."""
+    from reports.console import make_console
+    from reports.report import write_run_report
+    from reports.tables import print_outcome
+    from sweep.address import check_ray_address
+    from sweep.files.rundir import RunDir
+    from sweep.run.driver import run_sweep
+    from sweep.run.tracking import resolve_wandb
+    from sweep.spec.spec import load_spec
+
+    spec = load_spec(args.spec)
+    _check_storage_driver(args.spec, spec.execution.storage)
+    name, origin = (args.name, "--name") if args.name is not None else (args.spec.stem, "the spec file's name")
+    run_dir = RunDir.named(name, origin=origin)
+    address = check_ray_address(args.address, allow_remote=args.allow_remote) if args.address is not None else None
+    console = make_console()
+    wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
+    if notice:
+        console.print(notice, style="yellow")
+    view = LiveView(concurrency=spec.execution.concurrency, budget=spec.objective.forgetting_budget)
+    if spec.ladder is not None:
+        return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
+    outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
+
+    title = f"sweep {run_dir.path.name}"
+    print_outcome(console, outcome.selection, outcome.rows, title=title, pick=outcome.summary.pick, notes=outcome.notes)
+    cost = outcome.summary.cost
+    console.print(
+        f"tokens used {cost.tokens_used:,}; saved by pruning {cost.tokens_saved_by_pruning:,} (outputs in {run_dir.path})"
+    )
+    console.print(f"report: {write_run_report(run_dir.path)}")
+    if outcome.finished < outcome.planned:
+        console.print(
+            f"{outcome.planned - outcome.finished} planned trial(s) did not finish; run the same command again",
+            style="red",
+        )
+        return 1
+    return 0
+
+
+def _check_storage_driver(path: Path, storage: str | None) -> None:
+    """A database driver this machine lacks stops the sweep before anything is written (the spec itself is valid
+    wherever the driver is)."""
+    from sweep.files.config_file import SpecError
+    from sweep.study.storage import StorageError, check_driver, shown_url
+
+    if storage is None:
+        return  # SQLite in the run directory
+    try:
+        check_driver(storage)
+    except StorageError as exc:
+        raise SpecError(f"{path}: execution.storage = {shown_url(storage)!r}: {exc}") from None
+
+
+def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
+    """Every rung's sweep, smallest first, then the law across them; a report per rung and one of the ladder."""
+    from reports.ladder_report import print_ladder, write_ladder_report
+    from reports.report import write_run_report
+    from sweep.files.config_file import SpecError
+    from sweep.ladder.driver import run_ladder
+    from sweep.promote.config import PromotionConfig
+    from sweep.promote.errors import PromotionError
+    from sweep.promote.ladder import ladder_target
+    from sweep.promote.targets import load_target
+    from sweep.run.driver import run_sweep
+
+    try:  # before any compute: the rungs are matched to the target's pretraining tokens
+        full_run = PromotionConfig(tokens=spec.ladder.full_run_tokens)
+        target = ladder_target(load_target(spec.ladder.target), full_run, spec.proxy)
+    except PromotionError as exc:
+        raise SpecError(f"{args.spec}: ladder.target: {exc}") from None
+
+    def run_rung(rung, run, start):
+        return run_sweep(
+            rung.spec,
+            run,
+            address=address,
+            fresh=start.fresh,
+            wandb=wandb,
+            view=view,
+            study_name=start.study_name,
+        )
+
+    outcome = run_ladder(spec, run_dir, target, fresh=args.fresh, view=view, run_rung=run_rung)
+    for name in outcome.outcomes:
+        write_run_report(run_dir.rung(name).path)
+    print_ladder(console, outcome.summary)
+    console.print(f"report: {write_ladder_report(run_dir.path)}")
+    if outcome.unfinished or not outcome.summary.is_finished:
+        console.print("some rungs did not finish; run the same command again", style="red")
+        return 1
+    return 0
+
+
+class LiveView:
+    """On a terminal, a live trials table under a summary line; otherwise one summary line per finished
+    trial, so that the log of a long sweep stays readable.
+
+    Ray Tune pickles its callbacks (and this view with them) when the Tuner is built, and a console
+    holds locks: the view keeps one only from `start` on.
+    """
+
+    def __init__(self, *, concurrency: int, budget: float) -> None:
+        self._concurrency = concurrency
+        self._budget = budget
+        self._finished = -1
+        self._console: Console | None = None
+        self._live: Live | None = None
+
+    def message(self, text: str) -> None:
+        from reports.console import make_console
+
+        (self._console or make_console()).print(text, soft_wrap=True)
+
+    def start(self) -> None:
+        console = self._terminal_or_log()
+        if console.is_terminal:
+            self._live = Live(console=console, auto_refresh=False, transient=True)
+            self._live.start()
+
+    def update(self, rows, *, planned: int, trial_ended: bool) -> None:
+        from reports.tables import trials_table
+
+        if self._live is not None:
+            self._live.update(trials_table(rows, title=self._line(rows, planned)), refresh=True)
+            return
+        finished = sum(row.finished for row in rows)
+        if trial_ended and finished != self._finished:
+            self._finished = finished
+            self._terminal_or_log().print(self._line(rows, planned), soft_wrap=True)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+        self._console = None  # a ladder's next rung pickles this view again with its own Tuner
+
+    def _terminal_or_log(self) -> Console:
+        if self._console is None:
+            from reports.console import make_console
+
+            self._console = make_console()
+        return self._console
+
+    def _line(self, rows, planned: int) -> str:
+        from reports.tables import progress_line
+        from sweep.choice.observed import best_feasible
+
+        return progress_line(
+            rows, planned=planned, best=best_feasible(rows, self._budget), concurrency=self._concurrency
+        )

@@ -1,0 +1,1 @@
+"""The choice: the observed optimum, the feasibility-and-ranking rule, the surrogate, the pick and best.json."""

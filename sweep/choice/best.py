@@ -1,0 +1,123 @@
+"""best.json: the optimum, the evidence for it, the Pareto front, what the sweep cost, and the pick.
+
+Written by `sweep run` as a BestSummary and read back through the same type by promotion and
+reports, so a key is never looked up by a string that could drift.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from sweep.choice.observed import Selection
+from sweep.choice.pick import Pick, pick_with
+from sweep.choice.surrogate import Surrogate, fit_surrogate
+from sweep.files.records import CorruptFile, read_model, write_model
+from sweep.files.rundir import RunDir
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
+from sweep.study.study import SweepPlan
+from train_entry.config import StrictConfig
+
+
+class Cost(StrictConfig):
+    tokens_used: int = Field(ge=0)
+    """Tokens read by every trial of the sweep, pruned ones included."""
+    tokens_saved_by_pruning: int = Field(ge=0)
+    """Tokens the pruned trials would still have read had each run the whole budget."""
+    full_trial_tokens: int = Field(ge=0)
+
+    @classmethod
+    def of(cls, rows: list[TrialRow], plan: SweepPlan) -> Cost:
+        return cls(
+            tokens_used=sum(row.tokens_seen or 0 for row in rows),
+            tokens_saved_by_pruning=sum(
+                plan.full_trial_tokens - (row.tokens_seen or 0) for row in rows if row.status is Status.PRUNED
+            ),
+            full_trial_tokens=plan.full_trial_tokens,
+        )
+
+
+class Evidence(StrictConfig):
+    forgetting_budget: float
+    trials: dict[Status, int]
+    """Trials by status."""
+    feasible_completed: int = Field(ge=0)
+    runner_up: TrialRow | None
+    """The second-best feasible trial: its distance to the optimum is how clear the choice is."""
+
+
+class BestSummary(StrictConfig):
+    verdict: str
+    """One plain sentence on the outcome."""
+    optimum: TrialRow | None
+    least_forgetting: TrialRow | None
+    """When nothing is feasible: the Pareto trial closest to the budget."""
+    boundary_warnings: list[str]
+    evidence: Evidence
+    pareto_front: list[TrialRow]
+    cost: Cost
+    pick: Pick | None = None
+    """The recommended point: the surrogate's under the plan's rule, else the observed optimum, with the
+    evidence for it (sweep/choice/pick.py). None only in a best.json written before there were picks."""
+
+
+def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
+    """best.json's content, fitting the surrogate to the rows."""
+    return best_summary_with(fit_surrogate(rows, plan.space), selection, rows, plan)
+
+
+def best_summary_with(
+    surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
+) -> BestSummary:
+    """best.json's content with a surrogate already fitted to the rows (None: too few points)."""
+    feasible = sorted(
+        (
+            row
+            for row in rows
+            if row.status is Status.COMPLETED
+            and row.forgetting is not None
+            and row.forgetting <= plan.forgetting_budget
+        ),
+        key=lambda row: -row.domain_gain,
+    )
+    return BestSummary(
+        verdict=selection.verdict,
+        optimum=selection.optimum,
+        least_forgetting=selection.least_forgetting,
+        boundary_warnings=selection.boundary,
+        evidence=Evidence(
+            forgetting_budget=plan.forgetting_budget,
+            trials={status: sum(row.status is status for row in rows) for status in Status},
+            feasible_completed=len(feasible),
+            runner_up=feasible[1] if len(feasible) > 1 else None,
+        ),
+        pareto_front=selection.pareto,
+        cost=Cost.of(rows, plan),
+        pick=pick_with(
+            surrogate,
+            rows,
+            space=plan.space,
+            budget=plan.forgetting_budget,
+            config=plan.pick,
+            observed=selection.optimum,
+        ),
+    )
+
+
+def write_best(summary: BestSummary, run: RunDir) -> None:
+    write_model(run.inside(run.best_json), summary)
+
+
+class NoBestSummary(ValueError):
+    """A run without a readable best.json (unfinished, or not written by cpt-sweep)."""
+
+
+def read_best(run: RunDir) -> BestSummary:
+    if not run.best_json.is_file():
+        raise NoBestSummary(
+            f"{run.path} is not a finished sweep: no {run.best_json.name} (run `sweep run SPEC` to the end first)"
+        )
+    try:
+        return read_model(run.best_json, BestSummary, what="sweep summary")
+    except CorruptFile as exc:
+        raise NoBestSummary(str(exc)) from None

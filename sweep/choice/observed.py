@@ -1,0 +1,86 @@
+"""Picks the optimum from the trials that ran the whole budget, with the Pareto front around it.
+
+Optimum: the feasible (forgetting <= budget) COMPLETED trial with the highest domain_gain; ties go
+to the one that forgot less, then to the earlier trial. Pruned, diverged and failed trials never
+qualify: a curve cut short says nothing about where it would have ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.spec.space import SearchSpace
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
+from train_entry.mix import MixRatio
+
+
+@dataclass(frozen=True)
+class Selection:
+    optimum: TrialRow | None
+    """None when no completed trial is within the forgetting budget."""
+    pareto: list[TrialRow]
+    """Completed trials no other completed trial beats on both domain_gain and forgetting,
+    by rising forgetting."""
+    least_forgetting: TrialRow | None
+    """When nothing is feasible: the Pareto trial closest to the budget, the one to look at."""
+    boundary: list[str]
+    """Notes on each searched bound the optimum sits on: the range should be widened there."""
+    forgetting_budget: float
+
+    @property
+    def verdict(self) -> str:
+        """One plain sentence on the outcome."""
+        if self.optimum is not None:
+            best = self.optimum
+            return (
+                f"optimum: trial {best.number}, lr_fraction {best.lr_fraction:.4g} (peak LR {best.peak_lr:.3g}), "
+                f"mix {best.mix}: domain_gain {best.domain_gain:.4f}, forgetting {best.forgetting:.4f} "
+                f"(budget {self.forgetting_budget:.4g})"
+            )
+        if self.least_forgetting is None:
+            return "no trial completed its full budget, so there is no optimum"
+        least = self.least_forgetting
+        return (
+            f"no completed trial is within the forgetting budget {self.forgetting_budget:.4g}; "
+            f"the least-forgetting Pareto trial is {least.number} (lr_fraction {least.lr_fraction:.4g}, "
+            f"mix {least.mix}: forgetting {least.forgetting:.4f}, domain_gain {least.domain_gain:.4f})"
+        )
+
+
+def select(rows: list[TrialRow], *, forgetting_budget: float, space: SearchSpace) -> Selection:
+    completed = _completed(rows)
+    pareto = sorted(_pareto_front(completed), key=lambda row: (row.forgetting, -row.domain_gain, row.number))
+    optimum = best_feasible(rows, forgetting_budget)
+    boundary = (
+        space.edges(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share), shown_mix=optimum.mix)
+        if optimum
+        else []
+    )
+    return Selection(
+        optimum=optimum,
+        pareto=pareto,
+        least_forgetting=pareto[0] if optimum is None and pareto else None,
+        boundary=boundary,
+        forgetting_budget=forgetting_budget,
+    )
+
+
+def best_feasible(rows: list[TrialRow], forgetting_budget: float) -> TrialRow | None:
+    """The optimum alone: the highest-gain completed trial within the budget (a tie to the one that forgot less)."""
+    feasible = [row for row in _completed(rows) if row.forgetting <= forgetting_budget]
+    return min(feasible, key=lambda row: (-row.domain_gain, row.forgetting, row.number), default=None)
+
+
+def _completed(rows: list[TrialRow]) -> list[TrialRow]:
+    return [row for row in rows if row.status is Status.COMPLETED and row.domain_gain is not None]
+
+
+def _pareto_front(rows: list[TrialRow]) -> list[TrialRow]:
+    return [row for row in rows if not any(_dominates(other, row) for other in rows)]
+
+
+def _dominates(a: TrialRow, b: TrialRow) -> bool:
+    no_worse = a.domain_gain >= b.domain_gain and a.forgetting <= b.forgetting
+    better = a.domain_gain > b.domain_gain or a.forgetting < b.forgetting
+    return no_worse and better

@@ -1,0 +1,317 @@
+"""The pick: the point a sweep recommends, chosen on the surrogate by a stated rule, with its evidence.
+
+Rule (PickConfig, the spec's `objective.pick`): the candidates are a fine grid over the searched
+lr_fraction range (log-spaced when the range is) times the listed mixes (or a grid over a mix range),
+plus every tried point. Of those whose re-measured forgetting stays within the budget with probability
+>= min_probability, the pick is the one with the highest lower-confidence domain_gain (predicted mean
+less gain_lower_sd standard deviations of the surface). With fewer than MIN_DISTINCT_POINTS distinct
+completed points there is no surrogate, and when no candidate qualifies there is no surrogate pick:
+either way the pick is the observed optimum (or nothing), and `reason` says which and why.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import Field
+
+from sweep.choice.surrogate import (
+    MIN_DISTINCT_POINTS,
+    Z90,
+    Predictions,
+    Surrogate,
+    SurrogateFit,
+    completed,
+    distinct_points,
+    fit_surrogate,
+    point_key,
+)
+from sweep.spec.space import LRFractionRange, MixRange, SearchSpace
+from sweep.study.row import TrialRow
+from train_entry.config import StrictConfig
+from train_entry.mix import MixRatio
+
+LR_GRID = 41
+"""Candidate lr_fractions over a range: steps of 3.5 % over the default 0.05-0.20, finer than a proxy
+trial's noise can tell apart."""
+MIX_GRID = 21
+"""Candidate mixes over a mix range, evenly spaced in log(general / domain)."""
+
+
+class PickConfig(StrictConfig):
+    """The rule that turns the surrogate into one recommended point (`objective.pick` in the spec)."""
+
+    min_probability: float = Field(0.9, gt=0.0, lt=1.0)
+    """Smallest probability, under the surrogate, that a re-run at a candidate ends within the forgetting
+    budget; 0.9 keeps the pick off the budget's edge, where half of all re-runs would land over it."""
+    gain_lower_sd: float = Field(1.0, ge=0.0, le=5.0)
+    """Candidates are ranked by predicted domain_gain less this many standard deviations of the surface:
+    1 prefers a point the trials pin down to a slightly higher guess in a gap between them."""
+
+
+class PickSource(str, enum.Enum):
+    SURROGATE = "surrogate"
+    """The surrogate's constrained optimum under the rule."""
+    OBSERVED = "observed"
+    """The best feasible completed trial, when the surrogate cannot pick."""
+    LADDER = "ladder"
+    """A ladder's loss law's optimum at a promotion target's size (a plan's, never a sweep's best.json)."""
+
+
+class PickedPoint(StrictConfig):
+    lr_fraction: float
+    mix: str
+    """general:domain as the space writes it: a listed ratio, or one from a mix range's grid."""
+    domain_share: float
+    trials: list[int]
+    """Completed trials run at exactly this point (replicates included); empty between tried points."""
+    measured_gain: float | None
+    """Mean final domain_gain of those trials."""
+    measured_forgetting: float | None
+
+
+class Estimate(StrictConfig):
+    """The surrogate's prediction of one metric at one point."""
+
+    mean: float
+    sd: float
+    """Of the smooth value (what many re-runs would average to)."""
+    noise_sd: float
+    """Of one run around it (learned)."""
+    low: float
+    high: float
+    """90 % interval of the smooth value."""
+    remeasured_low: float
+    remeasured_high: float
+    """90 % interval of one re-run at the point."""
+
+    @classmethod
+    def at(cls, predictions: Predictions, index: int) -> Estimate:
+        mean, sd = float(predictions.mean[index]), float(predictions.sd[index])
+        remeasured = float(predictions.remeasured_sd[index])
+        return cls(
+            mean=mean,
+            sd=sd,
+            noise_sd=predictions.noise_sd,
+            low=mean - Z90 * sd,
+            high=mean + Z90 * sd,
+            remeasured_low=mean - Z90 * remeasured,
+            remeasured_high=mean + Z90 * remeasured,
+        )
+
+
+class Comparison(StrictConfig):
+    """A tried point against the pick: the posterior of gain(pick) - gain(point)."""
+
+    point: PickedPoint
+    gain_difference: float
+    low: float
+    high: float
+    """90 % interval of the difference."""
+    indistinguishable: bool
+    """The interval includes 0: the trials cannot tell this point's gain from the pick's."""
+
+
+class Pick(StrictConfig):
+    """What best.json recommends, where it comes from, and how sure it is."""
+
+    source: PickSource | None
+    """None: nothing to recommend (no surrogate pick and no feasible completed trial)."""
+    point: PickedPoint | None
+    reason: str
+    """Why this source: the rule's outcome, or why the surrogate could not pick."""
+    rule: str
+    """The rule in words, with its settings and the forgetting budget."""
+    gain: Estimate | None = None
+    """Predicted domain_gain at the point; None without a surrogate."""
+    forgetting: Estimate | None = None
+    probability_within_budget: float | None = None
+    """P(a re-run at the point ends with forgetting <= budget) under the surrogate."""
+    comparisons: list[Comparison] = Field(default_factory=list)
+    """Every other distinct tried point against the pick, by first trial number."""
+    fit: SurrogateFit | None = None
+    """The surrogate's fit: points used, learned noise and length scales; None without one."""
+
+    @property
+    def indistinguishable(self) -> list[Comparison]:
+        return [comparison for comparison in self.comparisons if comparison.indistinguishable]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    lr_fraction: float
+    domain_share: float
+    mix: str
+    """As the space writes it (a tried point: as its trial ran it)."""
+
+    @classmethod
+    def of(cls, row: TrialRow) -> Candidate:
+        return cls(row.lr_fraction, row.domain_share, row.mix)
+
+
+def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
+    lr = space.lr_fraction
+    if isinstance(lr, LRFractionRange):
+        lrs = f"{LR_GRID} {'log-spaced' if lr.log else 'evenly spaced'} lr_fractions over [{lr.low:g}, {lr.high:g}]"
+    else:
+        lrs = f"the {len(lr)} listed lr_fractions"
+    mixes = (
+        f"{MIX_GRID} mixes over [{space.mix.low}, {space.mix.high}] (log general:domain)"
+        if isinstance(space.mix, MixRange)
+        else f"the {len(space.mix)} listed mixes"
+    )
+    return (
+        f"among {lrs} x {mixes}, plus every tried point, those whose re-run forgetting is within the budget "
+        f"{budget:g} with probability >= {config.min_probability:g} under the surrogate; of them the highest "
+        f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
+        f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the observed optimum"
+    )
+
+
+def candidates(space: SearchSpace, rows: Sequence[TrialRow]) -> list[Candidate]:
+    """The grid of the rule, then the tried points not on it, each point once."""
+    lr = space.lr_fraction
+    if isinstance(lr, LRFractionRange):
+        spaced = np.geomspace if lr.log else np.linspace
+        lrs = [float(value) for value in spaced(lr.low, lr.high, LR_GRID)]
+    else:
+        lrs = sorted(lr)
+    if isinstance(space.mix, MixRange):
+        logs = np.linspace(space.mix.low.log_ratio, space.mix.high.log_ratio, MIX_GRID)
+        mixes = [ratio_of(float(value)) for value in logs]
+    else:
+        mixes = list(space.mix)
+    found: dict[tuple[float, float], Candidate] = {}
+    for value in lrs:
+        for mix in mixes:
+            found.setdefault(point_key(value, mix.domain_share), Candidate(value, mix.domain_share, str(mix)))
+    for row in completed(rows):
+        found.setdefault(point_key(row.lr_fraction, row.domain_share), Candidate.of(row))
+    return list(found.values())
+
+
+def make_pick(
+    rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None
+) -> Pick:
+    """The pick of a sweep's rows; `observed` is its observed optimum (sweep.choice.observed), the fallback."""
+    return pick_with(fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed)
+
+
+def pick_with(
+    surrogate: Surrogate | None,
+    rows: Sequence[TrialRow],
+    *,
+    space: SearchSpace,
+    budget: float,
+    config: PickConfig,
+    observed: TrialRow | None,
+) -> Pick:
+    """The pick from an already fitted surrogate (None: too few points), as make_pick."""
+    rule = rule_text(space, config, budget)
+    used = completed(rows)
+    if surrogate is None:
+        reason = f"no surrogate: {distinct_points(used)} distinct completed point(s), it needs {MIN_DISTINCT_POINTS}"
+        return _without_surrogate(observed, used, reason=reason, rule=rule)
+    pool = candidates(space, used)
+    gain, forgetting = surrogate.predict([c.lr_fraction for c in pool], [c.domain_share for c in pool])
+    probability = forgetting.probability_at_most(budget)
+    eligible = probability >= config.min_probability
+    if eligible.any():
+        lower = np.where(eligible, gain.mean - config.gain_lower_sd * gain.sd, -np.inf)
+        chosen, source = pool[int(np.argmax(lower))], PickSource.SURROGATE
+        reason = (
+            f"{int(eligible.sum())} of {len(pool)} candidate points are within the budget with probability >= "
+            f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain"
+        )
+    else:
+        reason = (
+            f"no candidate point is within the budget with probability >= {config.min_probability:g} "
+            f"(the highest is {float(probability.max()):.2f})"
+        )
+        if observed is None:
+            return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule)
+        chosen, source = Candidate.of(observed), PickSource.OBSERVED
+        reason += f"; the observed optimum, trial {observed.number}, instead"
+    return _described(surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule)
+
+
+def _without_surrogate(observed: TrialRow | None, used: list[TrialRow], *, reason: str, rule: str) -> Pick:
+    if observed is None:
+        return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is within the budget", rule=rule)
+    point = _picked(observed.lr_fraction, observed.mix, observed.domain_share, used)
+    reason = f"{reason}; the observed optimum, trial {observed.number}"
+    return Pick(source=PickSource.OBSERVED, point=point, reason=reason, rule=rule)
+
+
+def _described(
+    surrogate: Surrogate,
+    chosen: Candidate,
+    source: PickSource,
+    *,
+    used: list[TrialRow],
+    budget: float,
+    reason: str,
+    rule: str,
+) -> Pick:
+    """The pick at `chosen` with the surrogate's predictions there and its comparison with every tried point."""
+    share = chosen.domain_share
+    gain, forgetting = surrogate.predict([chosen.lr_fraction], [share])
+    return Pick(
+        source=source,
+        point=_picked(chosen.lr_fraction, chosen.mix, share, used),
+        reason=reason,
+        rule=rule,
+        gain=Estimate.at(gain, 0),
+        forgetting=Estimate.at(forgetting, 0),
+        probability_within_budget=float(forgetting.probability_at_most(budget)[0]),
+        comparisons=_comparisons(surrogate, (chosen.lr_fraction, share), used),
+        fit=surrogate.fit,
+    )
+
+
+def _comparisons(surrogate: Surrogate, pick: tuple[float, float], used: list[TrialRow]) -> list[Comparison]:
+    tried: dict[tuple[float, float], TrialRow] = {}
+    for row in sorted(used, key=lambda row: row.number):
+        tried.setdefault(point_key(row.lr_fraction, row.domain_share), row)
+    others = [row for key, row in tried.items() if key != point_key(*pick)]
+    if not others:
+        return []
+    mean, sd = surrogate.gain_difference(pick, [(row.lr_fraction, row.domain_share) for row in others])
+    return [
+        Comparison(
+            point=_picked(row.lr_fraction, row.mix, row.domain_share, used),
+            gain_difference=float(difference),
+            low=float(difference - Z90 * spread),
+            high=float(difference + Z90 * spread),
+            indistinguishable=bool(difference - Z90 * spread <= 0.0 <= difference + Z90 * spread),
+        )
+        for row, difference, spread in zip(others, mean, sd)
+    ]
+
+
+def _picked(lr_fraction: float, mix: str, domain_share: float, used: list[TrialRow]) -> PickedPoint:
+    key = point_key(lr_fraction, domain_share)
+    here = [row for row in used if point_key(row.lr_fraction, row.domain_share) == key]
+    return PickedPoint(
+        lr_fraction=lr_fraction,
+        mix=mix,
+        domain_share=domain_share,
+        trials=sorted(row.number for row in here),
+        measured_gain=_mean([row.domain_gain for row in here]),
+        measured_forgetting=_mean([row.forgetting for row in here]),
+    )
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def ratio_of(log_ratio: float) -> MixRatio:
+    """A mix on a range's grid (or extrapolated by a ladder), written with its smaller side 1 and 3 significant
+    digits ("1.5:1"), and exactly that ratio: the point promoted is the point shown."""
+    larger = float(f"{math.exp(abs(log_ratio)):.3g}")
+    return MixRatio(larger, 1.0) if log_ratio >= 0 else MixRatio(1.0, larger)

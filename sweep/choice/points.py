@@ -1,0 +1,98 @@
+"""The sweep's trials by distinct point: how often each point was measured to the end, the mean and the
+seed-to-seed spread of its domain_gain and forgetting, and that spread pooled over the points measured
+more than once (the noise below which two trials cannot be told apart)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+
+from sweep.choice.surrogate import completed, point_key
+from sweep.study.row import TrialRow
+from train_entry.config import StrictConfig
+
+
+class PointSummary(StrictConfig):
+    """One (lr_fraction, mix) over its completed trials: the main one and its replicates."""
+
+    lr_fraction: float
+    mix: str
+    trials: list[int]
+    """Numbers of the completed trials at this point, one per seed (sweep.choice.surrogate.completed), main trial first."""
+    domain_gain_mean: float
+    domain_gain_sd: float | None
+    """Sample standard deviation over the trials; None for a point measured once."""
+    forgetting_mean: float
+    forgetting_sd: float | None
+
+    @property
+    def n(self) -> int:
+        return len(self.trials)
+
+
+class SeedNoise(StrictConfig):
+    """The seed-to-seed spread pooled over the points measured more than once."""
+
+    points: int
+    degrees_of_freedom: int
+    """Sum of (n - 1) over those points: how many independent differences the spread rests on."""
+    domain_gain_sd: float
+    forgetting_sd: float
+
+
+def point_summaries(rows: Iterable[TrialRow]) -> list[PointSummary]:
+    """Every distinct point of the completed trials, the highest mean domain_gain first."""
+    by_point: dict[tuple[float, float], list[TrialRow]] = {}
+    for row in sorted(completed(rows), key=lambda row: row.number):
+        by_point.setdefault(point_key(row.lr_fraction, row.domain_share), []).append(row)
+    summaries = [
+        PointSummary(
+            lr_fraction=group[0].lr_fraction,
+            mix=group[0].mix,
+            trials=[row.number for row in group],
+            domain_gain_mean=statistics.fmean(row.domain_gain for row in group),
+            domain_gain_sd=_sd([row.domain_gain for row in group]),
+            forgetting_mean=statistics.fmean(row.forgetting for row in group),
+            forgetting_sd=_sd([row.forgetting for row in group]),
+        )
+        for group in by_point.values()
+    ]
+    return sorted(summaries, key=lambda point: (-point.domain_gain_mean, point.trials[0]))
+
+
+def seed_noise(points: Iterable[PointSummary]) -> SeedNoise | None:
+    """The pooled standard deviation, sqrt(sum (n - 1) sd^2 / sum (n - 1)); None with no point measured twice."""
+    repeated = [point for point in points if point.n > 1]
+    if not repeated:
+        return None
+    freedom = sum(point.n - 1 for point in repeated)
+
+    def pooled(sds: list[float]) -> float:
+        return math.sqrt(sum((point.n - 1) * sd**2 for point, sd in zip(repeated, sds)) / freedom)
+
+    return SeedNoise(
+        points=len(repeated),
+        degrees_of_freedom=freedom,
+        domain_gain_sd=pooled([point.domain_gain_sd for point in repeated]),
+        forgetting_sd=pooled([point.forgetting_sd for point in repeated]),
+    )
+
+
+def replicates_note(rows: Iterable[TrialRow], *, top: int) -> str | None:
+    """What the replicates did when fewer distinct points could be re-run than replicates.top (`top`) asks for:
+    the points there were took the remaining replicates at further seeds (see sweep.study.replicates.replicates_due)."""
+    replicates = [row for row in rows if row.replicate_of is not None]
+    points = sorted({row.replicate_of for row in replicates})
+    if not replicates or len(points) >= top:
+        return None
+    seeds = ", ".join(str(seed) for seed in sorted({row.seed for row in replicates if row.seed is not None}))
+    trials = ", ".join(map(str, points))
+    return (
+        f"replicates.top is {top} but only {len(points)} distinct point(s) could be re-run (trial(s) {trials}): "
+        f"the {len(replicates)} replicate(s) re-run them at seeds {seeds}"
+    )
+
+
+def _sd(values: list[float]) -> float | None:
+    return statistics.stdev(values) if len(values) > 1 else None

@@ -1,5 +1,0 @@
-import sys
-
-from sweep.cli import main
-
-sys.exit(main())

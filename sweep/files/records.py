@@ -1,0 +1,64 @@
+"""Files a run directory holds: written whole or not at all, read back as untrusted typed data.
+
+A reader (a browser reloading a report, `sweep status` during a run) never sees half a file, and a
+process killed mid-write leaves the previous version in place: the data goes to a hidden sibling
+that is then renamed over the target, and a rename within one directory is atomic on POSIX.
+
+A run directory is shared, copied and received from colleagues, so everything read back from it
+goes through a pydantic model with a size bound: a corrupt file is an error naming it, never a
+traceback and never a value trusted because it sat beside our own files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from sweep.study.storage import quoted
+
+Model = TypeVar("Model", bound=BaseModel)
+
+MAX_RECORD_BYTES = 16 << 20
+"""16 MiB: the largest file a run writes (best.json of a 10,000-trial sweep) is well under it."""
+
+
+class CorruptFile(ValueError):
+    """A file in a run directory that is not what cpt-sweep wrote there; the message names it."""
+
+
+def write_whole(path: Path, data: str | bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, value: Any) -> None:
+    write_whole(path, json.dumps(value, indent=2) + "\n")
+
+
+def write_model(path: Path, value: BaseModel) -> None:
+    write_whole(path, value.model_dump_json(indent=2) + "\n")
+
+
+def read_model(path: Path, model: type[Model], *, what: str, max_bytes: int = MAX_RECORD_BYTES) -> Model:
+    """`path` validated as `model`; CorruptFile naming the file, `what` it should be and the first problem."""
+    try:
+        if not path.is_file():  # a FIFO would block the read; a folder is not a record
+            raise CorruptFile(f"{path}: not a regular file, so not a {what} cpt-sweep wrote")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise CorruptFile(f"{path}: {size:,} bytes, more than a {what} ever holds ({max_bytes:,})")
+        return model.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise CorruptFile(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        raise CorruptFile(
+            f"{path} is not a {what} cpt-sweep wrote: {where}: {error['msg']}"
+            + (f" (got {quoted(error['input'])})" if "input" in error and error["type"] != "json_invalid" else "")
+        ) from None

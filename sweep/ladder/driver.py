@@ -1,0 +1,142 @@
+"""`sweep run` of a spec with a ladder: every rung's sweep in turn, smallest first, then the loss law over all of them.
+
+Each rung is a whole sweep in runs/<ladder>/rungs/<rung>/ (resumable after kill -9 as any sweep: its study is its
+only state), so `sweep status`, `sweep report` and promotion work on a rung alone. ladder.json is written when the
+ladder starts and after every rung with the evaluations read from its study, so it always holds what has finished;
+once the last rung has finished, the law is fitted to every evaluation (and a team's earlier runs), predicted at the
+target with bootstrap intervals, and each rung is predicted from the others.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sweep.files.rundir import RunDir, check_run_name, open_run
+from sweep.ladder.law_csv import read_runs_csv
+from sweep.ladder.law_runs import fit_table
+from sweep.ladder.law_study import study_observations
+from sweep.ladder.law_table import LawInputError
+from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
+from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
+from sweep.run.driver import SweepOutcome, SweepView, locked
+from sweep.spec.spec import SweepSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class RungStart:
+    """How one rung's sweep is to run."""
+
+    study_name: str
+    fresh: bool
+
+
+RungRunner = Callable[[RungSpec, RunDir, RungStart], SweepOutcome]
+"""Runs (or resumes) one rung's sweep to its end: sweep.driver.run_sweep in `sweep run`, scripted trials in tests."""
+
+
+@dataclass(frozen=True)
+class LadderOutcome:
+    summary: LadderSummary
+    outcomes: dict[str, SweepOutcome]
+    """Each rung's sweep outcome, by rung name."""
+
+    @property
+    def unfinished(self) -> int:
+        """Planned trials that did not finish, over every rung."""
+        return sum(outcome.planned - outcome.finished for outcome in self.outcomes.values())
+
+
+def run_ladder(
+    spec: SweepSpec, run: RunDir, target: LadderTarget, *, fresh: bool, view: SweepView, run_rung: RungRunner
+) -> LadderOutcome:
+    """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, matched to `target`, and fits the
+    law over them."""
+    rungs = rung_specs(spec, target.cpt_share)
+    names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
+    with locked(run):
+        if fresh and (trash := run.move_to_trash(keep=run.lock)) is not None:
+            view.message(f"--fresh: the previous ladder is kept in {trash}")
+        summary = _start(spec, run, rungs, target)
+        write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
+        outcomes: dict[str, SweepOutcome] = {}
+        for index, (rung, study_name) in enumerate(zip(rungs, names)):
+            view.message(_rung_line(rung, index, len(rungs)))
+            outcome = run_rung(rung, run.rung(rung.name), RungStart(study_name=study_name, fresh=fresh))
+            outcomes[rung.name] = outcome
+            if outcome.finished < outcome.planned:
+                view.message(f"rung {rung.name}: {outcome.planned - outcome.finished} trial(s) unfinished; stopping")
+                break
+            summary = _with_rung(summary, rung, run.rung(rung.name))
+            write_ladder(run, summary)
+        if summary.is_finished:
+            view.message(f"fitting the law to {len(summary.observations)} evaluations ({summary.settings.refits} "
+                         "bootstrap refits, each rung held out in turn)")  # fmt: skip
+            summary = _fitted(spec, summary)
+            write_ladder(run, summary)
+    return LadderOutcome(summary=summary, outcomes=outcomes)
+
+
+def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec], target: LadderTarget) -> LadderSummary:
+    """The ladder.json a run starts from: a new one, whose finished rungs are read again from their studies."""
+    planned = [rung.name for rung in rungs]
+    if run.ladder_json.exists() and (stored := read_ladder(run)).planned != planned:
+        raise LadderMismatch(
+            f"{run.ladder_json} is a ladder of rungs {stored.planned}, not {planned}; rerun with --fresh to start "
+            "over, or --name for a new ladder"
+        )
+    ladder = spec.ladder
+    return LadderSummary(
+        target=ladder.target,
+        at_target=target,
+        forgetting_budget=spec.objective.forgetting_budget,
+        space=spec.space,
+        search=spec.search,
+        rungs=[rung.design for rung in rungs],
+        runs=None if ladder.runs is None else str(ladder.runs),
+        settings=ladder.law,
+    )
+
+
+def _with_rung(summary: LadderSummary, rung: RungSpec, rung_run: RunDir) -> LadderSummary:
+    """The summary with a finished rung's evaluations, read from its study."""
+    _, sweep = open_run(rung_run)
+    design = rung.design
+    rows = study_observations(
+        sweep, rung=rung.name, parameters=design.parameters, pretrain_tokens=design.pretrain_tokens
+    )
+    result = RungResult(name=rung.name, trials=len({row.trial for row in rows}), evaluations=len(rows))
+    return summary.model_copy(
+        update={"finished": [*summary.finished, result], "observations": [*summary.observations, *rows]}
+    )
+
+
+def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
+    """The law over every rung (and the earlier runs), or a note saying why there is none."""
+    ladder = spec.ladder
+    earlier = list(read_runs_csv(ladder.runs).rows) if ladder.runs is not None else []
+    summary = summary.model_copy(update={"observations": summary.observations + earlier})
+    try:
+        fit = fit_table(
+            summary.table(),
+            summary.at_target.scale,
+            budget=summary.forgetting_budget,
+            settings=summary.settings,
+            box=summary.box,
+            validate=True,
+            source="the ladder's rungs" + (f" and {ladder.runs}" if ladder.runs is not None else ""),
+        )
+    except LawInputError as exc:
+        return summary.model_copy(update={"note": f"no law: {exc}"})
+    return summary.model_copy(update={"fit": fit})
+
+
+def _rung_line(rung: RungSpec, index: int, count: int) -> str:
+    design = rung.design
+    return (
+        f"rung {rung.name} ({index + 1} of {count}): {rung.parameters:,} non-embedding parameters "
+        f"(log N {math.log(rung.parameters):.2f}), base pretrained on {design.pretrain_tokens:,.0f} tokens at peak LR "
+        f"{design.max_lr:.4g}; trials of {design.steps} steps x {design.batch_size} x "
+        f"{rung.spec.proxy.seq_len} = {design.trial_tokens:,} tokens"
+    )

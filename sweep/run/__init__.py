@@ -1,0 +1,1 @@
+"""Running a sweep: its data and base prepared once, its trials under Ray Tune, W&B tracking, what a person sees."""

@@ -1,0 +1,69 @@
+"""The Ray Tune function trainable: one proxy trial, reporting to Ray Tune, its Optuna trial and W&B.
+
+It runs in a Ray worker process: it opens the study from its storage URL, reads its point from
+its Optuna trial and hands `run_trial` a report callback. The proxy trial itself knows nothing
+of Ray or Optuna.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from ray import tune
+
+from sweep.files.rundir import RunDir
+from sweep.run.prepare import Prepared
+from sweep.run.tracking import TrialRun, WandbTarget, wandb_trial_config
+from sweep.study.record import Attr
+from sweep.study.searcher import NUMBER
+from sweep.study.study import load_study
+from sweep.study.table import trial_row
+from sweep.study.trial import Report, run_study_trial
+from train_entry.proxy import run_trial
+from train_entry.trial_config import Metrics, TrialResult
+
+
+def proxy_trainable(
+    config: dict, *, prepared: Prepared, wandb: WandbTarget | None, url: str, study_name: str, run: RunDir
+) -> None:
+    sweep = load_study(url=url, name=study_name)
+    number = config[NUMBER]
+    frozen = sweep.frozen(number)
+    point = sweep.plan.space.point(frozen.params)
+    output_dir = run.inside(run.trial(number))
+    trial_config = prepared.trial_config(
+        # A replicate trains with its own seed, also when a rerun takes it up after a crash.
+        lr_fraction=point.lr_fraction,
+        mix=point.mix,
+        output_dir=output_dir,
+        seed=frozen.user_attrs.get(Attr.SEED.value),
+    )
+    tracked = TrialRun(
+        wandb,
+        name=f"{study_name}-{number:04d}",
+        group=study_name,
+        config=wandb_trial_config(trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number),
+        directory=output_dir,
+    )
+
+    def run(report: Report) -> TrialResult:
+        # Inside run_study_trial, so that a failure here too is stored with the trial and retried.
+        # Every attempt starts from an empty directory: one killed mid-write (a crash, a retry)
+        # may have left half an index cache behind.
+        shutil.rmtree(output_dir, ignore_errors=True)
+        tracked.start()
+
+        def logged(metrics: Metrics) -> bool:
+            tracked.log(metrics)
+            return report(metrics)
+
+        return run_trial(trial_config, logged)
+
+    with tracked:
+        run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))
+        # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
+        row = trial_row(sweep.frozen(number), sweep.plan)
+        tracked.end(status=row.status.value, reason=row.reason)
+    # Ray's last result of the trial says how it ended. A trial that diverged before its first evaluation
+    # reported nothing, and Tune's console reporter prints "Trial ... completed. Last result: " for it.
+    tune.report({"status": row.status.value})

@@ -1,0 +1,396 @@
+"""The sweep spec: one YAML file mapped one to one onto typed config objects, validated once.
+
+Its sections say what a sweep starts from (`base`, `data`, `proxy`), *what* it searches (`space`,
+`objective`), *how* it searches (`search`: sampler, pruner, budget) and *where* its trials run
+(`execution`: concurrency, resources, storage), and how it is tracked (`tracking`). Every error
+names the spec file, the key path, the bad value and what would be valid, before any compute
+starts. Relative paths resolve against the spec file's own folder.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from sweep.choice.pick import PickConfig
+from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.ladder.config import LadderConfig
+from sweep.run.tracking import TrackingConfig
+from sweep.spec.space import SearchSpace
+from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
+from sweep.study.replicates import ReplicatesConfig
+from sweep.study.storage import check_url
+from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.config import Seed, StrictConfig
+from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
+from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
+from train_entry.trial_config import ProxyConfig
+
+BUILTIN_BASE = "builtin:tiny-llama"
+MAX_TRIALS = 10_000
+"""Upper bound of a sweep's trials (and a grid's points): far above any proxy sweep, far below a typo."""
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, (str, Path)) else value
+
+
+def _corpus_paths(paths: list[Path], info: ValidationInfo) -> list[Path]:
+    """Resolved against the spec's folder, each naming a file, a directory or a glob of shards, or a Megatron prefix."""
+    try:
+        paths = [resolve_path(path, info) for path in paths]
+        corpus = Corpus(tuple(paths))
+        if corpus.prefixes() is None:
+            corpus.shards()
+    except CorpusError as exc:
+        raise ValueError(str(exc)) from None
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a path too long, a folder we may not read
+        raise ValueError(f"cannot read corpus path {paths[0]}: {exc}") from None
+    return paths
+
+
+def _paths_out(paths: list[Path]) -> str | list[str]:
+    return str(paths[0]) if len(paths) == 1 else [str(path) for path in paths]
+
+
+CorpusPaths = Annotated[
+    list[Path],
+    BeforeValidator(_one_or_many),
+    Field(min_length=1, max_length=100_000),
+    AfterValidator(_corpus_paths),
+    PlainSerializer(_paths_out),
+]
+"""One path or a list: files, directories and globs of shards, or Megatron indexed dataset prefixes."""
+
+
+def _tokenizer_dir(tokenizer: Path, info: ValidationInfo) -> Path:
+    path = resolve_path(tokenizer, info)
+    if not path.is_dir():
+        raise ValueError(f"tokenizer directory not found: {path}")
+    refuse_remote_code(path)
+    return path
+
+
+TokenizerDir = Annotated[Path, AfterValidator(_tokenizer_dir)]
+"""A Hugging Face tokenizer directory, resolved against the spec's folder."""
+
+
+class BaseConfig(StrictConfig):
+    """The pretrained model that continued pretraining starts from."""
+
+    model: str = BUILTIN_BASE
+    """`builtin:tiny-llama`, or a Hugging Face causal-LM directory (config.json + weights)."""
+    max_lr: float = Field(gt=0.0, le=1.0)
+    """The base's own pretraining peak LR; every trial's peak LR is lr_fraction x max_lr."""
+    tokenizer: TokenizerDir | None = None
+    """A Hugging Face tokenizer directory; default: the base's own (a BPE for the built-in base)."""
+    builtin: BuiltinBaseConfig | None = None
+    """Only for builtin:tiny-llama; defaults apply when left out."""
+
+    @field_validator("model")
+    @classmethod
+    def _model_is_builtin_or_dir(cls, model: str, info: ValidationInfo) -> str:
+        if model.startswith("builtin:"):
+            if model != BUILTIN_BASE:
+                raise ValueError(f"unknown built-in base {model!r}; valid: {BUILTIN_BASE!r}")
+            return model
+        path = resolve_path(Path(model), info)
+        if not (path / CONFIG_JSON).is_file():
+            raise ValueError(
+                f"{path} is not a Hugging Face model directory (no {CONFIG_JSON}); "
+                f"use {BUILTIN_BASE!r} or a directory written by save_pretrained"
+            )
+        check_model_dir(path)  # before any compute: a config that is not one, code to run, no weights
+        return str(path)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_defaults(cls, data: Any) -> Any:
+        # Filled in before validation, so the field is set and a dumped spec loads back equal.
+        if isinstance(data, dict) and data.get("model", BUILTIN_BASE) == BUILTIN_BASE and data.get("builtin") is None:
+            return {**data, "builtin": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _builtin_only_for_builtin(self) -> BaseConfig:
+        if not self.is_builtin and self.builtin is not None:
+            raise ValueError(f"base.builtin applies only to model {BUILTIN_BASE!r}; remove it")
+        return self
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.model == BUILTIN_BASE
+
+
+# --------------------------------------------------------------------------------------- data
+
+
+class CorpusConfig(StrictConfig):
+    """One corpus: JSONL (the text in `text_field` on each line), plain text (blank-line separated), either
+    optionally .gz, .bz2, .xz or .zst compressed, or Parquet (the text in column `text_field`); a file, a
+    directory or a glob of such shards, read as one corpus; or Megatron indexed dataset prefixes (.bin/.idx),
+    already tokenised by `tokenizer`. docs/corpora.md says how each is read and sampled."""
+
+    train: CorpusPaths
+    valid: CorpusPaths
+    """Held out: the fixed validation set every trial of a sweep is measured on."""
+    text_field: str = Field("text", min_length=1, max_length=256)
+    """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
+    tokenizer: TokenizerDir | None = None
+    """For Megatron prefixes only: the Hugging Face tokenizer directory that made them; it must be the base's."""
+
+    @model_validator(mode="after")
+    def _tokenizer_names_prefixes(self) -> CorpusConfig:
+        kinds = {split: self.corpus(split).prefixes() is not None for split in ("train", "valid")}
+        if self.tokenizer is None and any(kinds.values()):
+            split = "train" if kinds["train"] else "valid"
+            raise ValueError(
+                f"{split} is a Megatron indexed dataset: name the tokenizer that made it (tokenizer: a Hugging Face "
+                "tokenizer directory), which must be the base's"
+            )
+        if self.tokenizer is not None and not any(kinds.values()):
+            raise ValueError(
+                "tokenizer applies only to Megatron prefixes, and neither train nor valid is one; remove it"
+            )
+        return self
+
+    def corpus(self, split: Literal["train", "valid"]) -> Corpus:
+        return Corpus(tuple(getattr(self, split)), self.text_field)
+
+    @property
+    def is_megatron(self) -> bool:
+        """Whether its train split is Megatron prefixes (the full run's own data, for the plan's --data-path)."""
+        return self.corpus("train").prefixes() is not None
+
+
+class NonEnglishConfig(CorpusConfig):
+    share: float = Field(0.10, ge=0.0, lt=1.0)
+    """Non-English share of the general side of the mix (10 % in the e-commerce Llama recipe)."""
+
+
+class SampleConfig(StrictConfig):
+    """The size of each corpus's sample, relative to what the sweep reads of it (sweep.run.sample_size)."""
+
+    margin: float = Field(2.0, ge=1.0, le=1000.0)
+    """Multiple of the most tokens one run reads: a trial at the space's largest domain share reads half of its
+    sample, so replicates at other seeds and trials at other mixes draw partly other documents."""
+    min_tokens: int = Field(4_000_000, ge=1, le=10**13)
+    """No sample is smaller: below ~4 M tokens (~14 MB of text, ~7 s of tokenising on 2 cores) sampling saves
+    seconds and costs variety, so small corpora, the bundled ones among them, are read whole."""
+
+
+class DataConfig(StrictConfig):
+    domain: CorpusConfig
+    general: CorpusConfig
+    """The English general-domain replay corpus."""
+    non_english: NonEnglishConfig | None = None
+    """Non-English general text; its share is split out of the general side of every mix."""
+    max_document_bytes: int = Field(DEFAULT_MAX_DOCUMENT_BYTES, gt=0, le=1 << 30)
+    """Lines (documents) longer than this are skipped and counted, not fatal; at most 1 GiB."""
+    sample: SampleConfig = SampleConfig()
+    """How much of each corpus the sweep prepares: a sample spread over it, sized by what the sweep reads."""
+
+    def corpora(self) -> dict[str, Corpus]:
+        """Every corpus split by name ("domain.train", "general.valid", ...)."""
+        return {
+            f"{side}.{split}": getattr(self, side).corpus(split)
+            for side in ("domain", "general", "non_english")
+            if getattr(self, side) is not None
+            for split in ("train", "valid")
+        }
+
+
+# ------------------------------------------------------------------------------- what, how, where
+
+
+class ObjectiveConfig(StrictConfig):
+    forgetting_budget: float = Field(ge=0.0, le=1.0)
+    """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's; 1 = double)."""
+    pick: PickConfig = PickConfig()
+    """The rule that picks the recommended point on the surrogate (sweep/choice/pick.py)."""
+
+
+class SearchConfig(StrictConfig):
+    """How the sweep searches its space: the sampler, the pruner and the budget of trials."""
+
+    sampler: Literal["tpe", "gp", "nsga2", "random", "grid"] = "tpe"
+    """Optuna's sampler; grid runs every combination of the listed space values once."""
+    seed: Seed = 0
+    """The sampler's seed: the same seed and trials propose the same points."""
+    num_trials: int = Field(16, gt=0, le=MAX_TRIALS)
+    """Trials the sampler proposes (the sweep ends with these and its replicates); a grid fills in its own
+    count (every combination) when left out."""
+    pruner: PrunerConfig = MedianPrunerConfig()
+    forgetting_guard: ForgettingGuardConfig | None = ForgettingGuardConfig()
+    """Stops a trial predicted to end far over the forgetting budget; null turns it off."""
+    replicates: ReplicatesConfig = ReplicatesConfig()
+    """After the num_trials trials, the best points re-run with other seeds (`{top: 0}`: none)."""
+
+
+def _storage_url(url: str | None) -> str | None:
+    return None if url is None else check_url(url)
+
+
+class ExecutionConfig(StrictConfig):
+    """Where and how trials run: how many at once, what each gets, where the study is stored."""
+
+    concurrency: int = Field(2, gt=0, le=1024)
+    """Trials running at once."""
+    cpus: int = Field(1, ge=1, le=1024)
+    """CPUs per trial; also torch's thread count inside it."""
+    gpus: float = Field(0, ge=0, le=64)
+    """GPUs per trial; a fraction shares one GPU between trials (0.5: two trials per GPU)."""
+    storage: Annotated[str | None, AfterValidator(_storage_url)] = None
+    """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory.
+    A password is written `${NAME}` and read from the environment variable NAME."""
+    max_retries: int = Field(1, ge=0, le=100)
+    """Times a trial that raises is retried before it is recorded FAILED."""
+
+
+# -------------------------------------------------------------------------------------- root
+
+
+class SweepSpec(StrictConfig):
+    base: BaseConfig
+    data: DataConfig
+    proxy: ProxyConfig
+    space: SearchSpace
+    objective: ObjectiveConfig
+    search: SearchConfig = SearchConfig()
+    execution: ExecutionConfig = ExecutionConfig()
+    tracking: TrackingConfig = TrackingConfig()
+    ladder: LadderConfig | None = None
+    """The same design at several matched proxy sizes and the loss law fitted across them (sweep/ladder/); None: one
+    sweep of `base`."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grid_counts_its_points(cls, data: Any) -> Any:
+        # Filled in before validation, so that a dumped spec (or the plan stored in the study)
+        # carries the grid's own count and validates again when it is read back.
+        search, space = (data.get(key) if isinstance(data, dict) else None for key in ("search", "space"))
+        if not (isinstance(search, dict) and isinstance(space, dict)) or search.get("sampler") != "grid":
+            return data
+        lr, mix = space.get("lr_fraction"), space.get("mix")
+        if "num_trials" in search or not (isinstance(lr, list) and isinstance(mix, list) and lr and mix):
+            return data
+        return {**data, "search": {**search, "num_trials": len(lr) * len(mix)}}
+
+    @model_validator(mode="after")
+    def _fits(self) -> SweepSpec:
+        builtin = self.base.builtin
+        if builtin is not None and self.proxy.seq_len > builtin.seq_len:
+            raise ValueError(
+                f"proxy.seq_len ({self.proxy.seq_len}) exceeds the built-in base's context "
+                f"base.builtin.seq_len ({builtin.seq_len})"
+            )
+        check_search_fits_space(self.search, self.space)
+        self._bpe_has_text()
+        if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
+            raise ValueError(
+                f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
+                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr, pretrain_tokens}}"
+            )
+        if self.ladder is not None and self.search.sampler != "grid":
+            # The law is checked by predicting each rung from the others: that needs the same points at every rung.
+            raise ValueError(
+                f"a ladder runs the same fixed design at every rung: set search.sampler grid (got "
+                f"{self.search.sampler}) and list space.lr_fraction and space.mix"
+            )
+        return self
+
+    def _bpe_has_text(self) -> None:
+        """The built-in base's BPE is trained on the general side's text, which a Megatron prefix does not hold."""
+        if not self.base.is_builtin or self.base.tokenizer is not None:
+            return
+        for side in ("general", "non_english"):
+            corpus = getattr(self.data, side)
+            if corpus is not None and corpus.is_megatron:
+                raise ValueError(
+                    f"base {BUILTIN_BASE!r} trains its BPE on data.{side}'s text, and data.{side}.train is Megatron "
+                    f"prefixes (token ids); set base.tokenizer to the tokenizer that made them ({corpus.tokenizer})"
+                )
+
+
+def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
+    """A grid needs listed values and runs each combination once; the other samplers need an lr range."""
+    if search.sampler == "grid":
+        if not space.listed:
+            raise ValueError("search.sampler grid needs listed values for both space.lr_fraction and space.mix")
+        grid = len(space.lr_fraction) * len(space.mix)
+        if search.num_trials != grid:
+            # A grid runs every point exactly once; a different count would be silently ignored.
+            raise ValueError(
+                f"search.sampler grid runs every combination ({grid}), got search.num_trials={search.num_trials}; "
+                "remove num_trials"
+            )
+    elif isinstance(space.lr_fraction, list):
+        raise ValueError(f"search.sampler {search.sampler} needs a space.lr_fraction range {{low, high, log}}")
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Reads and validates a spec file; raises SpecError naming the file, key and value.
+
+    A spec in the layout before `space` and `execution` existed still loads: its moved keys are
+    named once on stderr with their new place.
+    """
+    path = Path(path)
+    raw = read_raw(path, kind="spec")
+    if isinstance(raw, dict):
+        raw, moved = upgrade_legacy_layout(raw, origin=str(path))
+        if moved:
+            print(f"note: {path} uses the old spec layout; {'; '.join(moved)}", file=sys.stderr)
+    return load_config(path, SweepSpec, raw=raw)
+
+
+LEGACY_MOVES = {
+    ("search", "lr_fraction"): ("space", "lr_fraction"),
+    ("search", "mix"): ("space", "mix"),
+    ("search", "concurrency"): ("execution", "concurrency"),
+    ("search", "storage"): ("execution", "storage"),
+    ("search", "max_retries"): ("execution", "max_retries"),
+    ("resources", "cpus"): ("execution", "cpus"),
+    ("resources", "gpus"): ("execution", "gpus"),
+}
+"""Keys of the first spec layout (cpt-sweep 0.1) and where they live now."""
+
+
+def upgrade_legacy_layout(raw: dict[str, Any], *, origin: str) -> tuple[dict[str, Any], list[str]]:
+    """The spec in today's layout, and a note per moved key; SpecError when a key is in both places.
+
+    `search.method` is gone: `grid` and `random` are samplers now (`search.sampler`), and `optuna`
+    means the sampler already named.
+    """
+    raw = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
+    moved = []
+    for (old_section, key), (new_section, new_key) in LEGACY_MOVES.items():
+        old = raw.get(old_section)
+        if not isinstance(old, dict) or key not in old:
+            continue
+        target = raw.setdefault(new_section, {})
+        if not isinstance(target, dict) or new_key in target:
+            raise SpecError(
+                f"{origin}: {old_section}.{key} and {new_section}.{new_key} are one setting; keep the second"
+            )
+        target[new_key] = old.pop(key)
+        moved.append(f"{old_section}.{key} is now {new_section}.{new_key}")
+    search = raw.get("search")
+    if isinstance(search, dict) and "method" in search:
+        method = search.pop("method")
+        if method in ("grid", "random"):
+            search["sampler"] = method
+        moved.append(f"search.method: {method} is now search.sampler: {search.get('sampler', 'tpe')}")
+    if raw.get("resources") == {}:
+        del raw["resources"]
+    return raw, moved

@@ -1,0 +1,52 @@
+"""A trial's row: the value the trials table, best.json, the choice and the report all read.
+
+A leaf: it imports none of its users, so the choice, the ladder and the reports can name it without
+importing the study, pandas or the run directory.
+"""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict
+
+from sweep.study.record import Status
+from train_entry.config import StrictConfig
+
+
+class TrialRow(StrictConfig):
+    """One trial as the table, best.json and the report show it."""
+
+    # Measurements: a diverged trial's last loss may be non-finite, and the row shows it as it is.
+    model_config = ConfigDict(allow_inf_nan=True)
+
+    number: int
+    """Optuna's trial number: the trial's id across the study, the table and optuna-dashboard."""
+    status: Status
+    reason: str | None
+    lr_fraction: float
+    peak_lr: float
+    mix: str
+    """general:domain"""
+    domain_share: float
+    domain_gain: float | None
+    """Final (last evaluation): what the optimum is chosen on."""
+    forgetting: float | None
+    domain_loss: float | None
+    general_loss: float | None
+    best_domain_gain: float | None
+    """Highest domain_gain over the trial's evaluations, and the step it was measured at."""
+    best_step: int | None
+    steps: int | None
+    """Optimizer steps taken."""
+    stopped_step: int | None
+    """Step at which a pruned or diverged trial stopped; None when it ran the whole budget."""
+    tokens_seen: int | None
+    wall_seconds: float | None
+    attempts: int
+    seed: int | None = None
+    """The seed its training used: proxy.seed, or a replicate's own (None only in rows made by hand)."""
+    replicate_of: int | None = None
+    """The trial whose point this replicate re-runs with another seed; None for a main trial."""
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in (Status.WAITING, Status.RUNNING)

@@ -1,0 +1,85 @@
+"""The trials table: one row per Optuna trial, derived from the study and nothing else.
+
+Because every row is read from the study, the table written to the run directory, the live
+view and `sweep status` agree with the Optuna storage by construction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from optuna.trial import FrozenTrial
+
+from sweep.files.records import write_whole
+from sweep.files.rundir import RunDir
+from sweep.study.record import Attr, Status, status_of
+from sweep.study.row import TrialRow
+from sweep.study.study import SweepPlan, SweepStudy
+
+
+def point_params(frozen: FrozenTrial, plan: SweepPlan) -> dict[str, Any] | None:
+    """The trial's point as Optuna params; None while its ask is still choosing it.
+
+    An enqueued grid trial carries its point from the start. A sampled trial has none for the
+    moment between its creation and its sampling, or until a rerun when a driver was killed in
+    that moment (the rerun chooses it, see SweepStudy.params).
+    """
+    if plan.space.chosen(frozen.params):
+        return frozen.params
+    return frozen.user_attrs.get(Attr.POINT.value)
+
+
+def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
+    attrs = frozen.user_attrs
+    point = plan.space.point(point_params(frozen, plan))
+    last = attrs.get(Attr.LAST.value) or {}
+    best = attrs.get(Attr.BEST.value) or {}
+    status = status_of(frozen)
+    steps = attrs.get(Attr.STEPS.value)
+    return TrialRow(
+        number=frozen.number,
+        status=status,
+        reason=attrs.get(Attr.REASON.value),
+        lr_fraction=point.lr_fraction,
+        peak_lr=point.lr_fraction * plan.max_lr,
+        mix=str(point.mix),
+        domain_share=point.mix.domain_share,
+        domain_gain=last.get("domain_gain"),
+        forgetting=last.get("forgetting"),
+        domain_loss=last.get("domain_loss"),
+        general_loss=last.get("general_loss"),
+        best_domain_gain=best.get("domain_gain"),
+        best_step=best.get("step"),
+        steps=steps,
+        stopped_step=steps if status in (Status.PRUNED, Status.DIVERGED) else None,
+        tokens_seen=attrs.get(Attr.TOKENS_SEEN.value, last.get("tokens_seen")),
+        wall_seconds=attrs.get(Attr.WALL_SECONDS.value),
+        attempts=attrs.get(Attr.ATTEMPTS.value, 0),
+        seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
+        replicate_of=attrs.get(Attr.REPLICATE_OF.value),
+    )
+
+
+def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
+    return rows_of(sweep.trials(), sweep.plan)
+
+
+def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]:
+    """A row per trial with a point; one whose ask has not chosen it yet gets its row once it has."""
+    return [trial_row(frozen, plan) for frozen in frozen_trials if point_params(frozen, plan) is not None]
+
+
+def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
+    frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
+    # Nullable integer columns keep a missing step count missing rather than a float NaN.
+    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def write_tables(rows: list[TrialRow], run: RunDir) -> None:
+    """Writes trials.parquet and trials.csv, each whole or not at all."""
+    frame = trials_frame(rows)
+    write_whole(run.inside(run.trials_parquet), frame.to_parquet(index=False))
+    write_whole(run.inside(run.trials_csv), frame.to_csv(index=False))

@@ -1,0 +1,112 @@
+"""Every file a command reads back is untrusted: a corrupt one is exit 2 naming it, never a traceback,
+and the read-only commands create nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import optuna
+import pytest
+
+from cli import main
+from sweep.files.records import CorruptFile
+from sweep.files.rundir import RunDir, RunRecord
+from sweep.promote.plan import Plan
+from sweep.study.study import PLAN_ATTR
+from tests.sweep.promote.promote_runs import write_run
+
+CORRUPT_JSON = {
+    "not JSON": "{study_name: oops",
+    "empty object": "{}",
+    "a list": "[]",
+    "wrong types": '{"study_name": 7, "storage": ["x"]}',
+    "unknown key": '{"study_name": "r", "storage": null, "extra": 1}',
+}
+
+
+def snapshot(root: Path) -> list[Path]:
+    return sorted(root.rglob("*"))
+
+
+@pytest.mark.parametrize("content", CORRUPT_JSON.values(), ids=list(CORRUPT_JSON))
+@pytest.mark.parametrize("verb", ["status", "report"])
+def test_a_corrupt_run_record_is_exit_2_naming_it(verb, content, tmp_path, capsys):
+    run = RunDir(tmp_path / "runs" / "r")
+    run.path.mkdir(parents=True)
+    run.run_json.write_text(content)
+    before = snapshot(tmp_path)
+    assert main([verb, str(run.path)]) == 2
+    error = capsys.readouterr().err
+    assert str(run.run_json) in error and len(error.strip().splitlines()) == 1
+    assert snapshot(tmp_path) == before
+
+
+def test_an_oversized_run_record_is_refused_unread(tmp_path, capsys):
+    run = RunDir(tmp_path / "r")
+    run.path.mkdir()
+    run.run_json.write_text('{"study_name": "' + "x" * 100_000 + '"}')
+    assert main(["status", str(run.path)]) == 2
+    assert "more than a run record ever holds" in capsys.readouterr().err
+
+
+def test_a_study_plan_that_is_not_ours_is_exit_2(tmp_path, capsys):
+    run = RunDir(tmp_path / "r")
+    run.path.mkdir()
+    run.write_record(RunRecord(study_name="r", storage=None))
+    study = optuna.create_study(study_name="r", storage=f"sqlite:///{run.study_db}")
+    study.set_user_attr(PLAN_ATTR, {"search": "not a search"})
+    before = snapshot(tmp_path)
+    assert main(["status", str(run.path)]) == 2
+    assert "the sweep plan stored with study 'r' is not one this cpt-sweep wrote" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before
+
+
+def test_a_study_database_that_is_not_sqlite_is_exit_2(tmp_path, capsys):
+    run = RunDir(tmp_path / "r")
+    run.path.mkdir()
+    run.write_record(RunRecord(study_name="r", storage=None))
+    run.study_db.write_bytes(b"this is not a database" * 100)
+    assert main(["report", str(run.path)]) == 2
+    assert "cannot be read as an Optuna storage" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ("[]", "is not a sweep summary cpt-sweep wrote"),
+        ("{}", "is not a sweep summary cpt-sweep wrote"),
+        ("{not json", "is not a sweep summary cpt-sweep wrote"),
+    ],
+)
+def test_promote_of_a_corrupt_best_json_is_exit_2(content, fragment, tmp_path, capsys):
+    run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
+    run.best_json.write_text(content)
+    before = snapshot(tmp_path)
+    assert main(["promote", "plan", str(run.path), "--target", "llama3.1-8b"]) == 2
+    error = capsys.readouterr().err
+    assert str(run.best_json) in error and fragment in error
+    assert snapshot(tmp_path) == before
+
+
+def test_promote_of_a_corrupt_trial_config_is_exit_2(tmp_path, capsys):
+    run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
+    run.trial_config(7).write_text('{"lr_fraction": "high"}')
+    assert main(["promote", "plan", str(run.path), "--target", "llama3.1-8b"]) == 2
+    assert f"{run.trial_config(7)} is not a trial config cpt-sweep wrote" in capsys.readouterr().err
+
+
+def test_a_corrupt_plan_is_a_corrupt_file_naming_it(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text('{"id": 1}')
+    with pytest.raises(CorruptFile, match="plan.json is not a promotion plan cpt-sweep wrote"):
+        Plan.read(path)
+
+
+@pytest.mark.timeout(30)
+def test_a_fifo_in_place_of_a_run_record_is_refused_without_blocking(tmp_path, capsys):
+    run = RunDir(tmp_path / "r")
+    run.path.mkdir()
+    os.mkfifo(run.run_json)
+    assert main(["status", str(run.path)]) == 2
+    assert "not a regular file" in capsys.readouterr().err

@@ -1,0 +1,15 @@
+"""SIGTERM ends a command as Ctrl-C does (the sweep's own graceful stop: tests/sweep/run/test_sweep_run.py)."""
+
+import os
+import signal
+
+import pytest
+
+from sweep.run.interrupt import sigterm_interrupts
+
+
+def test_sigterm_is_a_keyboard_interrupt_while_a_command_runs_and_left_as_it_was_after():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), sigterm_interrupts():
+        os.kill(os.getpid(), signal.SIGTERM)
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -1,0 +1,69 @@
+"""prepare: a base whose config, tokenizer and embeddings do not fit together is refused before any corpus is read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sweep.run.prepare import prepare
+from sweep.spec.spec import load_spec
+from tests.hf_dirs import save_tiny_llama
+from train_entry.data.corpus import Corpus, CorpusError
+from train_entry.data.tokenizer import train_bpe
+from train_entry.hf_dir import HfDirError
+
+VOCAB = 300
+"""The tokenizer's tokens; the base embeds fewer."""
+
+
+@pytest.fixture
+def small_embedding_base(tiny_corpora, tmp_path) -> Path:
+    """A Hugging Face Llama embedding 64 tokens, holding its own tokenizer of 300."""
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    base = save_tiny_llama(tmp_path / "base", vocab_size=64)
+    for path in tokenizer.iterdir():
+        shutil.copy(path, base / path.name)
+    return base
+
+
+def _spec(write_tiny_spec, base: Path, **extra) -> Path:
+    path = write_tiny_spec(f"{base.parent.name}.yaml")
+    raw = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**raw, "base": {"model": str(base), "max_lr": 3e-4, **extra}}))
+    return path
+
+
+def test_a_base_whose_own_tokenizer_outgrows_its_embeddings_is_said_to_be_inconsistent(
+    small_embedding_base, write_tiny_spec
+):
+    """It said "use the base's own tokenizer (leave base.tokenizer unset)", which it already was."""
+    with pytest.raises(CorpusError) as refused:
+        prepare(load_spec(_spec(write_tiny_spec, small_embedding_base)))
+    message = str(refused.value)
+    said = f"{small_embedding_base}: its own tokenizer has {VOCAB} tokens but its config.json's vocab_size is 64"
+    assert said in message
+    assert "leave base.tokenizer unset" not in message
+
+
+def test_a_named_tokenizer_larger_than_the_embeddings_is_told_to_be_left_out(small_embedding_base, write_tiny_spec):
+    tokenizer = small_embedding_base.parent / "tokenizer"
+    tokenizer.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(small_embedding_base / name, tokenizer / name)
+    spec = _spec(write_tiny_spec, small_embedding_base, tokenizer=str(tokenizer))
+    said = rf"base.tokenizer {tokenizer} has {VOCAB} tokens but the base .* embeds only 64"
+    with pytest.raises(CorpusError, match=said):
+        prepare(load_spec(spec))
+
+
+def test_a_config_field_transformers_refuses_is_named_as_the_configs_fault_not_the_tokenizers(
+    small_embedding_base, write_tiny_spec
+):
+    config = small_embedding_base / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "hidden_size": "16"}))
+    with pytest.raises(HfDirError, match=rf"{config}: transformers cannot read it \(.*hidden_size"):
+        prepare(load_spec(_spec(write_tiny_spec, small_embedding_base)))

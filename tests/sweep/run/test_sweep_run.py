@@ -1,0 +1,202 @@
+"""`sweep run` for real: Ray Tune, Optuna storage and proxy trials on the tiny spec, in subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pandas as pd
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from cli import main
+
+pytestmark = pytest.mark.slow
+
+SWEEP_TIMEOUT_S = 300
+
+
+def sweep_cli(*args: str, cwd: Path, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        **popen,
+    )
+
+
+def run(*args: str, cwd: Path) -> tuple[int, str]:
+    process = sweep_cli(*args, cwd=cwd)
+    output, _ = process.communicate(timeout=SWEEP_TIMEOUT_S)
+    return process.returncode, output
+
+
+def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
+    return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'optuna.db'}").get_trials()
+
+
+def wait_until(run_dir: Path, name: str, ready) -> list[optuna.trial.FrozenTrial]:
+    """The trials of a running sweep once `ready(trials)` holds (or the timeout)."""
+    deadline = time.monotonic() + SWEEP_TIMEOUT_S
+    trials: list[optuna.trial.FrozenTrial] = []
+    while time.monotonic() < deadline and not ready(trials):
+        time.sleep(0.2)
+        if (run_dir / "run.json").is_file() and (run_dir / "optuna.db").is_file():
+            try:
+                trials = study_trials(run_dir, name)
+            except KeyError:  # the study is not created yet
+                pass
+    return trials
+
+
+def finished(trials: list[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
+    return [t for t in trials if t.state.is_finished()]
+
+
+def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, tmp_path):
+    run_dir = tiny_sweep.run_dir
+    trials = study_trials(run_dir, "tiny_sweep")
+    assert len(trials) == 5 and all(t.state.is_finished() for t in trials)
+    replicate = trials[4]  # of the best point, trained with its own seed
+    assert replicate.params == trials[replicate.user_attrs["replicate_of"]].params
+    trial_config = json.loads((run_dir / "trials" / "0004" / "trial_config.json").read_text())
+    assert replicate.user_attrs["seed"] == trial_config["seed"] == 1
+    table = pd.read_parquet(run_dir / "trials.parquet")
+    assert list(table["number"]) == [t.number for t in trials]
+    assert list(table["seed"]) == [0, 0, 0, 0, 1]
+    assert all(table["status"].isin(["COMPLETED", "PRUNED", "DIVERGED", "FAILED"]))
+    assert len(pd.read_csv(run_dir / "trials.csv")) == 5
+    assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
+    assert (
+        "optimum: trial" in tiny_sweep.output
+        or "no completed trial is within the forgetting budget" in tiny_sweep.output
+    )
+
+    code, status = run("status", str(run_dir), cwd=tmp_path)
+    assert code == 0, status
+    assert "5/5 done" in status and ("pick (" in status or "pick: none (" in status)
+
+
+def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_pruned_in_optuna(
+    write_tiny_spec, tmp_path
+):
+    """One sweep for both: only high LRs at the most domain-heavy mix, a zero budget and a zero guard
+    margin, so general loss rises at the first evaluation and the guard stops each trial there;
+    and a file where trial 0 wants its output directory, so every attempt of that trial raises."""
+    spec = write_tiny_spec(
+        "prune.yaml",
+        space={"lr_fraction": {"low": 0.15, "high": 0.2}, "mix": ["1:4"]},
+        search={
+            "num_trials": 3,
+            "pruner": {"type": "median", "n_startup_trials": 1},
+            "forgetting_guard": {"margin": 0.0, "min_steps": 1},
+        },
+        objective={"forgetting_budget": 0.0},
+        execution={"max_retries": 1},
+    )
+    trials_dir = tmp_path / "runs" / "prune" / "trials"
+    trials_dir.mkdir(parents=True)
+    (trials_dir / "0000").write_text("in the way")
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    trials = study_trials(tmp_path / "runs" / "prune", "prune")
+    assert len(trials) == 3 and trials[0].state is TrialState.FAIL
+    assert trials[0].user_attrs["attempts"] == 2  # the first run and one retry
+    assert trials[0].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
+    pruned = [t for t in trials if t.state is TrialState.PRUNED]
+    assert pruned, "no trial was pruned"
+    for trial in pruned:
+        assert trial.intermediate_values  # recorded in Optuna with its curve
+        assert trial.user_attrs["status"] == "PRUNED" and trial.user_attrs["reason"]
+    table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
+    assert table.loc[0, "status"] == "FAILED"
+    assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
+
+
+def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_once_and_fresh_keeps_it(
+    write_tiny_spec, tmp_path, capsys
+):
+    """The driver is stopped once each of its first trials has finished: by Ctrl-C (SIGINT to its process group), by
+    SIGTERM to the driver alone (as docker stop and Kubernetes send it) and by kill -9 of the driver, Ray and the
+    trial running then. Each rerun resumes the study: the finished trials are kept as they were, the one kill -9
+    interrupted re-runs under its number at its point, and the sweep ends with exactly the planned trials, no two
+    sharing a point and a seed (a sampler that started its stream over on a rerun drew trial 0 again). Every trial
+    diverges within its first steps, before its first evaluation (a divergence factor just over 1, LRs near the
+    base's own peak), the cheapest trial there is: each is recorded and the sweep goes on, ending with exit 0, its
+    report and no optimum, which status and promote handle. Then --fresh moves the run, its study with it, aside."""
+    spec = write_tiny_spec(
+        "diverge.yaml",
+        proxy={"divergence_factor": 1.0001},
+        space={"lr_fraction": {"low": 0.9, "high": 1.0}, "mix": ["4:1", "1:1", "1:4"]},
+        # Enough that the third stop still finds trials to run: a loaded machine may finish several between polls.
+        search={"num_trials": 8, "sampler": "random"},
+    )
+    run_dir = tmp_path / "runs" / "diverge"
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        before = len(finished(study_trials(run_dir, "diverge"))) if run_dir.is_dir() else 0
+        driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
+        # kill -9 lands while a trial runs; the graceful stops stop one too, when they find one.
+        running = stop is signal.SIGKILL
+        trials = wait_until(
+            run_dir,
+            "diverge",
+            lambda trials, before=before, running=running: (
+                len(finished(trials)) > before
+                and (not running or any(t.state is TrialState.RUNNING and t.params for t in trials))
+            ),
+        )
+        assert driver.poll() is None, "the sweep ended before it could be stopped"
+        if stop is signal.SIGTERM:
+            driver.send_signal(stop)
+        else:
+            os.killpg(driver.pid, stop)
+        output, _ = driver.communicate(timeout=SWEEP_TIMEOUT_S)
+        if stop is not signal.SIGKILL:
+            assert driver.returncode == 1, output
+            assert "planned trial(s) did not finish; run the same command again" in output, output
+            assert "Traceback" not in output and "SIGTERM received" not in output, output
+    interrupted = [t for t in study_trials(run_dir, "diverge") if t.state is TrialState.RUNNING]
+    assert interrupted, "kill -9 left nothing running"
+
+    code, output = run("run", str(spec), cwd=tmp_path)
+    assert code == 0, output
+    assert "no trial completed its full budget" in output and "Last result" not in output, output
+    assert (run_dir / "report" / "index.html").is_file()
+    after = {t.number: t for t in study_trials(run_dir, "diverge")}
+    assert len(after) == 8 and all(t.state is TrialState.PRUNED for t in after.values()), after
+    for earlier in finished(trials):  # kept as they were, not re-run
+        assert (after[earlier.number].datetime_complete, after[earlier.number].params) == (
+            earlier.datetime_complete,
+            earlier.params,
+        )
+    assert all(after[t.number].params == t.params for t in interrupted)  # re-run at its own point
+    runs = [(t.params["lr_fraction"], t.params["mix"], t.user_attrs.get("seed", 0)) for t in after.values()]
+    assert len(set(runs)) == len(runs), runs
+    table = pd.read_parquet(run_dir / "trials.parquet")
+    assert sorted(table["number"]) == sorted(after)
+    assert (table["status"] == "DIVERGED").all() and table["reason"].str.contains("at step").all()
+
+    capsys.readouterr()
+    assert main(["status", str(run_dir)]) == 0 and "8/8 done" in capsys.readouterr().out
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    assert "has no optimum to promote: no trial completed" in capsys.readouterr().err
+
+    first_best = (run_dir / "best.json").read_bytes()
+    raw = yaml.safe_load(spec.read_text())
+    raw["search"]["num_trials"] = 1  # the new run's own spec: one trial is enough to show it starts anew
+    spec.write_text(yaml.safe_dump(raw))
+    code, output = run("run", str(spec), "--fresh", cwd=tmp_path)
+    assert code == 0, output
+    (kept,) = (tmp_path / "runs" / ".trash").iterdir()
+    assert kept.name.startswith("diverge-") and (kept / "best.json").read_bytes() == first_best
+    assert len(study_trials(kept, "diverge")) == 8  # the old study moved with its run
+    assert len(study_trials(run_dir, "diverge")) == 1
