@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
-    promotion defaults: its warmup, then cosine to a tenth of the peak; the recipe's own warmup is replaced by it)."""
+    promotion defaults: a 1 % warmup, then cosine to a tenth of the peak)."""
     from sweep.promote.config import PromotionConfig
     from sweep.promote.ladder import ladder_target
     from sweep.promote.targets import load_target

@@ -115,9 +115,9 @@ def _with_rung(summary: LadderSummary, rung: RungSpec, rung_run: RunDir) -> Ladd
 def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
     """The law over every rung (and the earlier runs), or a note saying why there is none."""
     ladder = spec.ladder
-    earlier = list(read_runs_csv(ladder.runs).rows) if ladder.runs is not None else []
-    summary = summary.model_copy(update={"observations": summary.observations + earlier})
-    try:
+    try:  # the earlier runs' file was read with the spec, hours ago: a file changed since is a note, not a crash
+        earlier = list(read_runs_csv(ladder.runs).rows) if ladder.runs is not None else []
+        summary = summary.model_copy(update={"observations": summary.observations + earlier})
         fit = fit_table(
             summary.table(),
             summary.at_target.scale,
