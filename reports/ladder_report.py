@@ -71,9 +71,7 @@ def _context(summary: LadderSummary, run_dir: Path) -> dict[str, Any]:
         "design": design_line(summary),
         "ratios": _ratio_rows(summary),
         "mismatches": mismatches(summary.rungs, summary.at_target.ratios),
-        "rungs": [
-            {"name": rung.name, "trials": rung.trials, "evaluations": rung.evaluations} for rung in summary.finished
-        ],
+        "rungs": [_rung_row(summary, rung.name, rung.trials, rung.evaluations) for rung in summary.finished],
         "runs": summary.runs,
         "note": summary.note,
         "law": report_lines(fit) if fit is not None else [],
@@ -94,6 +92,13 @@ def design_line(summary: LadderSummary) -> str:
         f"batch in proportion to N, trials reading {summary.at_target.cpt_share:.3g} of their base's pretraining "
         "tokens (the full run's share of the target's), each base pretrained at its own peak LR"
     )
+
+
+def _rung_row(summary: LadderSummary, name: str, trials: int, evaluations: int) -> dict[str, Any]:
+    """A finished rung's share of the law's rows, and its base's losses: how far from converged each base is."""
+    first = next((row for row in summary.observations if row.rung == name), None)
+    base = "—" if first is None else f"{first.base_general_loss:.3f} / {first.base_domain_loss:.3f}"
+    return {"name": name, "trials": trials, "evaluations": evaluations, "base": base}
 
 
 def _ratio_rows(summary: LadderSummary) -> list[dict[str, str]]:
