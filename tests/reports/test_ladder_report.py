@@ -19,7 +19,10 @@ def test_the_ladder_report_tables_the_matched_rungs_the_law_and_its_folds(script
     assert "| pretraining tokens / N | CPT tokens / N | CPT / pretraining tokens | steps | warmup share |" in markdown
     assert "| xxs | 46,272 | 0.006001 | 1 |" in markdown and "(>2x)" in markdown
     assert "forgetting = (N / " in markdown and "R2 " in markdown and "| m | 27 |" in markdown
-    assert "Evaluations the law sees: xxs 27 evaluations of 9 trials (base general / domain loss 3.200 / 3.900)" in markdown
+    assert (
+        "Evaluations the law sees: xxs 27 evaluations of 9 trials (base general / domain loss 3.200 / 3.900)"
+        in markdown
+    )
     assert "Targets per fold: lr_fraction within x1.3, domain share within ±0.07" in markdown
     assert "published: grows" in markdown
     assert main(["report", str(scripted_ladder_run), "--output", str(tmp_path / "again")]) == 0
