@@ -35,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.choice.best import read_best
+from sweep.choice.feasible import Score, is_feasible, ranked_feasible
 from sweep.files.rundir import RUNS, RunDir
 from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
@@ -152,10 +153,14 @@ def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
 
 
 def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, Measured]:
-    feasible = [(point, m) for point, m in truth.items() if m.forgetting <= budget]
-    if not feasible:
+    """The grid's best feasible point under the sweep's own rule (sweep/choice/feasible.py), ties to the earlier point."""
+    items = list(truth.items())
+    ranked = ranked_feasible(
+        range(len(items)), budget, lambda k: Score(items[k][1].domain_gain, items[k][1].forgetting, k)
+    )
+    if not ranked:
         raise SystemExit(f"no grid point is within the forgetting budget {budget}: the ground truth has no optimum")
-    return max(feasible, key=lambda item: item[1].domain_gain)
+    return items[ranked[0]]
 
 
 def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int, float]:
@@ -211,7 +216,7 @@ def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_token
         predicted_gain=pick.gain.mean if pick.gain else None,
         remeasured=measured,
         regret=best_gain - measured.domain_gain,
-        within_budget=measured.forgetting <= bench.budget,
+        within_budget=is_feasible(measured.forgetting, bench.budget),
         tokens_fraction=summary.cost.tokens_used / grid_tokens,
         wall_seconds=wall,
     )

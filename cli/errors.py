@@ -9,6 +9,7 @@ from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch
 from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
+from sweep.run.trial_slots import ClusterTooSmall
 from sweep.study.storage import StorageError
 from sweep.study.study import StudyMismatch
 from train_entry.data.corpus import CorpusError
@@ -30,4 +31,5 @@ INPUT_ERRORS = (
     StudyMismatch,
     LadderMismatch,
     LawInputError,
+    ClusterTooSmall,
 )

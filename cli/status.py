@@ -1,5 +1,5 @@
-"""`sweep status RUN`: the trials table and optimum of a running or finished sweep, from its study; of a ladder
-(runs/<ladder>/), each rung's progress and pick in order and the law once every rung has finished.
+"""`sweep status RUN`: the trials table, best observed trial and pick of a running or finished sweep, from its study;
+of a ladder (runs/<ladder>/), each rung's progress and pick in order and the law once every rung has finished.
 
 Reads only the studies and ladder.json, so it shows the same thing from any terminal while `sweep run` goes on,
 and creates nothing.
@@ -16,9 +16,9 @@ def add_parser(verbs) -> None:
         "status",
         help="print the trials table of a running or finished sweep, or each rung of a ladder",
         description=(
-            "A sweep's run directory: its trials, optimum, pick and progress. A ladder's (runs/<ladder>/): each "
-            "rung's progress and, once it finished, its pick, and the loss law over every rung once all have "
-            "finished; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
+            "A sweep's run directory: its trials, best observed trial, pick and progress. A ladder's "
+            "(runs/<ladder>/): each rung's progress and, once it finished, its pick, and the loss law over every "
+            "rung once all have finished; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
         ),
     )
     parser.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix or runs/lr_mix_ladder")
@@ -66,7 +66,7 @@ class _RunStatus:
         # Another terminal's sweep runs as many trials at once as it has running now.
         running = sum(row.status is Status.RUNNING for row in self.rows)
         planned = self.plan.planned_trials
-        return progress_line(self.rows, planned=planned, best=self.selection.optimum, concurrency=max(1, running))
+        return progress_line(self.rows, planned=planned, best=self.selection.best_observed, concurrency=max(1, running))
 
 
 def _print_ladder(console, run_dir) -> None:

@@ -21,6 +21,8 @@ from sweep.ladder.law_csv import read_runs_csv
 from sweep.ladder.law_fit import LawSettings
 from sweep.ladder.law_table import LawInputError
 from sweep.scale import non_embedding_params
+from sweep.spec.trial_memory import MAX_WORKERS
+from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig, shown
 from train_entry.megatron.config import ModelShape
 
@@ -57,18 +59,21 @@ class BuiltinRung(StrictConfig):
 
     @property
     def parameters(self) -> int:
-        return non_embedding_params(self.shape(vocab_size=1, seq_len=1))
+        return non_embedding_params(builtin_shape(self, vocab_size=1, seq_len=1))
 
-    def shape(self, *, vocab_size: int, seq_len: int) -> ModelShape:
-        return ModelShape(
-            num_layers=self.num_layers,
-            hidden_size=self.hidden_size,
-            ffn_hidden_size=self.intermediate_size,
-            num_attention_heads=self.num_heads,
-            num_query_groups=self.num_kv_heads,
-            vocab_size=vocab_size,
-            seq_length=seq_len,
-        )
+
+def builtin_shape(shape: BuiltinRung | BuiltinBaseConfig, *, vocab_size: int, seq_len: int) -> ModelShape:
+    """The model a built-in shape (a rung's, or base.builtin's own) builds, as train_entry.pretrain builds it."""
+    return ModelShape(
+        num_layers=shape.num_layers,
+        hidden_size=shape.hidden_size,
+        ffn_hidden_size=shape.intermediate_size,
+        num_attention_heads=shape.num_heads,
+        num_query_groups=shape.num_kv_heads,
+        vocab_size=vocab_size,
+        seq_length=seq_len,
+        untie_embeddings_and_output_weights=False,  # train_entry.pretrain ties them
+    )
 
 
 PRESETS: dict[str, BuiltinRung] = {
@@ -97,6 +102,18 @@ class HfModelConfig(BaseModel):
     num_key_value_heads: int | None = Field(None, gt=0)
     intermediate_size: int = Field(gt=0)
 
+    def model_shape(self, *, vocab_size: int, seq_len: int, untied: bool) -> ModelShape:
+        return ModelShape(
+            num_layers=self.num_hidden_layers,
+            hidden_size=self.hidden_size,
+            ffn_hidden_size=self.intermediate_size,
+            num_attention_heads=self.num_attention_heads,
+            num_query_groups=self.num_key_value_heads or self.num_attention_heads,
+            vocab_size=vocab_size,
+            seq_length=seq_len,
+            untie_embeddings_and_output_weights=untied,
+        )
+
 
 class HfRung(StrictConfig):
     """A Hugging Face causal-LM base directory; every rung of a ladder of them comes from one model family."""
@@ -109,6 +126,9 @@ class HfRung(StrictConfig):
     """The tokens this base was pretrained on: the law counts its trials' LR area in them."""
     tokenizer: Path | None = None
     """Default: the base's own."""
+    gpus: int | None = Field(None, ge=1, le=MAX_WORKERS)
+    """GPUs per trial at this rung, trials on GPUs (sweep/ladder/gpus.py); left out, execution.gpus when they hold
+    its trial, else the fewest that do."""
 
     @field_validator("model")
     @classmethod
@@ -127,18 +147,7 @@ class HfRung(StrictConfig):
 
     @property
     def parameters(self) -> int:
-        config = self.config
-        return non_embedding_params(
-            ModelShape(
-                num_layers=config.num_hidden_layers,
-                hidden_size=config.hidden_size,
-                ffn_hidden_size=config.intermediate_size,
-                num_attention_heads=config.num_attention_heads,
-                num_query_groups=config.num_key_value_heads or config.num_attention_heads,
-                vocab_size=1,
-                seq_length=1,
-            )
-        )
+        return non_embedding_params(self.config.model_shape(vocab_size=1, seq_len=1, untied=True))
 
 
 def _preset(value: Any) -> Any:
@@ -225,3 +234,12 @@ class LadderConfig(StrictConfig):
     @property
     def builtin(self) -> bool:
         return isinstance(self.rungs[0], BuiltinRung)
+
+    def batch_sizes(self, batch_size: int) -> list[int]:
+        """Each rung's trial batch before it is split over its workers: in proportion to N, the largest rung's
+        being the proxy's `batch_size`, so that every rung runs the same steps (docs/ladder.md, "Matched rungs")."""
+        largest = self.rungs[-1].parameters
+        return [
+            batch_size if rung is self.rungs[-1] else max(1, round(batch_size * rung.parameters / largest))
+            for rung in self.rungs
+        ]

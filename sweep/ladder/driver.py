@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sweep.files.rundir import RunDir, check_run_name, open_run
+from sweep.ladder.gpus import rung_gpus
 from sweep.ladder.law_csv import read_runs_csv
 from sweep.ladder.law_runs import fit_table
 from sweep.ladder.law_study import study_observations
@@ -22,6 +23,7 @@ from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_
 from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.spec import SweepSpec
+from sweep.spec.trial_scale import base_shape
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,10 +51,18 @@ class LadderOutcome:
 
 
 def run_ladder(
-    spec: SweepSpec, run: RunDir, target: LadderTarget, *, fresh: bool, view: SweepView, run_rung: RungRunner
+    spec: SweepSpec,
+    run: RunDir,
+    target: LadderTarget,
+    *,
+    fresh: bool,
+    view: SweepView,
+    run_rung: RungRunner,
+    max_gpus: int | None = None,
 ) -> LadderOutcome:
     """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, matched to `target`, and fits the
-    law over them."""
+    law over them; `max_gpus` is the cluster's GPUs when known, for the plan of trials at once shown before the
+    first rung."""
     rungs = rung_specs(spec, target.cpt_share)
     names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
     with locked(run):
@@ -60,6 +70,8 @@ def run_ladder(
             view.message(f"--fresh: the previous ladder is kept in {trash}")
         summary = _start(spec, run, rungs, target)
         write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
+        for line in gpu_plan(rungs, max_gpus=max_gpus):
+            view.message(line)
         outcomes: dict[str, SweepOutcome] = {}
         for index, (rung, study_name) in enumerate(zip(rungs, names)):
             view.message(_rung_line(rung, index, len(rungs)))
@@ -130,6 +142,22 @@ def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
     except LawInputError as exc:
         return summary.model_copy(update={"note": f"no law: {exc}"})
     return summary.model_copy(update={"fit": fit})
+
+
+def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
+    """Each rung's GPUs per trial and trials at once on `max_gpus` GPUs (None: not known yet), when trials run on
+    GPUs; shown before the first rung starts."""
+    if rungs[0].spec.execution.gpus == 0:
+        return []
+    cluster = f"{max_gpus} GPUs here" if max_gpus is not None else "as many as the cluster's GPUs hold"
+    lines = [f"ladder plan (trials at once: at most execution.concurrency, {cluster}):"]
+    for rung in rungs:
+        spec = rung.spec
+        shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
+        plan = rung_gpus(rung.name, shape, spec.proxy, spec.execution, concurrency=spec.execution.concurrency,
+                         max_gpus=max_gpus)  # fmt: skip
+        lines.append(f"  {plan.line()}")
+    return lines
 
 
 def _rung_line(rung: RungSpec, index: int, count: int) -> str:

@@ -2,7 +2,8 @@
 "Matched rungs").
 
 Every rung's trials run the spec's proxy as written (its steps, warmup, schedule and evaluations) with a batch in
-proportion to N, the largest rung's being the spec's own: so trial tokens grow with N at one step count. A built-in
+proportion to N, the largest rung's being the spec's own (rounded up to a multiple of a sharded rung's workers,
+sweep.ladder.gpus): so trial tokens grow with N at one step count. A built-in
 rung's base is pretrained on its trials' tokens over the target's continued-pretraining share (the full run's tokens
 over the target's pretraining tokens), so every rung's trials read that share of their own base's pretraining, as
 the full run will of the target's; and at its own peak LR by a stated rule (MAX_LR_EXPONENT), so that lr_fraction
@@ -18,6 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from sweep.ladder.config import BuiltinRung, HfRung, RungName
+from sweep.ladder.gpus import RungTrial, rung_trial
 from sweep.ladder.law_optimum import TargetScale
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
 from train_entry.config import StrictConfig
@@ -136,22 +138,26 @@ def rung_specs(spec: SweepSpec, cpt_share: float) -> list[RungSpec]:
     ladder = spec.ladder
     if ladder is None:
         raise ValueError("the spec has no ladder section")
-    largest = ladder.rungs[-1]
-    designs = [_design(spec, rung, largest, cpt_share) for rung in ladder.rungs]
+    batches = ladder.batch_sizes(spec.proxy.batch_size)
+    trials = [
+        rung_trial(index, rung, batch, spec.execution, spec.proxy, spec.base.builtin)
+        for index, (rung, batch) in enumerate(zip(ladder.rungs, batches))
+    ]
+    designs = [_design(spec, rung, trial.batch_size, cpt_share) for rung, trial in zip(ladder.rungs, trials)]
     if ladder.builtin:
         anchor = designs[-1].parameters * designs[-1].pretrain_tokens
         designs = [
             design.model_copy(update={"max_lr": _max_lr(spec, design.parameters * design.pretrain_tokens / anchor)})
             for design in designs
         ]
-    return [RungSpec(design=design, spec=_rung_spec(spec, rung, design)) for rung, design in zip(ladder.rungs, designs)]
+    return [
+        RungSpec(design=design, spec=_rung_spec(spec, rung, design, trial))
+        for rung, design, trial in zip(ladder.rungs, designs, trials)
+    ]
 
 
-def _design(spec: SweepSpec, rung: BuiltinRung | HfRung, largest: BuiltinRung | HfRung, share: float) -> RungDesign:
+def _design(spec: SweepSpec, rung: BuiltinRung | HfRung, batch: int, share: float) -> RungDesign:
     proxy = spec.proxy
-    batch = (
-        proxy.batch_size if rung is largest else max(1, round(proxy.batch_size * rung.parameters / largest.parameters))
-    )
     trial_tokens = proxy.steps * batch * proxy.seq_len
     if isinstance(rung, HfRung):
         pretrain_tokens, max_lr = rung.pretrain_tokens, rung.max_lr
@@ -181,11 +187,14 @@ def _max_lr(spec: SweepSpec, compute_ratio: float) -> float:
     return float(f"{spec.base.max_lr * compute_ratio**-MAX_LR_EXPONENT:.4g}")
 
 
-def _rung_spec(spec: SweepSpec, rung: BuiltinRung | HfRung, design: RungDesign) -> SweepSpec:
+def _rung_spec(spec: SweepSpec, rung: BuiltinRung | HfRung, design: RungDesign, trial: RungTrial) -> SweepSpec:
     raw = spec.model_dump(mode="json")
     raw["ladder"] = None
     raw["base"] = _base(spec, rung, design)
     raw["proxy"]["batch_size"] = design.batch_size
+    raw["execution"]["gpus"] = trial.gpus  # the rung's own, one worker per GPU
+    if trial.gpus > 0:
+        raw["execution"]["workers"] = None
     return SweepSpec.model_validate(raw)
 
 

@@ -1,6 +1,6 @@
 """A ladder promoted: the loss law's constrained optimum at the promotion target's N, pretraining tokens and full-run
-tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.plan
-turns the point into the plan's Optimum).
+tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.point
+turns the point into the plan's PromotedPoint).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ class PromotionRequest(StrictConfig):
     """A finished sweep's run directory."""
     config: PromotionConfig = PromotionConfig()
     observed: bool = False
-    """Promote the observed optimum (the best feasible completed trial) instead of best.json's pick."""
+    """Promote the best observed trial (the best feasible completed trial) instead of best.json's pick."""
     calibrate: bool = False
     """Time the target's layer on this machine's GPU and plan with the measured rate, not the assumed MFU."""
     launch: Submission | Rehearsal | None = None

@@ -24,7 +24,7 @@ class Target(StrictConfig):
     """Short name used in the plan id and directory, e.g. llama3.1-70b."""
     model: ModelShape
     max_lr: float = Field(gt=0.0, le=1.0)
-    """The base's own pretraining peak LR: the plan's peak LR is the optimum's lr_fraction x this."""
+    """The base's own pretraining peak LR: the plan's peak LR is the promoted point's lr_fraction x this."""
     pretrain_tokens: float = Field(gt=0.0, le=1e15)
     """Tokens the base was pretrained on: a ladder's law counts the full run's continued pretraining in them, and
     a ladder's rungs continue-pretrain on the same share of their own (docs/ladder.md)."""

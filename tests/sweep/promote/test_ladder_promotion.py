@@ -35,21 +35,21 @@ def ladder(scripted_ladder_run, tmp_path) -> Path:
 
 def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point(ladder):
     plan = make_plan(ladder, TARGET)
-    optimum, summary = plan.sweep.optimum, read_ladder(RunDir(ladder))
+    promoted, summary = plan.sweep.promoted, read_ladder(RunDir(ladder))
     prediction = summary.fit.prediction  # made for the same target and tokens: taken as it is
     point, intervals = prediction.optimum, prediction.intervals
-    assert optimum.source is PickSource.LADDER and optimum.trial is None
-    assert (optimum.lr_fraction, str(optimum.mix)) == (point.lr_fraction, point.mix)
-    here = at(optimum.ladder.law, optimum.ladder.target, optimum.lr_fraction, optimum.mix.domain_share)
-    assert (optimum.domain_gain, optimum.forgetting) == (here.domain_gain, here.forgetting)
-    assert optimum.gain_interval == (intervals.domain_gain.low, intervals.domain_gain.high)
-    assert optimum.forgetting_interval == (intervals.forgetting.low, intervals.forgetting.high)
-    assert optimum.probability_within_budget == prediction.within_budget
-    assert optimum.ladder.law == summary.fit.law and optimum.ladder.prediction == prediction
-    assert [fold.rung for fold in optimum.ladder.folds] == ["xxs", "xs", "s", "m"]
+    assert promoted.source is PickSource.LADDER and promoted.trial is None
+    assert (promoted.lr_fraction, str(promoted.mix)) == (point.lr_fraction, point.mix)
+    here = at(promoted.ladder.law, promoted.ladder.target, promoted.lr_fraction, promoted.mix.domain_share)
+    assert (promoted.domain_gain, promoted.forgetting) == (here.domain_gain, here.forgetting)
+    assert promoted.gain_interval == (intervals.domain_gain.low, intervals.domain_gain.high)
+    assert promoted.forgetting_interval == (intervals.forgetting.low, intervals.forgetting.high)
+    assert promoted.probability_within_budget == prediction.within_budget
+    assert promoted.ladder.law == summary.fit.law and promoted.ladder.prediction == prediction
+    assert [fold.rung for fold in promoted.ladder.folds] == ["xxs", "xs", "s", "m"]
     weights = {source.name: source.weight for source in plan.run.data.blend}
-    assert weights == pytest.approx(blend_weights(optimum.mix, 0.1))
-    assert plan.run.optimization.lr == pytest.approx(optimum.lr_fraction * 1.5e-4, rel=1e-5)
+    assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
+    assert plan.run.optimization.lr == pytest.approx(promoted.lr_fraction * 1.5e-4, rel=1e-5)
     assert Plan.model_validate_json(plan.model_dump_json()) == plan
     text = summary_markdown(plan)
     assert "the ladder's loss law at the target's size: predicted" in text and "share of refits within" in text
@@ -61,12 +61,12 @@ def test_another_token_count_refits_the_law_there(ladder):
     """0.45 T tokens where the ladder was matched to 1 T: the law is evaluated at the request's own tokens (the LR
     area is the same at 2.2 x the lr_fraction), and the rungs' share of their pretraining now differs from the full
     run's by more than 2x."""
-    optimum = make_plan(ladder, TARGET.model_copy(update={"tokens": 45 * 10**10})).sweep.optimum
+    promoted = make_plan(ladder, TARGET.model_copy(update={"tokens": 45 * 10**10})).sweep.promoted
     stored = read_ladder(RunDir(ladder)).fit.prediction
-    assert optimum.ladder.target.tokens == 4.5e11 and optimum.ladder.prediction.target.tokens == 4.5e11
-    assert optimum.lr_fraction / stored.optimum.lr_fraction == pytest.approx(1 / 0.45, rel=0.05)
-    assert optimum.ladder.prediction != stored and optimum.ladder.prediction.refits == stored.refits
-    assert any("matched only in part: cpt_share" in w and "0.03 at the target" in w for w in optimum.warnings)
+    assert promoted.ladder.target.tokens == 4.5e11 and promoted.ladder.prediction.target.tokens == 4.5e11
+    assert promoted.lr_fraction / stored.optimum.lr_fraction == pytest.approx(1 / 0.45, rel=0.05)
+    assert promoted.ladder.prediction != stored and promoted.ladder.prediction.refits == stored.refits
+    assert any("matched only in part: cpt_share" in w and "0.03 at the target" in w for w in promoted.warnings)
 
 
 def test_a_law_that_refuses_is_exit_2_with_its_message_unless_observed(ladder, capsys):
@@ -83,9 +83,9 @@ def test_a_law_that_refuses_is_exit_2_with_its_message_unless_observed(ladder, c
     assert len(error.strip().splitlines()) == 1 and not (ladder / "promotion").exists()
     assert main([*argv, "--observed"]) == 0
     (plan_dir,) = (ladder / "promotion").iterdir()
-    optimum = Plan.read(plan_dir).sweep.optimum
-    assert (optimum.source, optimum.lr_fraction, str(optimum.mix)) == (PickSource.SURROGATE, 0.13, "1:2")
-    assert optimum.reason.startswith("the largest rung m's pick, as asked (--observed)")
+    promoted = Plan.read(plan_dir).sweep.promoted
+    assert (promoted.source, promoted.lr_fraction, str(promoted.mix)) == (PickSource.SURROGATE, 0.13, "1:2")
+    assert promoted.reason.startswith("the largest rung m's pick, as asked (--observed)")
 
 
 def test_an_unfinished_ladder_is_exit_2(ladder, capsys):
