@@ -38,6 +38,7 @@ NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory, or 
 RUN_RECORD = FileFormat("run record", 1, RESUME)
 BEST = FileFormat("sweep summary", 1, RESUME)
 LADDER = FileFormat("ladder summary", 1, NEW_RUN)
+LAW_FIT = FileFormat("law fit report", 1, "fit it again with this cpt-sweep: `sweep law fit`")
 PLAN = FileFormat("promotion plan", 1, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
 JOBS = FileFormat(
     "list of job records",
@@ -73,6 +74,7 @@ FILES: dict[str, FileFormat] = {
     "<the job's storage>/<submission>/result.json": JOB_RESULT,
     "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
     "data/tiny-llama/cpt_sweep_base.json": SHIPPED_BASE,
+    "`sweep law fit --output FILE`": LAW_FIT,
 }
 """Every file cpt-sweep writes and reads back, by its path in a run directory (or where else it lives)."""
 EXEMPT = frozenset({"optuna.db", "driver.log", "driver.lock", "tune", "trials", "report", "promotion", "rungs"})
@@ -93,6 +95,7 @@ __all__ = [
     "JOBS",
     "JOB_RESULT",
     "LADDER",
+    "LAW_FIT",
     "NEW_RUN",
     "PLAN",
     "PLAN_EXEMPT",
