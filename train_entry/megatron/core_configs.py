@@ -34,7 +34,6 @@ def has_transformer_engine() -> bool:
     return importlib.util.find_spec("transformer_engine") is not None
 
 
-# Long on purpose: one constructor call per megatron-core config, each setting beside the reason for its value.
 def core_configs(
     config: FullRunConfig,
     *,
@@ -79,24 +78,31 @@ def core_configs(
             **_kernels(transformer_engine=te, fusions=fusions),
             use_cpu_initialization=use_cpu_initialization,
         )
-        optimizer = OptimizerConfig(
-            optimizer="adam",
-            lr=opt.lr,
-            min_lr=opt.min_lr,
-            weight_decay=opt.weight_decay,
-            adam_beta1=opt.adam_beta1,
-            adam_beta2=opt.adam_beta2,
-            adam_eps=opt.adam_eps,
-            clip_grad=opt.clip_grad,
-            bf16=opt.bf16,
-            params_dtype=dtype,
-            use_distributed_optimizer=True,
-            overlap_param_gather=True,
-        )
+        optimizer = _optimizer(config, dtype)
         ddp = _ddp(config)
     except (ValueError, AssertionError) as error:
         raise CoreConfigError(f"megatron-core rejects the full-run config: {error}") from error
     return CoreConfigs(transformer, optimizer, ddp)
+
+
+def _optimizer(config: FullRunConfig, dtype: torch.dtype) -> OptimizerConfig:
+    """megatron-core's Adam, its state sharded over the data-parallel ranks (the distributed optimizer), the
+    parameter all-gather overlapped with the next forward."""
+    opt = config.optimization
+    return OptimizerConfig(
+        optimizer="adam",
+        lr=opt.lr,
+        min_lr=opt.min_lr,
+        weight_decay=opt.weight_decay,
+        adam_beta1=opt.adam_beta1,
+        adam_beta2=opt.adam_beta2,
+        adam_eps=opt.adam_eps,
+        clip_grad=opt.clip_grad,
+        bf16=opt.bf16,
+        params_dtype=dtype,
+        use_distributed_optimizer=True,
+        overlap_param_gather=True,
+    )
 
 
 def _ddp(config: FullRunConfig) -> DistributedDataParallelConfig:

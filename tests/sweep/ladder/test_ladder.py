@@ -284,7 +284,9 @@ def test_a_micro_ladder_trains_end_to_end(write_tiny_spec, tmp_path):
     ]  # fmt: skip
     spec = write_tiny_spec(
         "micro_ladder.yaml",
-        ladder={"rungs": micro, "law": {"starts": 2, "refits": 2}},
+        # A third of the target's pretraining, not the reference's 1/15: each rung's base pretrains on 3x its trials'
+        # tokens (a few hundred steps in all), which is all this test needs of them.
+        ladder={"rungs": micro, "law": {"starts": 2, "refits": 2}, "full_run_tokens": 5 * 10**12},
         proxy={"steps": 24, "eval_interval": 8, "warmup_steps": 2, "batch_size": 4},
         space={"lr_fraction": [0.1, 0.2], "mix": ["1:1"]},
         search={"sampler": "grid", "num_trials": 2, "replicates": {"top": 0}},
