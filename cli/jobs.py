@@ -1,8 +1,7 @@
 """`sweep jobs list [RUN]` and `sweep jobs logs ID`: submitted full-run jobs with their live status; a job's log.
 
 Only loopback clusters are contacted unless --allow-remote is given, whether their address is
-typed or recorded in a jobs.json: Ray's client sends the cluster token with every request. The
-form of cpt-sweep 0.1, `sweep jobs [RUN]`, is read as `sweep jobs list [RUN]` until 0.3.
+typed or recorded in a jobs.json: Ray's client sends the cluster token with every request.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sweep.files.compat import LAW_FIT
     from sweep.files.records import write_model
     from sweep.ladder.law_fit import LawSettings
     from sweep.ladder.law_runs import fit_runs, report_lines
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print("\n".join(report_lines(report)))
     if args.output is not None:
-        write_model(args.output, report)
+        write_model(args.output, report, LAW_FIT)
         print(f"report: {args.output}")
     return 0
 

@@ -1,8 +1,7 @@
 """`sweep promote plan | submit | rehearse RUN`: the sweep's pick as the full run's plan, then its launch.
 
 The flags become one typed PromotionRequest (sweep.promote.request), built here once and carried
-out by sweep.promote.promotion. The form of cpt-sweep 0.1, `sweep promote RUN ... --dry-run |
---submit | --rehearse`, is still read, with a note, until 0.3.
+out by sweep.promote.promotion.
 """
 
 from __future__ import annotations

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
+from sweep.files.compat import DASHBOARD
 from sweep.files.config_file import SpecError
-from sweep.files.records import write_json
+from sweep.files.records import write_whole
 from sweep.files.rundir import RunDir
-from sweep.files.yaml_file import YamlFileError, read_yaml
 from sweep.run.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
+from sweep.spec.spec import spec_content
 
 if TYPE_CHECKING:
     import wandb_workspaces.workspaces as ws
@@ -181,9 +182,8 @@ def wandb_target(run_dir: Path) -> WandbTarget:
     """The W&B project and mode of a finished sweep, from the spec copy in its run directory."""
     path = RunDir(run_dir).spec_copy
     try:
-        raw = read_yaml(path, kind="spec copy") or {}
-        tracking = TrackingConfig.model_validate(raw.get("tracking") or {})
-    except (YamlFileError, ValidationError, AttributeError) as exc:
+        tracking = TrackingConfig.model_validate(spec_content(path, copy=True).get("tracking") or {})
+    except (ValidationError, AttributeError) as exc:
         raise SpecError(f"{path}: cannot read its tracking section: {exc}") from None
     target, _ = resolve_wandb(tracking.wandb)
     if target is None:
@@ -248,9 +248,9 @@ def publish(view: View) -> list[str]:
 def _recorded_url(path: Path) -> str | None:
     """The URL of the view saved before from this run directory, so that saving again updates it."""
     try:
-        url = json.loads(path.read_text(encoding="utf-8")).get("url")
-    except (OSError, ValueError, AttributeError):
-        return None  # none saved yet (or an unreadable record: a new view is saved)
+        url = DASHBOARD.unstamped(path, json.loads(path.read_text(encoding="utf-8"))).get("url")
+    except (OSError, ValueError):  # FormatError among them
+        return None  # none saved yet (or an unreadable record, or another version's: a new view is saved)
     return url if isinstance(url, str) else None
 
 
@@ -270,4 +270,4 @@ def _save_online(dashboard: Dashboard, *, url: str | None) -> str:
 
 
 def _write(path: Path, dashboard: Dashboard, *, url: str | None) -> None:
-    write_json(path, {"url": url, "dashboard": dashboard.to_json()})
+    write_whole(path, DASHBOARD.dumps_data({"url": url, "dashboard": dashboard.to_json()}))

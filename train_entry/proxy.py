@@ -18,6 +18,7 @@ import torch
 
 from train_entry.data.blend import TokenStream, ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
+from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
 from train_entry.loop import Batches, LoopResult, Sharing, fit, mean_loss
 from train_entry.model import Runtime, load_causal_lm, recompute_layers
@@ -58,7 +59,7 @@ def write_config(config: TrialConfig) -> Path:
     """Creates the output directory and writes the config the trial is a function of, before it trains."""
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / TRIAL_CONFIG_JSON).write_text(config.model_dump_json(indent=2))
+    (output_dir / TRIAL_CONFIG_JSON).write_text(TRIAL_CONFIG.dumps(config))
     return output_dir
 
 
@@ -75,7 +76,7 @@ def write_result(
         history=history,
     )
     if write:
-        (Path(config.output_dir) / RESULT_JSON).write_text(result.model_dump_json(indent=2))
+        (Path(config.output_dir) / RESULT_JSON).write_text(TRIAL_RESULT.dumps(result))
     return result
 
 

@@ -95,8 +95,7 @@ class TrialConfig(StrictConfig):
     @model_validator(mode="before")
     @classmethod
     def _seed_defaults_to_the_proxy_seed(cls, data: Any) -> Any:
-        # Filled in before validation, so that the written config names the seed it trained with, and
-        # a config written before trials had their own seed loads and trains as it did.
+        # Filled in before validation, so that the written config names the seed it trained with.
         if not isinstance(data, dict) or data.get("seed") is not None:
             return data
         proxy = data.get("proxy")

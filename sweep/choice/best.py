@@ -11,6 +11,7 @@ from pydantic import Field
 from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import Surrogate, fit_surrogate
+from sweep.files.compat import BEST
 from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import RunDir
 from sweep.study.record import Status
@@ -96,7 +97,7 @@ def best_summary_with(
 
 
 def write_best(summary: BestSummary, run: RunDir) -> None:
-    write_model(run.inside(run.best_json), summary)
+    write_model(run.inside(run.best_json), summary, BEST)
 
 
 class NoBestSummary(ValueError):
@@ -109,6 +110,6 @@ def read_best(run: RunDir) -> BestSummary:
             f"{run.path} is not a finished sweep: no {run.best_json.name} (run `sweep run SPEC` to the end first)"
         )
     try:
-        return read_model(run.best_json, BestSummary, what="sweep summary")
+        return read_model(run.best_json, BestSummary, fmt=BEST)
     except CorruptFile as exc:
         raise NoBestSummary(str(exc)) from None

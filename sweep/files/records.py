@@ -6,18 +6,19 @@ that is then renamed over the target, and a rename within one directory is atomi
 
 A run directory is shared, copied and received from colleagues, so everything read back from it
 goes through a pydantic model with a size bound: a corrupt file is an error naming it, never a
-traceback and never a value trusted because it sat beside our own files.
+traceback and never a value trusted because it sat beside our own files. A file cpt-sweep writes carries its
+format version (sweep/files/compat.py), checked before anything else is read from it.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sweep.files.compat import FileFormat, FormatError
 from sweep.study.storage import quoted
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -36,23 +37,35 @@ def write_whole(path: Path, data: str | bytes) -> None:
     os.replace(tmp, path)
 
 
-def write_json(path: Path, value: Any) -> None:
-    write_whole(path, json.dumps(value, indent=2) + "\n")
+def write_model(path: Path, value: BaseModel, fmt: FileFormat) -> None:
+    """`value` with its format's version and writer first, written whole."""
+    write_whole(path, fmt.dumps(value))
 
 
-def write_model(path: Path, value: BaseModel) -> None:
-    write_whole(path, value.model_dump_json(indent=2) + "\n")
+def read_model(
+    path: Path,
+    model: type[Model],
+    *,
+    fmt: FileFormat | None,
+    what: str | None = None,
+    max_bytes: int = MAX_RECORD_BYTES,
+) -> Model:
+    """`path` validated as `model`; CorruptFile naming the file, what it should be and the first problem.
 
-
-def read_model(path: Path, model: type[Model], *, what: str, max_bytes: int = MAX_RECORD_BYTES) -> Model:
-    """`path` validated as `model`; CorruptFile naming the file, `what` it should be and the first problem."""
+    `fmt` is the format cpt-sweep wrote it in, its version checked first; None for a file another tool wrote
+    (a Hugging Face config.json), which then needs `what`.
+    """
+    what = what or (fmt.what if fmt is not None else "file")
     try:
         if not path.is_file():  # a FIFO would block the read; a folder is not a record
             raise CorruptFile(f"{path}: not a regular file, so not a {what} cpt-sweep wrote")
         size = path.stat().st_size
         if size > max_bytes:
             raise CorruptFile(f"{path}: {size:,} bytes, more than a {what} ever holds ({max_bytes:,})")
-        return model.model_validate_json(path.read_bytes())
+        text = path.read_bytes()
+        return model.model_validate_json(text) if fmt is None else fmt.loads(path, text, model)
+    except FormatError as exc:
+        raise CorruptFile(str(exc)) from None
     except OSError as exc:
         raise CorruptFile(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
     except ValidationError as exc:

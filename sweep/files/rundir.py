@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 from pydantic import Field, field_validator
 
+from sweep.files.compat import FORMAT_KEY, RUN_RECORD, SPEC, WRITTEN_BY
 from sweep.files.records import CorruptFile, read_model, write_model, write_whole
 from sweep.spec.spec import SweepSpec
 from sweep.study.storage import StorageError, check_url, resolve, shown_url, sqlite_file
@@ -169,20 +170,22 @@ class RunDir:
                 f"`sweep run`, e.g. {RUNS / 'lr_mix'}"
             )
         try:
-            return read_model(self.run_json, RunRecord, what="run record", max_bytes=64 << 10)
+            return read_model(self.run_json, RunRecord, fmt=RUN_RECORD, max_bytes=64 << 10)
         except CorruptFile as exc:
             raise NotARunDirectory(str(exc)) from None
 
     def write_record(self, record: RunRecord) -> None:
-        write_model(self.inside(self.run_json), record)
+        write_model(self.inside(self.run_json), record, RUN_RECORD)
 
     def write_spec_copy(self, spec: SweepSpec) -> None:
         """Writes the spec the run ran, every default filled in and every path absolute.
 
         A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
-        once read from inside the run directory; this one loads with `load_spec` from anywhere.
+        once read from inside the run directory; this one loads with `load_spec` from anywhere. It carries
+        the spec's format version as its first key and the cpt-sweep that wrote it in a comment.
         """
-        text = yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False)
+        content = {FORMAT_KEY: SPEC.version, **spec.model_dump(mode="json", exclude_none=True)}
+        text = f"# written by {WRITTEN_BY}\n" + yaml.safe_dump(content, sort_keys=False)
         write_whole(self.inside(self.spec_copy), text)
 
     def move_to_trash(self, *, keep: Path) -> Path | None:

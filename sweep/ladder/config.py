@@ -141,7 +141,9 @@ class HfRung(StrictConfig):
     @property
     def config(self) -> HfModelConfig:
         try:
-            return read_model(self.model / "config.json", HfModelConfig, what="Hugging Face config", max_bytes=1 << 20)
+            return read_model(
+                self.model / "config.json", HfModelConfig, fmt=None, what="Hugging Face config", max_bytes=1 << 20
+            )
         except CorruptFile as exc:
             raise ValueError(str(exc)) from None
 

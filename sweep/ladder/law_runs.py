@@ -23,7 +23,6 @@ from sweep.ladder.law_table import LawInputError, ObservationTable
 from sweep.ladder.law_validate import LeaveOneRungOut, leave_one_rung_out
 from train_entry.config import StrictConfig
 
-FORMAT_VERSION = 1
 PUBLISHED_TREND = (
     "grows: the CMR law's critical share rises from 29.8 % at 460M to 47.8 % at 3.1B parameters "
     "(arXiv:2407.17467, section 5.3); smaller models forget more (arXiv:2502.06042)"
@@ -54,7 +53,6 @@ class Trend(StrictConfig):
 class LawFitReport(StrictConfig):
     """What `sweep law fit` found; written with --output."""
 
-    format_version: Literal[1] = FORMAT_VERSION
     source: str
     law: Law
     prediction: TargetPrediction

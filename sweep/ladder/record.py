@@ -10,11 +10,11 @@ the evaluations kept here.
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from pydantic import Field, model_validator
 
 from sweep.choice.surrogate import Box
+from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
 from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, RungName
@@ -27,7 +27,6 @@ from sweep.spec.space import SearchSpace
 from sweep.spec.spec import SearchConfig
 from train_entry.config import StrictConfig
 
-FORMAT_VERSION = 1
 MAX_OBSERVATIONS = 500_000
 """As many evaluations as a CSV of runs may hold (sweep.ladder.law_csv): far above any ladder's."""
 
@@ -49,7 +48,6 @@ class LadderSummary(StrictConfig):
     """Read back from a run directory that may have been copied or received: every rung name it holds names a
     folder under rungs/, so each is one plain path component, and the finished rungs are the planned ones."""
 
-    format_version: Literal[1] = FORMAT_VERSION
     target: str = Field(min_length=1, max_length=1000)
     """The spec's ladder.target, a preset name or a target file."""
     at_target: LadderTarget
@@ -106,8 +104,8 @@ def search_box(space: SearchSpace) -> SearchBox:
 
 def read_ladder(run: RunDir) -> LadderSummary:
     """CorruptFile (an input error, exit 2) naming ladder.json when it is not what `sweep run` wrote."""
-    return read_model(run.ladder_json, LadderSummary, what="ladder summary", max_bytes=256 << 20)
+    return read_model(run.ladder_json, LadderSummary, fmt=LADDER, max_bytes=256 << 20)
 
 
 def write_ladder(run: RunDir, summary: LadderSummary) -> None:
-    write_model(run.inside(run.ladder_json), summary)
+    write_model(run.inside(run.ladder_json), summary, LADDER)

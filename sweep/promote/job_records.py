@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AwareDatetime, ConfigDict, Field, RootModel, field_validator
+from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from sweep.address import parse_address
+from sweep.files.compat import JOBS
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import PlanDir
 from train_entry.config import StrictConfig
@@ -47,16 +48,18 @@ class JobRecord(StrictConfig):
         return parse_address(address, allow_remote=True, source="address").url
 
 
-class JobRecords(RootModel[list[JobRecord]]):
+class JobRecords(StrictConfig):
     """The whole file: every submission of the plan, oldest first."""
+
+    jobs: list[JobRecord]
 
 
 def read_records(plan: PlanDir) -> list[JobRecord]:
     """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours."""
     if not plan.jobs_json.exists():
         return []
-    return read_model(plan.jobs_json, JobRecords, what="list of job records", max_bytes=MAX_JOBS_JSON_BYTES).root
+    return read_model(plan.jobs_json, JobRecords, fmt=JOBS, max_bytes=MAX_JOBS_JSON_BYTES).jobs
 
 
 def append_record(plan: PlanDir, record: JobRecord) -> None:
-    write_model(plan.jobs_json, JobRecords([*read_records(plan), record]))
+    write_model(plan.jobs_json, JobRecords(jobs=[*read_records(plan), record]), JOBS)

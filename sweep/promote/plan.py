@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sweep.files.compat import PLAN
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.assumptions import Assumptions
@@ -87,7 +88,7 @@ class Plan(StrictConfig):
     def read(cls, path: str | Path) -> Plan:
         """A plan from its plan.json, or from the directory holding it; CorruptFile when it is not one."""
         path = Path(path)
-        return read_model(PlanDir(path).plan_json if path.is_dir() else path, cls, what="promotion plan")
+        return read_model(PlanDir(path).plan_json if path.is_dir() else path, cls, fmt=PLAN)
 
     def require_real_inputs(self) -> None:
         """Raises PromotionError when any input is still a placeholder: what a submission checks first."""

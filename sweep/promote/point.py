@@ -13,6 +13,7 @@ from typing import Any
 
 from sweep.choice.best import BestSummary, NoBestSummary, read_best
 from sweep.choice.pick import Pick, PickSource
+from sweep.files.compat import TRIAL_CONFIG
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.promote.config import PromotionConfig
@@ -180,7 +181,7 @@ def _trial_config(run: RunDir, best: BestSummary, point: PromotedPoint) -> Trial
             f"the promoted point's resolved trial config {shown} is missing; the run directory is incomplete"
         )
     try:
-        trial = read_model(path, TrialConfig, what="trial config")
+        trial = read_model(path, TrialConfig, fmt=TRIAL_CONFIG)
     except CorruptFile as exc:
         raise PromotionError(str(exc)) from None
     return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})

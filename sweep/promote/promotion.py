@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.address import security_warnings
-from sweep.files.records import write_whole
+from sweep.files.compat import FULL_RUN, PLAN
+from sweep.files.records import write_model, write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
@@ -50,8 +51,8 @@ def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
     """plan.json, full_run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
     directory = plan_dir(run_dir, plan.id)
     directory.path.mkdir(parents=True, exist_ok=True)
-    write_whole(directory.plan_json, plan.model_dump_json(indent=2) + "\n")
-    write_whole(directory.full_run_json, plan.run.model_dump_json(indent=2) + "\n")
+    write_model(directory.plan_json, plan, PLAN)
+    write_model(directory.full_run_json, plan.run, FULL_RUN)
     write_whole(directory.summary_md, summary_markdown(plan))
     write_whole(directory.megatron_args, args_text(plan))
     write_whole(directory.launch_script, launch_script(plan))

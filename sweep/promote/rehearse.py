@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sweep.address import parse_address
+from sweep.files.compat import JOB_RESULT
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
@@ -242,7 +243,7 @@ def _final_checkpoint(run_dir: Path) -> tuple[int | None, list[tuple[int, float]
     path = run_dir / RESULT_JSON
     if not path.is_file():
         return None, []
-    checkpoint = read_model(path, _JobResult, what="job result").checkpoint
+    checkpoint = read_model(path, _JobResult, fmt=JOB_RESULT).checkpoint
     if checkpoint is None:
         return None, []
     directory = Path(checkpoint)

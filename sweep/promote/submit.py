@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sweep.address import ClusterAddress, jobs_client
+from sweep.files.compat import JOB
 from sweep.files.records import write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
@@ -114,7 +115,7 @@ def submit_plan(
 
     job_id = submission_id(plan_id, latest + 1)
     job_dir = plan.job(job_id)
-    write_upload_dir(job_dir, job_for(job_id).model_dump_json(indent=2) + "\n")
+    write_upload_dir(job_dir, JOB.dumps(job_for(job_id)))
     try:
         client.submit_job(
             entrypoint=f"{python} -m train_entry.fullrun.job --config {JOB_JSON}",

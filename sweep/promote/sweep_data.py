@@ -12,11 +12,12 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator
 
-from sweep.files.config_file import SpecError, read_raw
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.ladder import finished_ladder
+from sweep.spec.spec import spec_content
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import CorpusError, is_megatron_prefix
 from train_entry.data.megatron_prefix import prefix_tokens
@@ -58,7 +59,7 @@ def _megatron_sides(run: RunDir) -> dict[str, tuple[list[DataPrefix], str | None
     if spec is None:
         return {}
     try:
-        raw = read_raw(spec, kind="spec")
+        raw = spec_content(spec, copy=True)
         corpora = raw.get("data", {}) if isinstance(raw, dict) else {}
         sides = {side: _Side.model_validate(corpora[side]) for side in SIDES if isinstance(corpora.get(side), dict)}
     except (SpecError, ValidationError, AttributeError) as error:

@@ -18,11 +18,11 @@ from pathlib import Path
 import torch
 import transformers
 
+from sweep.files.compat import SHIPPED_BASE
 from sweep.files.config_file import SpecError
 from sweep.files.records import write_model
 from sweep.run.prepare import Prepared, prepare
 from sweep.run.shipped_base import (
-    FORMAT_VERSION,
     SHIPPED_FILES,
     CorpusFile,
     ShippedManifest,
@@ -101,7 +101,6 @@ def _manifest(spec: SweepSpec, prepared: Prepared, *, command: str) -> ShippedMa
         raise ShipError(f"pretraining wrote {unknown}, which a shipped base does not hold: update SHIPPED_FILES")
     values = recipe(spec)
     return ShippedManifest(
-        format_version=FORMAT_VERSION,
         model=BUILTIN_BASE,
         command=command,
         recipe=values,
@@ -145,7 +144,7 @@ def _replace(directory: Path, base_dir: Path, manifest: ShippedManifest) -> None
     try:
         for name in manifest.files:
             shutil.copyfile(base_dir / name, staged / name)
-        write_model(staged / MANIFEST, manifest)
+        write_model(staged / MANIFEST, manifest, SHIPPED_BASE)
         check_files(staged, manifest)
         if directory.exists():
             directory.rename(old)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, field_validator
 
+from sweep.files.compat import SHIPPED_BASE
 from sweep.files.records import CorruptFile, read_model
 from sweep.run.sample_size import sample_tokens
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
@@ -28,7 +29,6 @@ from train_entry.data.indexed import PIPELINE_VERSION
 from train_entry.data.tokenizer import BPE_RECIPE_VERSION, BPE_SAMPLE_BYTES
 from train_entry.pretrain import MANIFEST, RECIPE_VERSION
 
-FORMAT_VERSION = 1
 SHIPPED_FILES = frozenset(
     {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
 )
@@ -62,7 +62,6 @@ class CorpusFile(StrictConfig):
 class ShippedManifest(StrictConfig):
     """cpt_sweep_base.json of a shipped built-in base."""
 
-    format_version: Literal[1]
     model: Literal["builtin:tiny-llama"]
     command: str = Field(max_length=4096)
     """The command that made the directory."""
@@ -148,7 +147,7 @@ def read_manifest(directory: Path) -> ShippedManifest:
     """The directory's manifest, checked; ShippedBaseError naming the file when it cannot be trusted."""
     path = directory / MANIFEST
     try:
-        manifest = read_model(path, ShippedManifest, what="shipped-base manifest", max_bytes=MAX_MANIFEST_BYTES)
+        manifest = read_model(path, ShippedManifest, fmt=SHIPPED_BASE, max_bytes=MAX_MANIFEST_BYTES)
     except CorruptFile as error:
         raise ShippedBaseError(str(error)) from None
     if recipe_sha256(manifest.recipe) != manifest.recipe_sha256:

@@ -23,7 +23,8 @@ from pydantic import (
 )
 
 from sweep.choice.pick import PickConfig
-from sweep.files.config_file import load_config, read_raw, resolve_path
+from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
+from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig
 from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
@@ -351,4 +352,16 @@ def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
 def load_spec(path: str | Path) -> SweepSpec:
     """Reads and validates a spec file; raises SpecError naming the file, key and value."""
     path = Path(path)
-    return load_config(path, SweepSpec, raw=read_raw(path, kind="spec"))
+    return load_config(path, SweepSpec, raw=spec_content(path))
+
+
+def spec_content(path: Path, *, copy: bool = False) -> Any:
+    """The spec file's YAML with its format_version checked and taken out: optional in a spec a person writes,
+    required in the copy a run keeps (RUN/spec.yaml). SpecError naming the file otherwise."""
+    raw = read_raw(path, kind="spec")
+    if not copy and not (isinstance(raw, dict) and FORMAT_KEY in raw):
+        return raw
+    try:
+        return SPEC.unstamped(path, raw)
+    except FormatError as exc:
+        raise SpecError(str(exc)) from None

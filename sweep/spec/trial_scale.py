@@ -169,9 +169,9 @@ def base_shape(model: str, builtin: BuiltinBaseConfig | None, seq_len: int) -> M
 def hf_shape(model_dir: Path, seq_len: int) -> ModelShape | None:
     """The shape of a Hugging Face base directory, or None when its config.json does not give one."""
     try:
-        return read_model(model_dir / "config.json", HfShape, what="Hugging Face config", max_bytes=1 << 20).shape(
-            seq_len
-        )
+        return read_model(
+            model_dir / "config.json", HfShape, fmt=None, what="Hugging Face config", max_bytes=1 << 20
+        ).shape(seq_len)
     except (CorruptFile, ValueError):
         return None
 

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.choice.pick import PickConfig
+from sweep.files.compat import STUDY_PLAN, FormatError
 from sweep.files.config_file import SpecError
 from sweep.spec.space import SearchSpace
 from sweep.spec.spec import SearchConfig, SweepSpec
@@ -30,7 +31,7 @@ from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import ProxyConfig
 
 PLAN_ATTR = "plan"
-"""The study user attr holding the SweepPlan."""
+"""The study user attr holding the SweepPlan, with its format version (sweep/files/compat.py)."""
 SWEEP_ID_ATTR = "sweep_id"
 """The study user attr holding a random id made with the study: a rerun of the same sweep finds it
 again, and a --fresh sweep under the same name gets a new one (it names the sweep's W&B run)."""
@@ -47,9 +48,9 @@ class SweepPlan(StrictConfig):
     """Every trial's budget; the pruner's steps are its optimizer steps."""
     space: SearchSpace
     search: SearchConfig
-    pick: PickConfig = PickConfig()
-    """How the recommended point is picked from the finished trials; a plan stored before it existed has the
-    defaults. Not part of what makes a study another sweep: changing it re-reads the same trials."""
+    pick: PickConfig
+    """How the recommended point is picked from the finished trials. Not part of what makes a study another
+    sweep: changing it re-reads the same trials."""
 
     @classmethod
     def from_spec(cls, spec: SweepSpec) -> SweepPlan:
@@ -133,7 +134,9 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     if stored is None:
         raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
     try:
-        plan = SweepPlan.model_validate(stored)
+        plan = SweepPlan.model_validate(STUDY_PLAN.unstamped(f"the sweep plan stored with study {name!r}", stored))
+    except FormatError as exc:
+        raise StudyNotFound(str(exc)) from None
     except (ValidationError, SpecError) as exc:
         raise StudyNotFound(
             f"the sweep plan stored with study {name!r} is not one this cpt-sweep wrote: {exc.errors()[0]['msg']}"
@@ -165,8 +168,8 @@ class StudyMismatch(ValueError):
 
 def _stored_plan(stored: Any) -> SweepPlan | None:
     try:
-        return SweepPlan.model_validate(stored)
-    except (ValidationError, SpecError, TypeError):
+        return SweepPlan.model_validate(STUDY_PLAN.unstamped("the stored sweep plan", stored))
+    except (ValidationError, SpecError, FormatError, TypeError):
         return None  # a plan this cpt-sweep cannot read: not this sweep's
 
 
@@ -224,7 +227,7 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
             f"({_what_changed(_stored_plan(stored), plan)}); rerun with --fresh to start over, or --name for a new "
             f"sweep"
         )
-    sweep.study.set_user_attr(PLAN_ATTR, plan.model_dump(mode="json"))
+    sweep.study.set_user_attr(PLAN_ATTR, STUDY_PLAN.stamped(plan.model_dump(mode="json")))
     if SWEEP_ID_ATTR not in study.user_attrs:
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
     # Enqueued points are WAITING trials in storage, so they survive a crash; on a rerun skip_if_exists

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 from optuna.trial import FrozenTrial
 
+from sweep.files.compat import FORMAT_KEY, TRIALS_TABLE
 from sweep.files.records import write_whole
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status, status_of
@@ -79,7 +80,11 @@ def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
 
 
 def write_tables(rows: list[TrialRow], run: RunDir) -> None:
-    """Writes trials.parquet and trials.csv, each whole or not at all."""
+    """Writes trials.parquet and trials.csv, each whole or not at all, with the table's format version as their
+    first column: a column is what every CSV and Parquet reader takes without options and it survives
+    concatenating the tables of several runs, where a comment line would stop `pd.read_csv` and a sidecar file
+    would be left behind."""
     frame = trials_frame(rows)
+    frame.insert(0, FORMAT_KEY, TRIALS_TABLE.version)
     write_whole(run.inside(run.trials_parquet), frame.to_parquet(index=False))
     write_whole(run.inside(run.trials_csv), frame.to_csv(index=False))

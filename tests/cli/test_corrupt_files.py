@@ -3,6 +3,7 @@ and the read-only commands create nothing."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import optuna
 import pytest
 
 from cli import main
+from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, STUDY_PLAN, TRIAL_CONFIG
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.promote.plan import Plan
@@ -20,8 +22,8 @@ CORRUPT_JSON = {
     "not JSON": "{study_name: oops",
     "empty object": "{}",
     "a list": "[]",
-    "wrong types": '{"study_name": 7, "storage": ["x"]}',
-    "unknown key": '{"study_name": "r", "storage": null, "extra": 1}',
+    "wrong types": RUN_RECORD.dumps_data({"study_name": 7, "storage": ["x"]}),
+    "unknown key": RUN_RECORD.dumps_data({"study_name": "r", "storage": None, "extra": 1}),
 }
 
 
@@ -55,7 +57,7 @@ def test_a_study_plan_that_is_not_ours_is_exit_2(tmp_path, capsys):
     run.path.mkdir()
     run.write_record(RunRecord(study_name="r", storage=None))
     study = optuna.create_study(study_name="r", storage=f"sqlite:///{run.study_db}")
-    study.set_user_attr(PLAN_ATTR, {"search": "not a search"})
+    study.set_user_attr(PLAN_ATTR, STUDY_PLAN.stamped({"search": "not a search"}))
     before = snapshot(tmp_path)
     assert main(["status", str(run.path)]) == 2
     assert "the sweep plan stored with study 'r' is not one this cpt-sweep wrote" in capsys.readouterr().err
@@ -75,7 +77,7 @@ def test_a_study_database_that_is_not_sqlite_is_exit_2(tmp_path, capsys):
     ("content", "fragment"),
     [
         ("[]", "is not a sweep summary cpt-sweep wrote"),
-        ("{}", "is not a sweep summary cpt-sweep wrote"),
+        (BEST.dumps_data({}), "is not a sweep summary cpt-sweep wrote"),
         ("{not json", "is not a sweep summary cpt-sweep wrote"),
     ],
 )
@@ -91,14 +93,14 @@ def test_promote_of_a_corrupt_best_json_is_exit_2(content, fragment, tmp_path, c
 
 def test_promote_of_a_corrupt_trial_config_is_exit_2(tmp_path, capsys):
     run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
-    run.trial_config(7).write_text('{"lr_fraction": "high"}')
+    run.trial_config(7).write_text(TRIAL_CONFIG.dumps_data({"lr_fraction": "high"}))
     assert main(["promote", "plan", str(run.path), "--target", "llama3.1-8b"]) == 2
     assert f"{run.trial_config(7)} is not a trial config cpt-sweep wrote" in capsys.readouterr().err
 
 
 def test_a_corrupt_plan_is_a_corrupt_file_naming_it(tmp_path):
     path = tmp_path / "plan.json"
-    path.write_text('{"id": 1}')
+    path.write_text(PLAN.dumps_data({"id": 1}))
     with pytest.raises(CorruptFile, match="plan.json is not a promotion plan cpt-sweep wrote"):
         Plan.read(path)
 
@@ -110,3 +112,34 @@ def test_a_fifo_in_place_of_a_run_record_is_refused_without_blocking(tmp_path, c
     os.mkfifo(run.run_json)
     assert main(["status", str(run.path)]) == 2
     assert "not a regular file" in capsys.readouterr().err
+
+
+OTHER_VERSIONS = {
+    "no version": lambda data: {key: value for key, value in data.items() if key != FORMAT_KEY},
+    "a future version": lambda data: data | {FORMAT_KEY: 99},
+    "a version that is not an integer": lambda data: data | {FORMAT_KEY: "1"},
+}
+
+
+@pytest.mark.parametrize("change", OTHER_VERSIONS.values(), ids=list(OTHER_VERSIONS))
+@pytest.mark.parametrize(
+    ("name", "fmt", "argv"),
+    [
+        ("run.json", RUN_RECORD, ["status", "{run}"]),
+        ("best.json", BEST, ["promote", "plan", "{run}", "--target", "llama3.1-8b"]),
+        ("trials/0007/trial_config.json", TRIAL_CONFIG, ["promote", "plan", "{run}", "--target", "llama3.1-8b"]),
+    ],
+    ids=["run.json", "best.json", "trial_config.json"],
+)
+def test_a_file_of_another_format_version_is_exit_2_naming_it_and_left_as_it_was(
+    name, fmt, argv, change, tmp_path, capsys
+):
+    run = RunDir(write_run(tmp_path / "runs" / "lr_mix"))
+    run.write_record(RunRecord(study_name="lr_mix"))
+    path = run.path / name
+    path.write_text(json.dumps(change(json.loads(path.read_text())), indent=2))
+    before, content = snapshot(tmp_path), path.read_bytes()
+    assert main([part.format(run=run.path) for part in argv]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {path}: ") and f"reads {fmt.what} format {fmt.version} only: {fmt.remedy}" in line
+    assert snapshot(tmp_path) == before and path.read_bytes() == content

@@ -25,6 +25,7 @@ from reports.report import (
     write_run_report,
 )
 from reports.snapshot import load_run, ratio_label
+from sweep.files.compat import SPEC
 from sweep.files.rundir import RunDir, RunRecord, open_run
 from sweep.study.record import Attr
 from sweep.study.study import open_study
@@ -59,7 +60,7 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, c
     run.write_record(record)
     raw = yaml.safe_load(DEFAULT_SPEC.read_text())
     raw["search"]["seed"] = seed
-    run.spec_copy.write_text(yaml.safe_dump(raw))
+    run.spec_copy.write_text(yaml.safe_dump(SPEC.stamped(raw)))
     sweep = open_study(spec, url=record.url(run), name=name)
     for top, forgetting in curves:
         gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]

@@ -13,6 +13,7 @@ import yaml
 from wandb_workspaces import expr
 
 from reports.wandb_dashboard import build_dashboard, plan_view, to_workspace
+from sweep.files.compat import RUN_RECORD, SPEC
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from tests.wandb_files import offline_runs
@@ -46,8 +47,8 @@ def _run_dir(root: Path, name: str, tracking: dict | None) -> Path:
     """A run directory as `sweep run` leaves it, as far as the view reads it: run.json and the spec copy."""
     run_dir = root / name
     run_dir.mkdir()
-    (run_dir / "run.json").write_text(json.dumps({"study_name": name, "storage": None}))
-    (run_dir / "spec.yaml").write_text(yaml.safe_dump({"tracking": tracking} if tracking else {}))
+    (run_dir / "run.json").write_text(RUN_RECORD.dumps_data({"study_name": name, "storage": None}))
+    (run_dir / "spec.yaml").write_text(yaml.safe_dump(SPEC.stamped({"tracking": tracking} if tracking else {})))
     return run_dir
 
 

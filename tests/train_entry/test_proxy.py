@@ -13,6 +13,7 @@ from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
+from train_entry.file_format import TRIAL_CONFIG
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
@@ -62,7 +63,7 @@ def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp
         first_eval = _run(still, report=lambda metrics: True).history[0]
         assert first_eval.domain_loss == pytest.approx(prepared.base_losses.domain_loss, rel=1e-6)
         assert first_eval.general_loss == pytest.approx(prepared.base_losses.general_loss, rel=1e-6)
-    assert TrialConfig.model_validate_json((tmp_path / "other" / "trial_config.json").read_text()).seed == other.seed
+    assert TRIAL_CONFIG.read(tmp_path / "other" / "trial_config.json", TrialConfig).seed == other.seed
 
 
 def test_forgetting_and_gain_rise_with_lr_fraction(prepared, tmp_path):
@@ -105,7 +106,7 @@ def test_report_returning_true_stops_the_trial(prepared, tmp_path):
 def test_trial_writes_its_resolved_config(prepared, tmp_path):
     config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(2, 1), output_dir=tmp_path)
     _run(config)
-    written = TrialConfig.model_validate_json((tmp_path / "trial_config.json").read_text())
+    written = TRIAL_CONFIG.read(tmp_path / "trial_config.json", TrialConfig)
     assert written == config and written.peak_lr == pytest.approx(0.1 * config.max_lr)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from train_entry.file_format import JOB, JOB_RESULT, FormatError
 from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig
 from train_entry.fullrun.worker import preflight, train_loop_per_worker
 
@@ -64,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, required=True, help="job.json (a JobConfig)")
     args = parser.parse_args(argv)
     try:
-        job = JobConfig.model_validate_json(args.config.read_text(encoding="utf-8"))
+        job = JOB.read(args.config, JobConfig)
+    except FormatError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except (OSError, ValidationError) as error:
         print(f"error: --config {args.config}: {error}", file=sys.stderr)
         return 2
@@ -81,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = run_job(job)
     run_dir = Path(job.storage_path) / job.name
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RESULT_JSON).write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    (run_dir / RESULT_JSON).write_text(JOB_RESULT.dumps_data(summary), encoding="utf-8")
     print(f"{LOG_PREFIX} result {json.dumps(summary)}", flush=True)
     return 0
 

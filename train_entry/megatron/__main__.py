@@ -19,13 +19,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from train_entry.data.corpus import CorpusError
+from train_entry.file_format import FULL_RUN, FormatError
 from train_entry.hf_dir import HfDirError, refuse_remote_code
 from train_entry.megatron.checkpoints import CheckpointError, start_point
 from train_entry.megatron.config import FullRunConfig, RunConfigError
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.train import train
 
-INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError, HfDirError)
+INPUT_ERRORS = (CoreConfigError, RunConfigError, CheckpointError, CorpusError, HfDirError, FormatError)
 """Errors that mean "fix the run config": reported without a traceback, exit code 2."""
 
 
@@ -35,12 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        text = args.config.read_text()
+        text = args.config.read_bytes()
     except OSError as error:
         print(f"error: --config {str(args.config)!r}: cannot read it ({error.strerror})", file=sys.stderr)
         return 2
     try:
-        config = FullRunConfig.model_validate_json(text)
+        config = FULL_RUN.loads(args.config, text, FullRunConfig)
         # megatron-core's own checks and the start checkpoint, before the process group and the GPUs are touched.
         core_configs(config)
         check_backend(config, transformer_engine=has_transformer_engine())

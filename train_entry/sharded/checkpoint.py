@@ -24,7 +24,6 @@ import pickle
 import shutil
 import sys
 from pathlib import Path
-from typing import Literal
 
 import torch
 import torch.distributed.checkpoint as dcp
@@ -33,12 +32,12 @@ from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from train_entry.config import StrictConfig
+from train_entry.file_format import CHECKPOINT_PROGRESS
 from train_entry.group import Group
 from train_entry.trial_config import Metrics, TrialConfig
 
 CHECKPOINT_DIR = "checkpoint"
 PROGRESS_JSON = "progress.json"
-FORMAT_VERSION = 1
 MAX_PROGRESS_BYTES = 64 * 1024**2
 """progress.json holds one small record per evaluation: far below this even at a million steps."""
 
@@ -48,7 +47,6 @@ class SavedProgress(StrictConfig):
 
     model_config = ConfigDict(allow_inf_nan=True)  # an evaluation may have measured a non-finite loss
 
-    format_version: Literal[1] = FORMAT_VERSION
     config_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
     steps_done: int = Field(gt=0)
     first_loss: float
@@ -71,7 +69,7 @@ def save_checkpoint(
     if group.is_leader:
         # dcp.save returns on the coordinator after every rank's write is done and .metadata is written.
         partial = path / f"{PROGRESS_JSON}.partial"
-        partial.write_text(saved.model_dump_json())
+        partial.write_text(CHECKPOINT_PROGRESS.dumps(saved))
         os.replace(partial, path / PROGRESS_JSON)
         for older in (output_dir / CHECKPOINT_DIR).glob("step_*"):
             if older != path:
@@ -117,7 +115,7 @@ def _read_progress(path: Path) -> SavedProgress | None:
     try:
         if path.stat().st_size > MAX_PROGRESS_BYTES:
             raise ValueError(f"larger than {MAX_PROGRESS_BYTES} bytes")
-        return SavedProgress.model_validate_json(path.read_bytes())
+        return CHECKPOINT_PROGRESS.read(path, SavedProgress)
     except FileNotFoundError:
         return None
     except (OSError, ValueError, ValidationError) as error:

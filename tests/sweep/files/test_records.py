@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from sweep.files.records import write_json, write_whole
+from sweep.files.records import write_whole
 
 NEW_BYTES = 64 * 2**20
 
@@ -20,7 +20,7 @@ write_whole(Path(sys.argv[1]), b"n" * {NEW_BYTES})
 
 def test_a_writer_killed_mid_write_leaves_the_old_file_whole(tmp_path):
     target = tmp_path / "best.json"
-    write_json(target, {"optimum": 5})
+    write_whole(target, b'{"optimum": 5}')
     old = target.read_bytes()
     for delay in (0.0, 0.01, 0.05):
         writer = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE)

@@ -6,10 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cli import main
+from sweep.files.compat import FORMAT_KEY, SPEC, WRITTEN_BY
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import TRASH, RunDir, RunDirError, RunRecord, check_run_name
-from sweep.spec.spec import load_spec
+from sweep.spec.spec import load_spec, spec_content
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -31,6 +34,25 @@ def test_spec_copy_loads_from_the_run_directory(tiny_spec_path: Path, tmp_path: 
     copy = load_spec(run.spec_copy)
     assert copy == spec
     assert all(path.is_absolute() for path in copy.data.domain.train)
+    assert run.spec_copy.read_text().startswith(f"# written by {WRITTEN_BY}\n{FORMAT_KEY}: {SPEC.version}\n")
+
+
+@pytest.mark.parametrize("version", [None, SPEC.version + 1, "one"])
+def test_a_spec_copy_of_another_format_is_refused_naming_it_while_a_written_spec_needs_no_version(
+    version, tiny_spec_path, tmp_path
+):
+    written = yaml.safe_load(tiny_spec_path.read_text())
+    assert FORMAT_KEY not in written and load_spec(tiny_spec_path)  # a spec a person writes carries none
+    copy = tmp_path / "spec.yaml"
+    copy.write_text(yaml.safe_dump(written | ({} if version is None else {FORMAT_KEY: version})))
+    content = copy.read_bytes()
+    if version is None:
+        with pytest.raises(SpecError, match=f"{copy}: no {FORMAT_KEY} "):
+            spec_content(copy, copy=True)  # the copy a run keeps must say its version
+    else:
+        with pytest.raises(SpecError, match=f"^{copy}: .*this {WRITTEN_BY} reads spec format {SPEC.version} only"):
+            load_spec(copy)
+    assert copy.read_bytes() == content
 
 
 @pytest.mark.parametrize(

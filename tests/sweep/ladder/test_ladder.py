@@ -14,6 +14,7 @@ import sys
 
 import pytest
 
+from sweep.files import compat
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.ladder.config import PRESETS, LadderConfig
@@ -189,7 +190,7 @@ def test_every_rung_runs_in_order_and_the_law_is_fitted_over_every_evaluation(sc
 def test_ladder_json_is_written_as_each_rung_finishes_and_a_rerun_reads_the_rungs_again(scripted_ladder_run):
     """Stopped in its third rung, the ladder held the first two rungs' evaluations and no law; run again, it read
     them again from their studies (every trial once) and fitted the law over all four."""
-    stopped = LadderSummary.model_validate_json((scripted_ladder_run.parents[1] / STOPPED).read_text())
+    stopped = compat.LADDER.read(scripted_ladder_run.parents[1] / STOPPED, LadderSummary)
     assert [rung.name for rung in stopped.finished] == ["xxs", "xs"] and stopped.fit is None
     assert {row.rung for row in stopped.observations} == {"xxs", "xs"}
     assert stopped.planned == ["xxs", "xs", "s", "m"] and stopped.rungs[-1].batch_size == 16

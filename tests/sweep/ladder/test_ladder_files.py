@@ -12,6 +12,7 @@ import optuna
 import pytest
 
 from cli import main
+from sweep.files.compat import FORMAT_KEY, LADDER
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
 from tests.sweep.ladder.ladder_runs import STOPPED, LawRungs, scripted_ladder, write_ladder_spec
@@ -46,9 +47,8 @@ def _observation(**changes):
 
 HOSTILE = {
     "not JSON": "{planned: oops",
-    "empty object": "{}",
+    "no keys but its version": LADDER.dumps_data({}),
     "a list": "[]",
-    "another format version": _with(format_version=2),
     "wrong types": _with(target=3, rungs="xs"),
     "an infinite value": _with(forgetting_budget="Infinity"),
     "a rung path escaping the ladder": lambda summary: (
@@ -92,6 +92,21 @@ def test_a_corrupt_or_hostile_ladder_json_is_exit_2_naming_it_and_touches_nothin
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("version", [None, LADDER.version + 1, "1"], ids=["none", "a later one", "a string"])
+def test_a_ladder_json_of_another_format_version_is_exit_2_saying_which_version_this_build_reads(
+    written, version, tmp_path, capsys
+):
+    ladder = RunDir(tmp_path / "runs" / "ladder")
+    ladder.path.mkdir(parents=True)
+    stamped = {key: value for key, value in written.items() if key != FORMAT_KEY}
+    ladder.ladder_json.write_text(json.dumps(stamped | ({} if version is None else {FORMAT_KEY: version})))
+    before = snapshot(tmp_path)
+    assert main(["status", str(ladder.path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {ladder.ladder_json}: ") and "reads ladder summary format 1 only" in line
+    assert snapshot(tmp_path) == before
+
+
 def test_the_unchanged_ladder_json_is_read(written, tmp_path, capsys):
     """The cases above differ from a file every verb accepts only in what they change."""
     ladder = RunDir(tmp_path / "runs" / "ladder")
@@ -105,7 +120,7 @@ def test_a_rerun_refuses_a_hostile_ladder_json_before_any_rung_runs(write_tiny_s
     spec = write_ladder_spec(write_tiny_spec, "hostile_rerun.yaml")
     ladder = RunDir(tmp_path / "runs" / "ladder")
     ladder.path.mkdir(parents=True)
-    ladder.ladder_json.write_text(json.dumps({"rungs": [{"name": "../../../outside"}]}))
+    ladder.ladder_json.write_text(LADDER.dumps_data({"rungs": [{"name": "../../../outside"}]}))
     rungs = LawRungs()
     with pytest.raises(CorruptFile, match="ladder.json is not a ladder summary"):
         scripted_ladder(spec, tmp_path, rungs)

@@ -8,6 +8,7 @@ import json
 
 from cli import main
 from cli.law import target_scale
+from sweep.files.compat import FORMAT_KEY, LAW_FIT
 from sweep.ladder.law_runs import LawFitReport
 from sweep.promote.config import PromotionConfig
 from sweep.scale import non_embedding_params
@@ -41,8 +42,8 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
     assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
-    report = LawFitReport.model_validate_json(output.read_text())
-    assert json.loads(output.read_text())["format_version"] == 1
+    report = LAW_FIT.read(output, LawFitReport)
+    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 1
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
 
 

@@ -12,6 +12,7 @@ from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
+from train_entry.file_format import TRIAL_CONFIG
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
 
@@ -61,7 +62,7 @@ def write_run(
         base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4), train=prefixes, valid=prefixes,
         non_english_share=non_english_share, proxy=PROXY, output_dir=str(run.trial(7)),
     )  # fmt: skip
-    run.trial_config(7).write_text(config.model_dump_json(indent=2))
+    run.trial_config(7).write_text(TRIAL_CONFIG.dumps(config))
     return run_dir
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from sweep.files.compat import JOBS
 from sweep.files.rundir import PlanDir
 from sweep.promote.job_records import MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
 from tests.hostile import no_connections, tree
@@ -54,17 +55,23 @@ def test_records_round_trip_through_the_file(plan_dir):
 RECORD = {"submission_id": JOB_ID, "plan_id": PLAN_ID, "attempt": 1, "address": "http://127.0.0.1:8265"}
 RECORD |= {"submitted_at": "2026-11-26T00:00:00+00:00"}
 
+
+def _jobs(records: list[dict]) -> bytes:
+    return JOBS.dumps_data({"jobs": records}).encode()
+
+
 CORRUPT = {
     "not JSON": b"{not json",
-    "an object": b"{}",
-    "empty objects": b"[{}, {}]",
-    "a string attempt": json.dumps([RECORD | {"attempt": "1"}]).encode(),
-    "an unknown key": json.dumps([RECORD | {"command": "rm -rf ~"}]).encode(),
-    "markup for an id": json.dumps([RECORD | {"submission_id": "[red]x"}]).encode(),
-    "a path for a plan id": json.dumps([RECORD | {"plan_id": "../../etc"}]).encode(),
-    "a Ray Client address": json.dumps([RECORD | {"address": "ray://127.0.0.1:10001"}]).encode(),
-    "a naive time": json.dumps([RECORD | {"submitted_at": "2026-11-26T00:00:00"}]).encode(),
-    "too large": b"[" + b" " * MAX_JOBS_JSON_BYTES + b"]",
+    "no jobs key": JOBS.dumps_data({}).encode(),
+    "empty objects": _jobs([{}, {}]),
+    "a bare list (no format version)": json.dumps([RECORD]).encode(),
+    "a string attempt": _jobs([RECORD | {"attempt": "1"}]),
+    "an unknown key": _jobs([RECORD | {"command": "rm -rf ~"}]),
+    "markup for an id": _jobs([RECORD | {"submission_id": "[red]x"}]),
+    "a path for a plan id": _jobs([RECORD | {"plan_id": "../../etc"}]),
+    "a Ray Client address": _jobs([RECORD | {"address": "ray://127.0.0.1:10001"}]),
+    "a naive time": _jobs([RECORD | {"submitted_at": "2026-11-26T00:00:00"}]),
+    "too large": b"{" + b" " * MAX_JOBS_JSON_BYTES + b"}",
 }
 
 
@@ -108,7 +115,7 @@ def test_logs_of_a_job_recorded_on_a_remote_cluster_is_exit_2_naming_the_file(pl
 
 
 def test_a_password_planted_in_a_recorded_address_is_never_shown(plan_dir, tmp_path, capsys):
-    plan_dir.jobs_json.write_text(json.dumps([RECORD | {"address": "http://admin:hunter2@203.0.113.7:8265"}]))
+    plan_dir.jobs_json.write_bytes(_jobs([RECORD | {"address": "http://admin:hunter2@203.0.113.7:8265"}]))
     for command in (["jobs", "list"], ["jobs", "logs", JOB_ID]):
         _, out, err = run_cli(command, tmp_path, capsys)
         assert "hunter2" not in out + err and "203.0.113.7" in out + err

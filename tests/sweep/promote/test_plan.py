@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from promote_runs import write_run
 
+from sweep.files.compat import SPEC
 from sweep.promote.config import DataPrefix, PromotionCheckpoint, PromotionConfig, PromotionData
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
@@ -304,7 +305,7 @@ def test_a_sweep_of_megatron_prefixes_promotes_them_without_placeholders(tmp_pat
             builder.finalize(f"{prefix}.idx")
             prefixes.append(str(prefix))
         data[side] = {"train": prefixes, "valid": prefixes[0], "tokenizer": "/models/llama"}
-    (run_dir / "spec.yaml").write_text(yaml.safe_dump({"data": data}))
+    (run_dir / "spec.yaml").write_text(yaml.safe_dump(SPEC.stamped({"data": data})))
     checkpoint = PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run")
     given = PromotionData(domain=[DataPrefix(prefix="/d/listings")])  # a side the request names keeps its own
 

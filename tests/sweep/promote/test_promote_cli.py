@@ -13,6 +13,7 @@ from sweep.promote.config import PromotionConfig
 from sweep.promote.plan import Plan
 from sweep.spec.spec import load_config
 from tests.conftest import REPO
+from train_entry.file_format import FULL_RUN
 from train_entry.megatron.config import FullRunConfig
 
 SHIPPED_PROMOTIONS = sorted((REPO / "search_spaces" / "promotion").glob("*.yaml"))
@@ -44,7 +45,7 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
         "plan.json", "full_run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
     }  # fmt: skip
     plan = Plan.read(directory)
-    assert FullRunConfig.model_validate_json((directory / "full_run.json").read_text()) == plan.run  # the entry's input
+    assert FULL_RUN.read(directory / "full_run.json", FullRunConfig) == plan.run  # the entry's input
     assert f"plan {plan.id} written to" in out
     assert plan.chosen.memory.total_gb < 80
 

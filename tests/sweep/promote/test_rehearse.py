@@ -20,6 +20,7 @@ from sweep.promote.rehearse import JOB_LOG, RehearsalConfig
 from sweep.run.prepare import prepare
 from sweep.spec.spec import load_spec
 from tests.conftest import TINY_SPEC
+from train_entry.file_format import TRIAL_CONFIG
 from train_entry.fullrun.job import RESULT_JSON
 from train_entry.fullrun.toy import STATE_FILE
 from train_entry.mix import MixRatio
@@ -39,7 +40,7 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
     run_dir = write_run(tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1)
     run = RunDir(run_dir)
     trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=run.trial(7))
-    run.trial_config(7).write_text(trial.model_dump_json(indent=2))
+    run.trial_config(7).write_text(TRIAL_CONFIG.dumps(trial))
     return run_dir
 
 

@@ -11,6 +11,7 @@ import optuna
 import pytest
 
 from cli import main
+from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.proxy import run_trial
 from train_entry.trial_config import TRIAL_CONFIG_JSON, TrialConfig, TrialResult
 
@@ -40,10 +41,10 @@ def test_a_sweep_of_two_worker_trials_runs_each_as_a_sharded_job_that_measures_w
     assert len(trials) == 1 and trials[0].state.is_finished()
     folder = run_dir / "trials" / "0000"
     assert not (folder / "checkpoint").exists()  # 12 bytes a parameter: gone once the trial ends
-    sharded = TrialResult.model_validate_json((folder / "result.json").read_text())
+    sharded = TRIAL_RESULT.read(folder / "result.json", TrialResult)
     assert [m.step for m in sharded.history] == sorted(int(step) for step in trials[0].intermediate_values)
 
-    config = TrialConfig.model_validate_json((folder / TRIAL_CONFIG_JSON).read_text())
+    config = TRIAL_CONFIG.read(folder / TRIAL_CONFIG_JSON, TrialConfig)
     one = run_trial(config.model_copy(update={"output_dir": str(tmp_path / "one")}), lambda metrics: False)
     assert sharded.tokens_seen == one.history[len(sharded.history) - 1].tokens_seen
     for ours, theirs in zip(sharded.history, one.history):

@@ -21,6 +21,7 @@ from sweep.run.shipped_base import read_manifest, shipped_base
 from sweep.spec.spec import SweepSpec, load_spec
 from tests.conftest import REPO
 from train_entry.builtin_base import SHIPPED_DIR
+from train_entry.file_format import WRITTEN_BY
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.pretrain import MANIFEST
 
@@ -115,7 +116,8 @@ DAMAGE = {
     ),
     "a later format": (
         lambda d: _rewrite_manifest(d, format_version=2),
-        "{d}/cpt_sweep_base.json is not a shipped-base manifest cpt-sweep wrote: format_version: ",
+        f"{{d}}/cpt_sweep_base.json: shipped-base manifest format 2 (written by {WRITTEN_BY}); this {WRITTEN_BY} "
+        + "reads shipped-base manifest format 1 only",
     ),
     "no JSON": (
         lambda d: (d / MANIFEST).write_text("{not json"),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from sweep.files.compat import RUN_RECORD
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.spec.spec import load_spec
 from sweep.study.storage import StorageError, check_url, open_storage, resolve, shown_url
@@ -78,7 +79,8 @@ def test_status_of_a_planted_run_record_prints_no_secret_and_creates_nothing(sto
     monkeypatch.chdir(tmp_path)
     run = RunDir(tmp_path / "runs" / "planted")
     run.path.mkdir(parents=True)
-    run.run_json.write_text(f'{{"study_name": "planted", "storage": "{storage.replace("DIR", str(tmp_path))}"}}')
+    planted = {"study_name": "planted", "storage": storage.replace("DIR", str(tmp_path))}
+    run.run_json.write_text(RUN_RECORD.dumps_data(planted))
     before = sorted(tmp_path.rglob("*"))
 
     for command in (["status", str(run.path)], ["report", str(run.path)]):

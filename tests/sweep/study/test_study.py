@@ -11,8 +11,10 @@ from scripted import STEPS, scripted
 
 from sweep.choice.best import best_summary, write_best
 from sweep.choice.observed import select
+from sweep.files.compat import FORMAT_KEY, TRIALS_TABLE
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status
+from sweep.study.row import TrialRow
 from sweep.study.study import PLAN_ATTR, StudyMismatch, StudyNotFound, load_study
 from sweep.study.table import trial_rows, write_tables
 from sweep.study.trial import record_failure, run_study_trial
@@ -55,6 +57,9 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     assert list(table["number"]) == [row.number for row in rows]
     assert list(table["status"]) == [row.status.value for row in rows]
     assert (tmp_path / "trials.csv").read_text().count("\n") == len(rows) + 1
+    csv = pd.read_csv(tmp_path / "trials.csv")
+    assert list(csv.columns) == list(table.columns) == [FORMAT_KEY, *TrialRow.model_fields]
+    assert set(csv[FORMAT_KEY]) == set(table[FORMAT_KEY]) == {TRIALS_TABLE.version}
 
 
 def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
@@ -161,11 +166,12 @@ STORED_0_1 = {
 
 
 def test_a_plan_stored_by_0_1_is_refused_as_not_one_this_version_wrote(tmp_path):
-    """0.1 kept the space inside search; no compatibility code reads it, and the message says so."""
+    """0.1 kept the space inside search and no format version; no compatibility code reads it, and the message
+    says so."""
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
     study = optuna.create_study(study_name="old", storage=url)
     study.set_user_attr(PLAN_ATTR, STORED_0_1)
-    with pytest.raises(StudyNotFound, match="the sweep plan stored with study 'old' is not one this cpt-sweep wrote"):
+    with pytest.raises(StudyNotFound, match="the sweep plan stored with study 'old': no format_version"):
         load_study(url=url, name="old")
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from train_entry.file_format import JOB
 from train_entry.fullrun import job as job_entry
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
 from train_entry.megatron.config import LLAMA_3_1_8B
@@ -27,7 +28,7 @@ def megatron_job(tmp_path, **parallelism) -> str:
         storage_path=str(tmp_path / "ray_train"), trainer=MegatronTrainer(run=run),
     )  # fmt: skip
     path = tmp_path / "job.json"
-    path.write_text(config.model_dump_json())
+    path.write_text(JOB.dumps(config))
     return str(path)
 
 

@@ -8,13 +8,14 @@ import pytest
 import torch
 
 from tests.hf_dirs import plant_code
+from train_entry.file_format import FORMAT_KEY, FULL_RUN
 from train_entry.megatron.__main__ import main
 from train_entry.megatron.core_configs import has_transformer_engine
 
 
 def _write(tmp_path, data) -> str:
     path = tmp_path / "full_run.json"
-    path.write_text(json.dumps(data))
+    path.write_text(FULL_RUN.dumps_data(data))
     return str(path)
 
 
@@ -27,6 +28,18 @@ def _runnable(full_run_data, tmp_path, **parallelism):
 def test_an_unreadable_config_exits_2(tmp_path, capsys):
     assert main(["--config", str(tmp_path / "missing.json")]) == 2
     assert "missing.json': cannot read it (No such file or directory)" in capsys.readouterr().err
+
+
+def test_a_config_of_another_format_version_exits_2_naming_the_file_and_left_as_it_was(full_run_data, tmp_path, capsys):
+    path = tmp_path / "full_run.json"
+    path.write_text(json.dumps({FORMAT_KEY: FULL_RUN.version + 1, **_runnable(full_run_data, tmp_path)}))
+    content = path.read_bytes()
+    assert main(["--config", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        line.startswith(f"error: {path}: full run config format 2 ") and "reads full run config format 1 only" in line
+    )
+    assert path.read_bytes() == content and not (tmp_path / "run").exists()
 
 
 def test_a_bad_value_exits_2_naming_the_file_and_the_key(full_run_data, tmp_path, capsys):

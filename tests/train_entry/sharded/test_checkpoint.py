@@ -4,6 +4,7 @@ anything but DCP's own classes is refused before it is built."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 import torch
 from torch.distributed.checkpoint.api import CheckpointException
 
+from train_entry.file_format import FORMAT_KEY
 from train_entry.group import Group
 from train_entry.optimizer import OptimizerConfig
 from train_entry.sharded.checkpoint import (
@@ -116,7 +118,13 @@ def test_an_unfinished_save_a_torn_record_and_another_configs_checkpoint_are_pas
     assert resume(config, *trained(0), GROUP) is None
     assert resume(other, *trained(0), GROUP) is not None
 
-    (tmp_path / CHECKPOINT_DIR / "step_0000020" / PROGRESS_JSON).write_text('{"format_version": 1, "steps_do')
+    record = tmp_path / CHECKPOINT_DIR / "step_0000020" / PROGRESS_JSON
+    written = json.loads(record.read_text())
+    record.write_text(json.dumps(written | {FORMAT_KEY: written[FORMAT_KEY] + 1}))
+    assert resume(other, *trained(0), GROUP) is None
+    assert f"{PROGRESS_JSON} is unreadable ({record}: checkpoint progress record format 2" in capsys.readouterr().err
+
+    record.write_text('{"format_version": 1, "steps_do')
     assert resume(other, *trained(0), GROUP) is None
     assert f"{PROGRESS_JSON} is unreadable" in capsys.readouterr().err
 

@@ -16,6 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
 from tests.train_entry.sharded.spawned import ScriptedReport, run_workers
+from train_entry.file_format import TRIAL_RESULT
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
 from train_entry.sharded.checkpoint import CHECKPOINT_DIR
@@ -90,5 +91,5 @@ def test_a_sharded_trial_measures_what_one_process_does(untied, tmp_path):
     assert sharded.status is TrialStatus.COMPLETED and sharded.steps == untied.proxy.steps
     assert_same_measurements(sharded, one_process)
     assert reported(report) == [10, 20, 30, 40]  # rank 0 alone reports, once per evaluation
-    assert TrialResult.model_validate_json((tmp_path / "trial" / RESULT_JSON).read_text()) == sharded
+    assert TRIAL_RESULT.read(tmp_path / "trial" / RESULT_JSON, TrialResult) == sharded
     assert not (tmp_path / "trial" / CHECKPOINT_DIR).exists()  # the trial ended: nothing to resume
