@@ -37,6 +37,7 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
     best = attrs.get(Attr.BEST.value) or {}
     status = status_of(frozen)
     steps = attrs.get(Attr.STEPS.value)
+    stopped = status in (Status.PRUNED, Status.DIVERGED)
     return TrialRow(
         number=frozen.number,
         status=status,
@@ -52,13 +53,21 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         best_domain_gain=best.get("domain_gain"),
         best_step=best.get("step"),
         steps=steps,
-        stopped_step=steps if status in (Status.PRUNED, Status.DIVERGED) else None,
+        stopped_step=steps if stopped else None,
         tokens_seen=attrs.get(Attr.TOKENS_SEEN.value, last.get("tokens_seen")),
         wall_seconds=attrs.get(Attr.WALL_SECONDS.value),
         attempts=attrs.get(Attr.ATTEMPTS.value, 0),
         seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
         replicate_of=attrs.get(Attr.REPLICATE_OF.value),
+        forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last) if stopped else None,
     )
+
+
+def _forecast_at(stored: dict[str, Any] | None, last: dict[str, Any]) -> float | None:
+    """The forecast stored with the trial's last evaluation; None when there is none for that step."""
+    if stored is None or stored.get("step") != last.get("step"):
+        return None
+    return stored.get("predicted")
 
 
 def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
