@@ -70,6 +70,12 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="promote the observed optimum (the best feasible completed trial) instead of best.json's pick, "
         "the surrogate's constrained optimum",
     )
+    parser.add_argument(
+        "--unconfirmed",
+        action="store_true",
+        help="promote best.json's pick even though its confirmation trials at fresh seeds did not hold it within "
+        "the forgetting budget (or did not run); without it such a pick is refused",
+    )
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
     parser.add_argument(
         "--transformer-engine",
@@ -191,6 +197,7 @@ def build_request(args: argparse.Namespace):
             run=args.run,
             config=config_from_args(args),
             observed=args.observed,
+            unconfirmed=args.unconfirmed,
             calibrate=args.calibrate,
             launch=launch,
         )

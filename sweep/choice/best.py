@@ -1,4 +1,5 @@
-"""best.json: the optimum, the evidence for it, the Pareto front, what the sweep cost, and the pick.
+"""best.json: the optimum, the evidence for it, the Pareto front, what the sweep cost, the pick and its
+confirmation.
 
 Written by `sweep run` as a BestSummary and read back through the same type by promotion and
 reports, so a key is never looked up by a string that could drift.
@@ -6,8 +7,11 @@ reports, so a key is never looked up by a string that could drift.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
+from sweep.choice.confirmation import Confirmation, Outcome, confirmation_state
 from sweep.choice.observed import Selection
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import Surrogate, fit_surrogate
@@ -17,6 +21,10 @@ from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan
 from train_entry.config import StrictConfig
+
+BEST_FORMAT = 2
+"""best.json's format: 2 added the confirmation record (and this version); a best.json without it is refused as
+not this cpt-sweep's, and `sweep run` on its run directory writes it again."""
 
 
 class Cost(StrictConfig):
@@ -47,6 +55,8 @@ class Evidence(StrictConfig):
 
 
 class BestSummary(StrictConfig):
+    format_version: Literal[2]
+    """BEST_FORMAT."""
     verdict: str
     """One plain sentence on the outcome."""
     optimum: TrialRow | None
@@ -58,7 +68,10 @@ class BestSummary(StrictConfig):
     cost: Cost
     pick: Pick | None = None
     """The recommended point: the surrogate's under the plan's rule, else the observed optimum, with the
-    evidence for it (sweep/choice/pick.py). None only in a best.json written before there were picks."""
+    evidence for it (sweep/choice/pick.py); with confirmation, the point confirmed (or the last one tried).
+    None only in a best.json written before there were picks."""
+    confirmation: Confirmation
+    """The pick re-run at fresh seeds: predicted against confirmed, round by round (sweep/choice/confirmation.py)."""
 
 
 def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
@@ -81,6 +94,7 @@ def best_summary_with(
         key=lambda row: -row.domain_gain,
     )
     return BestSummary(
+        format_version=BEST_FORMAT,
         verdict=selection.verdict,
         optimum=selection.optimum,
         least_forgetting=selection.least_forgetting,
@@ -93,15 +107,22 @@ def best_summary_with(
         ),
         pareto_front=selection.pareto,
         cost=Cost.of(rows, plan),
-        pick=pick_with(
-            surrogate,
-            rows,
-            space=plan.space,
-            budget=plan.forgetting_budget,
-            config=plan.pick,
-            observed=selection.optimum,
-        ),
+        **_pick_and_confirmation(surrogate, selection, rows, plan),
     )
+
+
+def _pick_and_confirmation(
+    surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
+) -> dict[str, Pick | Confirmation]:
+    """With confirmation, its rounds replayed over the rows decide the pick (each round refits the surrogate
+    to the rows before it); without, the pick of `surrogate`."""
+    if plan.search.confirmation.seeds > 0:
+        state = confirmation_state(rows, plan.confirmation_setting())
+        return {"pick": state.pick, "confirmation": state.confirmation}
+    pick = pick_with(
+        surrogate, rows, space=plan.space, budget=plan.forgetting_budget, config=plan.pick, observed=selection.optimum
+    )
+    return {"pick": pick, "confirmation": Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")}
 
 
 def write_best(summary: BestSummary, run: RunDir) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.choice.best import BestSummary, NoBestSummary, read_best
+from sweep.choice.confirmation import Confirmation, Outcome
 from sweep.choice.pick import Pick, PickSource
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import PlanDir, RunDir
@@ -138,12 +139,14 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def read_optimum(run_dir: Path, *, observed: bool = False, target: Target | None = None) -> tuple[Optimum, TrialConfig]:
+def read_optimum(
+    run_dir: Path, *, observed: bool = False, unconfirmed: bool = False, target: Target | None = None
+) -> tuple[Optimum, TrialConfig]:
     """The point to promote from best.json (its pick; the observed optimum when `observed` or when best.json
     has no pick) and the resolved config a proxy trial at that point runs: a completed trial's, whose blend
     and schedule every trial shares, at the point's lr_fraction and mix. Of a ladder: its lines at the
-    target's size (the largest rung's pick when `observed`). PromotionError when there is no point, or when a
-    file is not what the sweep wrote."""
+    target's size (the largest rung's pick when `observed`). PromotionError when there is no point, when the
+    pick is not confirmed at fresh seeds (unless `unconfirmed`), or when a file is not what the sweep wrote."""
     run = RunDir(run_dir)
     if run.is_ladder:
         return _ladder_optimum(run, target, observed=observed)
@@ -156,7 +159,7 @@ def read_optimum(run_dir: Path, *, observed: bool = False, target: Target | None
     elif best.pick is None:
         optimum = _observed(best, run, reason=f"the observed optimum: {run.best_json.name} predates the surrogate")
     else:
-        optimum = _picked(best, run)
+        optimum = _picked(best, run, unconfirmed=unconfirmed)
     return optimum, _trial_config(run, best, optimum)
 
 
@@ -164,7 +167,8 @@ def _ladder_optimum(run: RunDir, target: Target | None, *, observed: bool) -> tu
     """The ladder's extrapolation to the target's N, or (observed) its largest rung's pick, with that rung's
     resolved trial config at the point."""
     summary, largest = finished_ladder(run)
-    optimum, trial = read_optimum(largest.path)
+    # The ladder's point is extrapolated, never run: a rung's confirmation does not carry over to it.
+    optimum, trial = read_optimum(largest.path, unconfirmed=True)
     if observed:
         reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {optimum.reason}"
         return optimum.model_copy(update={"reason": reason}), trial
@@ -209,12 +213,18 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
     )
 
 
-def _picked(best: BestSummary, run: RunDir) -> Optimum:
+def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> Optimum:
     pick = best.pick
     if pick.source is None or pick.point is None:
         raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}; {pick.reason}")
+    confirmation = best.confirmation
+    if confirmation.outcome is not Outcome.CONFIRMED and not unconfirmed:
+        raise PromotionError(
+            f"{run.best_json}: the pick ({pick.point.lr_fraction:.3g} @ {pick.point.mix}) is not confirmed at fresh "
+            f"seeds ({confirmation.outcome.value}: {confirmation.reason}); promote it anyway with --unconfirmed"
+        )
     if pick.source is PickSource.OBSERVED:
-        return _observed(best, run, reason=pick.reason, pick=pick)
+        return _observed(best, run, reason=_with_confirmation(pick.reason, confirmation), pick=pick)
     point = pick.point
     return Optimum(
         source=pick.source,
@@ -224,8 +234,12 @@ def _picked(best: BestSummary, run: RunDir) -> Optimum:
         domain_gain=pick.gain.mean,
         forgetting=pick.forgetting.mean,
         **_intervals(pick),
-        reason=pick.reason,
+        reason=_with_confirmation(pick.reason, confirmation),
     )
+
+
+def _with_confirmation(reason: str, confirmation: Confirmation) -> str:
+    return f"{reason}; confirmation: {confirmation.reason}" if confirmation.outcome is not Outcome.OFF else reason
 
 
 def _intervals(pick: Pick) -> dict[str, Any]:
@@ -253,14 +267,16 @@ def _trial_config(run: RunDir, best: BestSummary, optimum: Optimum) -> TrialConf
     return trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
 
 
-def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = False) -> Plan:
+def make_plan(
+    run_dir: str | Path, config: PromotionConfig, *, observed: bool = False, unconfirmed: bool = False
+) -> Plan:
     """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
-    best.json's pick, or of its observed optimum when `observed`."""
+    best.json's pick (refused unconfirmed unless `unconfirmed`), or of its observed optimum when `observed`."""
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
-    optimum, trial = read_optimum(run_dir, observed=observed, target=target)
+    optimum, trial = read_optimum(run_dir, observed=observed, unconfirmed=unconfirmed, target=target)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
         "global_batch_size": _global_batch_size(config, target.model),

@@ -42,7 +42,7 @@ def make_promotion(request: PromotionRequest) -> Promotion:
         from sweep.promote.calibrate import calibrated
 
         config = calibrated(request.run, config)
-    plan = make_plan(request.run, config, observed=request.observed)
+    plan = make_plan(request.run, config, observed=request.observed, unconfirmed=request.unconfirmed)
     return Promotion(plan, write_plan(plan, request.run))
 
 
@@ -94,7 +94,9 @@ def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, 
     plan = promotion.plan
     # The point the plan promotes, which --observed may have made the observed optimum rather than the pick.
     optimum = plan.sweep.optimum
-    _, trial = read_optimum(run_dir, observed=optimum.source is PickSource.OBSERVED, target=plan.target)
+    # The plan was made from this point, confirmed or let through by --unconfirmed then.
+    observed = optimum.source is PickSource.OBSERVED
+    _, trial = read_optimum(run_dir, observed=observed, unconfirmed=True, target=plan.target)
     trial = trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(

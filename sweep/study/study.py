@@ -19,6 +19,7 @@ from optuna.trial import FrozenTrial
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from sweep.choice.confirmation import Setting
 from sweep.choice.pick import PickConfig
 from sweep.files.config_file import SpecError
 from sweep.spec.space import SearchSpace
@@ -66,7 +67,7 @@ class SweepPlan(StrictConfig):
     @classmethod
     def stored(cls, stored: dict[str, Any]) -> SweepPlan:
         """The plan as a study stores it; one stored by cpt-sweep 0.1 (space inside search) is upgraded,
-        and one stored before replicates existed ran none."""
+        and one stored before replicates (or confirmation) existed ran none."""
         if "space" not in stored and isinstance(stored.get("search"), dict):
             upgraded, _ = upgrade_legacy_layout({"search": stored["search"]}, origin="the stored plan")
             if isinstance(upgraded["search"].get("pruner"), dict):
@@ -76,15 +77,38 @@ class SweepPlan(StrictConfig):
                 "space": upgraded.get("space"),
                 "search": upgraded["search"],
             }
-        if isinstance(stored.get("search"), dict) and "replicates" not in stored["search"]:
-            stored = {**stored, "search": {**stored["search"], "replicates": {"top": 0}}}
+        for key, none in (("replicates", {"top": 0}), ("confirmation", {"seeds": 0})):
+            if isinstance(stored.get("search"), dict) and key not in stored["search"]:
+                stored = {**stored, "search": {**stored["search"], key: none}}
         return cls.model_validate(stored)
 
     @property
     def planned_trials(self) -> int:
-        """How many trials the sweep ends with: num_trials (for a grid, every point: the spec fills it in)
-        and the replicates that follow them."""
-        return self.search.num_trials + self.search.replicates.trials
+        """How many trials the sweep ends with at least: num_trials (for a grid, every point: the spec fills it in),
+        the replicates that follow them and the first point's confirmation trials (a point confirmed over the
+        budget adds `confirmation.seeds` more for the next, see most_trials)."""
+        return self.search.num_trials + self.search.replicates.trials + self.search.confirmation.seeds
+
+    @property
+    def most_trials(self) -> int:
+        """How many trials the sweep ends with at most: every confirmation round run."""
+        confirmation = self.search.confirmation
+        return self.planned_trials + (confirmation.candidates - 1) * confirmation.seeds
+
+    @property
+    def first_confirmation_seed(self) -> int:
+        """The main trials train at proxy.seed, the replicates at most at the replicates.trials seeds after it
+        (fewer points than replicates.top take more seeds each); confirmation after those."""
+        return self.proxy.seed + self.search.replicates.trials + 1
+
+    def confirmation_setting(self) -> Setting:
+        return Setting(
+            space=self.space,
+            budget=self.forgetting_budget,
+            pick=self.pick,
+            config=self.search.confirmation,
+            first_seed=self.first_confirmation_seed,
+        )
 
     @property
     def full_trial_tokens(self) -> int:

@@ -59,6 +59,7 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         attempts=attrs.get(Attr.ATTEMPTS.value, 0),
         seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
         replicate_of=attrs.get(Attr.REPLICATE_OF.value),
+        confirms=attrs.get(Attr.CONFIRMS.value),
         forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last) if stopped else None,
     )
 
@@ -82,7 +83,7 @@ def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
     frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
     # Nullable integer columns keep a missing step count missing rather than a float NaN.
-    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of"):
+    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of", "confirms"):
         frame[column] = frame[column].astype("Int64")
     return frame
 

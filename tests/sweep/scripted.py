@@ -23,11 +23,12 @@ SECTION_OF = {"lr_fraction": "space", "mix": "space", "concurrency": "execution"
 
 def spec_with(**overrides) -> SweepSpec:
     """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps,
-    a 0.02 forgetting budget and no replicates unless asked."""
+    a 0.02 forgetting budget and no replicates or confirmation unless asked."""
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
     raw["search"]["replicates"] = {"top": 0}  # tests/sweep/study/test_replicates.py turns them on
+    raw["search"]["confirmation"] = {"seeds": 0}  # tests/sweep/choice/test_confirmation.py turns it on
     raw["objective"]["forgetting_budget"] = BUDGET
     for key, value in overrides.items():
         raw[SECTION_OF.get(key, "search")][key] = value
