@@ -48,7 +48,7 @@ class _RunStatus:
     """What status says of one run directory, read from its study."""
 
     def __init__(self, run_dir) -> None:
-        from sweep.choice.best import best_summary
+        from sweep.choice.best import best_summary, trials_expected
         from sweep.choice.observed import select
         from sweep.files.rundir import open_run
         from sweep.study.table import trial_rows
@@ -57,7 +57,9 @@ class _RunStatus:
         self.rows = trial_rows(sweep)
         self.plan = sweep.plan
         self.selection = select(self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space)
-        self.pick = best_summary(self.selection, self.rows, self.plan).pick
+        summary = best_summary(self.selection, self.rows, self.plan)
+        self.pick = summary.pick
+        self.expected = trials_expected(summary, self.rows, self.plan)
 
     def progress(self) -> str:
         from reports.tables import progress_line
@@ -65,8 +67,7 @@ class _RunStatus:
 
         # Another terminal's sweep runs as many trials at once as it has running now.
         running = sum(row.status is Status.RUNNING for row in self.rows)
-        planned = self.plan.planned_trials
-        return progress_line(self.rows, planned=planned, best=self.selection.optimum, concurrency=max(1, running))
+        return progress_line(self.rows, planned=self.expected, best=self.selection.optimum, concurrency=max(1, running))
 
 
 def _print_ladder(console, run_dir) -> None:

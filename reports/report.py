@@ -189,7 +189,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "taken_at": snapshot.taken_at.isoformat(),
         "running": snapshot.running,
         "finished": snapshot.finished,
-        "planned": snapshot.plan.planned_trials,
+        "planned": snapshot.expected,
         "verdict": selection.verdict,
         "optimum": _trial(snapshot, optimum) if optimum else None,
         "why": _why(snapshot),

@@ -125,6 +125,19 @@ def _pick_and_confirmation(
     return {"pick": pick, "confirmation": Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")}
 
 
+def trials_expected(summary: BestSummary, rows: list[TrialRow], plan: SweepPlan) -> int:
+    """How many trials the sweep ends with, as things stand: the searched trials and replicates, the confirmation
+    trials run, and the rest of a round still due. Without confirmation, planned_trials."""
+    searched = plan.search.num_trials + plan.search.replicates.trials
+    confirmation = summary.confirmation
+    if confirmation.outcome is Outcome.OFF:
+        return plan.planned_trials
+    run = sum(row.confirms is not None for row in rows)
+    if confirmation.outcome is Outcome.PENDING:
+        return searched + max(run, (len(confirmation.rounds) + 1) * plan.search.confirmation.seeds)
+    return searched + run  # confirmed, or nothing (more) to confirm
+
+
 def write_best(summary: BestSummary, run: RunDir) -> None:
     write_model(run.inside(run.best_json), summary)
 

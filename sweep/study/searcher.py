@@ -122,6 +122,8 @@ def _searched_finished(trials: list[FrozenTrial]) -> bool:
 def enqueue_confirmations(sweep: SweepStudy) -> int:
     """Enqueues the confirmation trials due (sweep.choice.confirmation); returns how many are waiting to be asked
     for. Call it once every main trial and replicate has finished."""
+    if sweep.plan.search.confirmation.seeds == 0:
+        return 0
     due = confirmation_state(trial_rows(sweep), sweep.plan.confirmation_setting()).due
     if due is not None:
         for seed in due.seeds:

@@ -9,7 +9,9 @@ from ray.tune.search import Searcher
 from scripted import STEPS, scripted
 from scripted import trial_row as row
 
+from sweep.choice.best import best_summary, trials_expected
 from sweep.choice.confirmation import ConfirmationConfig, Outcome, Setting, confirmation_state
+from sweep.choice.observed import select
 from sweep.choice.pick import PickConfig
 from sweep.choice.surrogate import point_key
 from sweep.spec.space import SearchSpace
@@ -27,8 +29,8 @@ SETTING = Setting(
 
 
 def searched() -> list:
-    """16 completed trials (4 lr_fractions x 3 mixes, four points twice): gain and forgetting rise with the LR
-    and the domain share, smooth enough that the surrogate picks between them."""
+    """12 completed trials (4 lr_fractions x 3 mixes): gain and forgetting rise with the LR and the domain share,
+    smooth enough that the surrogate picks between them."""
     rng = np.random.default_rng(1)
     rows = []
     for lr in np.geomspace(0.05, 0.2, 4):
@@ -140,3 +142,21 @@ def test_the_searcher_confirms_the_pick_after_the_main_trials_never_prunes_it_an
     assert resumed.suggest("after") == Searcher.FINISHED  # over the budget, and candidates: 1
     assert enqueue_confirmations(sweep) == 0
     assert sum(is_confirmation(t) for t in sweep.trials()) == 2
+
+
+def test_the_trials_a_sweep_ends_with_follow_its_confirmation_rounds(open_sweep):
+    """planned_trials counts one round; a second round adds its seeds, and a sweep with nothing left to confirm is
+    finished at the trials it ran, not waiting for a round that will never come."""
+    plan = open_sweep(num_trials=12, confirmation={"seeds": 2, "candidates": 2}).plan
+    rows = [r.model_copy(update={"lr_fraction": r.lr_fraction * 1.5}) for r in searched()]  # inside 0.05-0.30
+    setting = plan.confirmation_setting()
+
+    def expected(rows):
+        selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+        return trials_expected(best_summary(selection, rows, plan), rows, plan)
+
+    assert expected(rows) == plan.planned_trials == 14
+    rows += confirmations(confirmation_state(rows, setting), 0, [0.05, 0.05])
+    assert expected(rows) == 16  # a second point to confirm
+    rows += confirmations(confirmation_state(rows, setting), 1, [0.05, 0.05], first=200)
+    assert expected(rows) == 16 and confirmation_state(rows, setting).confirmation.outcome is Outcome.NOT_FOUND
