@@ -44,6 +44,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.choice.best import read_best
+from sweep.choice.feasible import Score, is_feasible, ranked_feasible
 from sweep.choice.surrogate import fit_surrogate
 from sweep.files.rundir import RUNS, RunDir
 from sweep.run.prepare import Prepared, prepare
@@ -191,10 +192,14 @@ def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
 
 
 def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, Measured]:
-    feasible = [(point, m) for point, m in truth.items() if m.forgetting <= budget]
-    if not feasible:
+    """The grid's best feasible point under the sweep's own rule (sweep/choice/feasible.py), ties to the earlier point."""
+    items = list(truth.items())
+    ranked = ranked_feasible(
+        range(len(items)), budget, lambda k: Score(items[k][1].domain_gain, items[k][1].forgetting, k)
+    )
+    if not ranked:
         raise SystemExit(f"no grid point is within the forgetting budget {budget}: the ground truth has no optimum")
-    return max(feasible, key=lambda item: item[1].domain_gain)
+    return items[ranked[0]]
 
 
 def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int]:
@@ -255,7 +260,7 @@ def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_token
         fresh_gain=mean.domain_gain,
         fresh_forgetting=mean.forgetting,
         regret=best_gain - mean.domain_gain,
-        within_budget=sum(m.forgetting <= bench.budget for m in fresh),
+        within_budget=sum(is_feasible(m.forgetting, bench.budget) for m in fresh),
         tokens_fraction=summary.cost.tokens_used / grid_tokens,
         wall_seconds=wall,
     )
@@ -273,7 +278,7 @@ def calibration_pairs(bench: Bench, run: RunDir) -> list[tuple[float, bool]]:
     _, forgetting = surrogate.predict([point.lr_fraction for point in points], shares)
     probability = forgetting.probability_at_most(bench.budget)
     return [
-        (float(p), bench.fresh_grids[seed][point].forgetting <= bench.budget)
+        (float(p), is_feasible(bench.fresh_grids[seed][point].forgetting, bench.budget))
         for point, p in zip(points, probability)
         for seed in FRESH_SEEDS
     ]
@@ -329,7 +334,9 @@ def grid_table(truth: dict[Point, Measured], budget: float) -> Table:
         for mix in mixes:
             m = truth.get(Point(lr, mix))
             cells.append(
-                "" if m is None else f"{m.domain_gain:.4f} / {m.forgetting:.4f}{'*' * (m.forgetting > budget)}"
+                ""
+                if m is None
+                else f"{m.domain_gain:.4f} / {m.forgetting:.4f}{'*' * (not is_feasible(m.forgetting, budget))}"
             )
         table.add_row(f"{lr:g}", *cells)
     return table

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The GPU check: every gpu-marked test, then the full-run benchmark, on one CUDA GPU, in one command,
-# ending with one summary line (tests passed, entry / bare per-layer ratio, optimizer step, resume step check).
+# The GPU check: every gpu-marked test, then the full-run benchmark and the 1B proxy-trial benchmark, on the
+# machine's CUDA GPUs, in one command, ending with one summary line (tests passed, entry / bare per-layer ratio,
+# optimizer step, resume step check, the proxy trial's ratio to its bare loop and MFU, one GPU and all of them).
 #
 #   benchmarks/gpu_check.sh [LOG_DIR]     # from anywhere; LOG_DIR defaults to $OUT, else runs/gpu-check
 #
-# Budget: under 8 minutes on one H100; each part is stopped at its limit (install and preflight 90 s, the tests
-# 300 s, the benchmark 150 s) and what it measured is kept: the benchmark prints each row as it finishes.
+# Budget: under 11 minutes on one H100; each part is stopped at its limit (install and preflight 90 s, the tests
+# 300 s, the full-run benchmark 150 s, the proxy-trial benchmark 180 s) and what it measured is kept: each
+# benchmark prints each row as it finishes.
 # Runs with .venv/bin/python when that sees a GPU, else with $PYTHON, else python3, which must have torch with
 # CUDA. A machine with nothing else and no internet gets the other packages as wheels: run
 # benchmarks/fetch_gpu_wheels.sh where there is internet (it fills .whl/ for that machine's Python), copy the
@@ -71,6 +73,9 @@ timeout 300 "$python" -m pytest "${files[@]}" -m gpu -o addopts="-ra --strict-ma
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 timeout 150 "$python" benchmarks/full_run_gpu.py --json "$log_dir/full-run-benchmark.json" 2>&1 \
   | tee "$log_dir/full-run-benchmark.md"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+timeout 180 "$python" benchmarks/proxy_trial_gpu.py --json "$log_dir/proxy-trial-benchmark.json" 2>&1 \
+  | tee "$log_dir/proxy-trial-benchmark.md"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 "$python" benchmarks/gpu_check_summary.py "$log_dir" | tee "$log_dir/summary.txt"
 exit $status

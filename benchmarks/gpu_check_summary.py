@@ -1,7 +1,8 @@
 """The GPU check's closing line: the tests passed, the entry's per-layer ratio to bare PyTorch, the optimizer
-step's time, and whether Adam's step count survived megatron-core's save and load.
+step's time, whether Adam's step count survived megatron-core's save and load, and the 1B proxy trial's ratio to
+its bare loop and MFU on one GPU and sharded over all of them.
 
-    python benchmarks/gpu_check_summary.py LOG_DIR      # reads gpu-tests.xml and full-run-benchmark.json there
+    python benchmarks/gpu_check_summary.py LOG_DIR      # reads gpu-tests.xml and the benchmarks' JSON there
 
 Either file may be missing (a part stopped at its time limit); the line then says so.
 """
@@ -15,11 +16,12 @@ from pathlib import Path
 
 TESTS_XML = "gpu-tests.xml"
 BENCHMARK_JSON = "full-run-benchmark.json"
+PROXY_JSON = "proxy-trial-benchmark.json"
 RESUME_TEST = "test_the_step_count_and_the_moments_survive_megatron_cores_own_save_and_load"
 
 
 def summary(log_dir: Path) -> str:
-    parts = [*_tests(log_dir / TESTS_XML), *_benchmark(log_dir / BENCHMARK_JSON)]
+    parts = [*_tests(log_dir / TESTS_XML), *_benchmark(log_dir / BENCHMARK_JSON), _proxy(log_dir / PROXY_JSON)]
     return "gpu_check: " + "; ".join(parts)
 
 
@@ -61,6 +63,15 @@ def _benchmark(path: Path) -> list[str]:
         "entry / bare per layer: " + (", ".join(layers) or "not measured"),
         "optimizer step: " + (", ".join(optimizer) or "not measured"),
     ]
+
+
+def _proxy(path: Path) -> str:
+    try:
+        rows = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return "1B proxy trial: no figures (stopped at the time limit before its first row, or failed)"
+    shown = [f"{row['gpus']} GPU(s) {row['ratio']:.2f} of bare, MFU {row['trial_mfu']:.0%}" for row in rows]
+    return "1B proxy trial: " + ", ".join(shown)
 
 
 if __name__ == "__main__":

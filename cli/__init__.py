@@ -32,7 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    argv = promote.legacy_form(argv) or jobs.legacy_form(argv) or argv
     args = build_parser().parse_args(argv)
     from cli.errors import EXIT_INPUT_ERROR, INPUT_ERRORS
     from sweep.run.interrupt import EXIT_INTERRUPTED, sigterm_interrupts

@@ -8,6 +8,7 @@ from sweep.files.rundir import RunDirError
 from sweep.ladder.record import LadderMismatch
 from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
+from sweep.run.trial_slots import ClusterTooSmall
 from sweep.study.storage import StorageError
 from sweep.study.study import StudyMismatch
 from train_entry.data.corpus import CorpusError
@@ -28,4 +29,5 @@ INPUT_ERRORS = (
     AddressError,
     StudyMismatch,
     LadderMismatch,
+    ClusterTooSmall,
 )

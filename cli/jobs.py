@@ -8,7 +8,6 @@ form of cpt-sweep 0.1, `sweep jobs [RUN]`, is read as `sweep jobs list [RUN]` un
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 ACTIONS = ("list", "logs")
@@ -30,14 +29,6 @@ def add_parser(verbs) -> None:
         )
     listing.set_defaults(func=list_jobs)
     logs.set_defaults(func=follow_job)
-
-
-def legacy_form(argv: list[str]) -> list[str] | None:
-    """`sweep jobs [RUN]` (0.1) as `sweep jobs list [RUN]`; None for any other command line."""
-    if argv[:1] != ["jobs"] or (len(argv) > 1 and argv[1] in (*ACTIONS, "-h", "--help")):
-        return None
-    print("note: `sweep jobs [RUN]` is now `sweep jobs list [RUN]`; the old form is read until 0.3", file=sys.stderr)
-    return ["jobs", "list", *argv[1:]]
 
 
 def list_jobs(args: argparse.Namespace) -> int:

@@ -17,8 +17,6 @@ from pydantic import ValidationError
 from cli.args import fraction, non_negative_int, positive_int
 
 SIDES = ("general", "non_english", "domain")
-MODES = {"plan": "--dry-run", "submit": "--submit", "rehearse": "--rehearse"}
-"""Each subcommand and the 0.1 flag it replaces."""
 
 
 def add_parser(verbs) -> None:
@@ -26,8 +24,8 @@ def add_parser(verbs) -> None:
         "promote",
         help="turn the sweep's pick into the full run's plan, then submit or rehearse it",
         description=(
-            "plan: the full run of RUN's pick (best.json's: the surrogate's constrained optimum, else the observed "
-            "optimum; --observed takes the observed one) on a target model and cluster (peak LR, schedule, Megatron blend "
+            "plan: the full run of RUN's pick (best.json's: the surrogate's point, else the best observed trial's; "
+            "--observed takes the best observed trial) on a target model and cluster (peak LR, schedule, Megatron blend "
             "weights, iterations, the fastest 3D layout that fits in GPU memory, the run's cost), checked with "
             "megatron-core's own configs and written to RUN/promotion/<id>/. submit: plan, then submit it as a Ray "
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
@@ -67,8 +65,8 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--observed",
         action="store_true",
-        help="promote the observed optimum (the best feasible completed trial) instead of best.json's pick, "
-        "the surrogate's constrained optimum",
+        help="promote the best observed trial (the best feasible completed trial) instead of best.json's pick, "
+        "the surrogate's point",
     )
     parser.add_argument(
         "--unconfirmed",
@@ -136,21 +134,6 @@ def _data_prefix(text: str):
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
         raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
-
-
-def legacy_form(argv: list[str]) -> list[str] | None:
-    """`sweep promote RUN ... --dry-run` (0.1) as `sweep promote plan RUN ...`; None for any other command line."""
-    if argv[:1] != ["promote"] or len(argv) < 2 or argv[1] in (*MODES, "-h", "--help"):
-        return None
-    given = [mode for mode, flag in MODES.items() if flag in argv]
-    if len(given) != 1:
-        return None  # argparse then says what `sweep promote` expects
-    mode = given[0]
-    print(
-        f"note: `sweep promote RUN {MODES[mode]}` is now `sweep promote {mode} RUN`; the old form is read until 0.3",
-        file=sys.stderr,
-    )
-    return ["promote", mode, *(word for word in argv[1:] if word != MODES[mode])]
 
 
 def run(args: argparse.Namespace) -> int:

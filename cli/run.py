@@ -1,4 +1,5 @@
-"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, pick the optimum, write the report."""
+"""`sweep run SPEC`: run (or resume) a sweep under Ray Tune, show it live, find the best observed trial and the
+pick, write the report."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.live import Live
 
 
 def add_parser(verbs) -> None:
-    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the optimum")
+    parser = verbs.add_parser("run", help="run (or resume) a sweep under Ray Tune and pick the point to promote")
     parser.add_argument("spec", type=Path, help="sweep spec YAML")
     parser.add_argument(
         "--name",
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
     if notice:
         console.print(notice, style="yellow")
-    view = LiveView(concurrency=spec.execution.concurrency, budget=spec.objective.forgetting_budget)
+    view = LiveView(budget=spec.objective.forgetting_budget)
     if spec.ladder is not None:
         return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
     outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
@@ -98,6 +99,7 @@ def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
     from sweep.promote.errors import PromotionError
     from sweep.promote.targets import load_target
     from sweep.run.driver import run_sweep
+    from sweep.run.trial_slots import local_gpus
 
     try:
         load_target(spec.ladder.target)  # before any compute: the report's band reaches to it
@@ -116,7 +118,9 @@ def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
             first_points=start.first_points,
         )
 
-    outcome = run_ladder(spec, run_dir, fresh=args.fresh, view=view, run_rung=run_rung)
+    # A Ray of our own is given this machine's GPUs; a cluster's are known once each rung's sweep joins it.
+    max_gpus = local_gpus() if address is None and spec.execution.gpus else None
+    outcome = run_ladder(spec, run_dir, fresh=args.fresh, view=view, run_rung=run_rung, max_gpus=max_gpus)
     for name in outcome.outcomes:
         write_run_report(run_dir.rung(name).path)
     print_ladder(console, outcome.summary)
@@ -135,10 +139,9 @@ class LiveView:
     holds locks: the view keeps one only from `start` on.
     """
 
-    def __init__(self, *, concurrency: int, budget: float) -> None:
-        self._concurrency = concurrency
+    def __init__(self, *, budget: float) -> None:
         self._budget = budget
-        self._finished = -1
+        self._finished = 0
         self._console: Console | None = None
         self._live: Live | None = None
 
@@ -153,16 +156,25 @@ class LiveView:
             self._live = Live(console=console, auto_refresh=False, transient=True)
             self._live.start()
 
-    def update(self, rows, *, planned: int, trial_ended: bool) -> None:
+    def update(self, rows, *, planned: int, trial_ended: bool, at_once: int) -> None:
         from reports.tables import trials_table
 
         if self._live is not None:
-            self._live.update(trials_table(rows, title=self._line(rows, planned)), refresh=True)
+            self._live.update(trials_table(rows, title=self._line(rows, planned, at_once)), refresh=True)
             return
         finished = sum(row.finished for row in rows)
-        if trial_ended and finished != self._finished:
+        if finished != self._finished and (not trial_ended or self._settled(rows, planned, finished, at_once)):
             self._finished = finished
-            self._terminal_or_log().print(self._line(rows, planned), soft_wrap=True)
+            self._terminal_or_log().print(self._line(rows, planned, at_once), soft_wrap=True)
+
+    def _settled(self, rows, planned: int, finished: int, at_once: int) -> bool:
+        """Whether the trials that replace an ended one have started. Ray Tune calls back on a trial's end
+        before it asks the searcher for the next, so a line written then counts one trial too few running;
+        such a line waits for the next start (or the next refresh), unless nothing is left to start."""
+        from sweep.study.record import Status
+
+        running = sum(row.status is Status.RUNNING for row in rows)
+        return running >= min(at_once, planned - finished)
 
     def stop(self) -> None:
         if self._live is not None:
@@ -177,10 +189,10 @@ class LiveView:
             self._console = make_console()
         return self._console
 
-    def _line(self, rows, planned: int) -> str:
+    def _line(self, rows, planned: int, at_once: int) -> str:
         from reports.tables import progress_line
-        from sweep.choice.observed import best_feasible
+        from sweep.choice.observed import best_observed
 
-        return progress_line(
-            rows, planned=planned, best=best_feasible(rows, self._budget), concurrency=self._concurrency
-        )
+        # The ETA counts the trials the cluster runs at once (sweep.run.trial_slots), not execution.concurrency: a
+        # trial of 4 GPUs on 8 runs two at a time whatever the concurrency.
+        return progress_line(rows, planned=planned, best=best_observed(rows, self._budget), concurrency=at_once)

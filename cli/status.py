@@ -1,4 +1,4 @@
-"""`sweep status RUN`: the trials table and optimum of a running or finished sweep, from its study; of a ladder
+"""`sweep status RUN`: the trials table, best observed trial and pick of a running or finished sweep, from its study; of a ladder
 (runs/<ladder>/), each rung's progress and pick in order and the largest rung's prediction.
 
 Reads only the studies and ladder.json, so it shows the same thing from any terminal while `sweep run` goes on,
@@ -16,7 +16,7 @@ def add_parser(verbs) -> None:
         "status",
         help="print the trials table of a running or finished sweep, or each rung of a ladder",
         description=(
-            "A sweep's run directory: its trials, optimum, pick and progress. A ladder's (runs/<ladder>/): each "
+            "A sweep's run directory: its trials, best observed trial, pick and progress. A ladder's (runs/<ladder>/): each "
             "rung's progress and, once it finished, its pick, and the largest rung's prediction against what it "
             "measured; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
         ),
@@ -67,7 +67,9 @@ class _RunStatus:
 
         # Another terminal's sweep runs as many trials at once as it has running now.
         running = sum(row.status is Status.RUNNING for row in self.rows)
-        return progress_line(self.rows, planned=self.expected, best=self.selection.optimum, concurrency=max(1, running))
+        return progress_line(
+            self.rows, planned=self.expected, best=self.selection.best_observed, concurrency=max(1, running)
+        )
 
 
 def _print_ladder(console, run_dir) -> None:

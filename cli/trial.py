@@ -1,4 +1,8 @@
-"""`sweep trial SPEC --lr-fraction F --mix G:D`: one proxy trial, with a progress bar and a metrics table."""
+"""`sweep trial SPEC --lr-fraction F --mix G:D`: one proxy trial, with a progress bar and a metrics table.
+
+It runs the one-process trial, also for a spec whose sweep shards each trial over several workers (which measure
+what one process does): on CPU as it is, on GPUs when one GPU holds the trial.
+"""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: P
     from train_entry.trial_config import Metrics, TrialStatus
 
     spec = load_spec(spec_path)
+    _check_one_process(spec_path, spec)
     prepared = prepare(spec)
     print_corpora(prepared.corpus_stats)
     name = trial_name(lr_fraction, mix)
@@ -62,3 +67,26 @@ def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: P
         tracked.end(status=result.status.name, reason=result.reason)
     print_trial(result, title=f"proxy trial {name}: peak LR {config.peak_lr:.3g}, domain_share {mix.domain_share:.2f}")
     return 0 if result.status is TrialStatus.COMPLETED else 1
+
+
+def _check_one_process(spec_path: Path, spec) -> None:
+    """SpecError with the figures when the spec's trials are sharded over GPUs and one GPU does not hold one."""
+    from sweep.files.config_file import SpecError
+    from sweep.ladder.gpus import on_gpus
+    from sweep.spec.trial_scale import base_shape, fits, trial_size
+
+    execution = spec.execution
+    if not execution.sharded:
+        return
+    print(f"note: `sweep trial` runs the trial in one process; `sweep run` runs it over {execution.trial_workers} "
+          "workers, which measure the same")  # fmt: skip
+    shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
+    if not execution.gpus or shape is None:
+        return
+    one = on_gpus(execution, 1)
+    if not fits(one, spec.proxy, shape):
+        raise SpecError(
+            f"{spec_path}: `sweep trial` runs one process on one GPU, and a trial of {spec.base.model} needs "
+            f"{trial_size(one, spec.proxy, shape).line()}, over its {execution.gpu_memory_gb:g} GB; `sweep run` runs "
+            f"its trials over execution.gpus = {execution.gpus:g}"
+        )

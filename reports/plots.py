@@ -1,7 +1,7 @@
 """The report's figures, drawn with matplotlib's Agg backend (no display, no fonts fetched).
 
 Each function returns a Figure; reports/report.py saves it as a PNG and embeds the same bytes in
-the page. Colours keep one meaning everywhere: a status has one colour, the optimum is a star.
+the page. Colours keep one meaning everywhere: a status has one colour, the best observed trial is a star.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ STATUS_COLOURS = {
 }
 RUN_COLOURS = ("#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795")
 """One colour per run in a comparison."""
-OPTIMUM_COLOUR = "#111111"
+BEST_COLOUR = "#111111"
 LR_BINS = 5
 """Columns of a heat map when lr_fraction is sampled from a range: enough to show a trend with
 the 10-30 trials of a sweep, few enough that most cells hold a trial."""
@@ -46,20 +46,20 @@ MINOR_LR_DIGITS = (2, 3, 5)
 
 
 def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
-    """domain_gain against forgetting: every finished trial, each run's Pareto front, budget and optimum."""
+    """domain_gain against forgetting: every finished trial, each run's Pareto front, budget and best observed trial."""
     figure, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
     several = len(snapshots) > 1
     for index, snapshot in enumerate(snapshots):
         colour = RUN_COLOURS[index % len(RUN_COLOURS)]
         _plot_trials_and_front(ax, snapshot, colour=colour, several=several)
-        _plot_optimum(ax, snapshot, colour=colour, several=several)
+        _plot_best_observed(ax, snapshot, colour=colour, several=several)
     budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
     for budget in budgets:
         ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")
     ax.set_xlabel("forgetting (general_loss / base − 1; lower is better)")
     ax.set_ylabel("domain_gain (1 − domain_loss / base; higher is better)")
     ax.set_title("domain_gain vs forgetting" + (" — " + " vs ".join(s.name for s in snapshots) if several else ""))
-    ax.margins(x=0.08, y=0.12)  # room for the optimum's label inside the axes
+    ax.margins(x=0.08, y=0.12)  # room for the best observed trial's label inside the axes
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     return figure
@@ -103,27 +103,27 @@ def _plot_trials_and_front(ax: Axes, snapshot: RunSnapshot, *, colour: str, seve
         )
 
 
-def _plot_optimum(ax: Axes, snapshot: RunSnapshot, *, colour: str, several: bool) -> None:
-    """One run's optimum as a star, labelled beside it for a single run and in the legend for several."""
-    optimum = snapshot.selection.optimum
-    if optimum is None:
+def _plot_best_observed(ax: Axes, snapshot: RunSnapshot, *, colour: str, several: bool) -> None:
+    """One run's best observed trial as a star, labelled beside it for a single run and in the legend for several."""
+    best = snapshot.selection.best_observed
+    if best is None:
         return
     label = f"{snapshot.name}: " if several else ""
-    where = f"lr_fraction {optimum.lr_fraction:.3g}, mix {snapshot.mix_label(optimum)}"
+    where = f"lr_fraction {best.lr_fraction:.3g}, mix {snapshot.mix_label(best)}"
     ax.scatter(
-        [optimum.forgetting],
-        [optimum.domain_gain],
+        [best.forgetting],
+        [best.domain_gain],
         s=260,
         marker="*",
-        color=colour if several else OPTIMUM_COLOUR,
+        color=colour if several else BEST_COLOUR,
         edgecolor="white",
         linewidth=0.8,
         zorder=5,
         # With several runs the optima may sit close together: their labels go in the legend.
-        label=f"{label}optimum (trial {optimum.number})" + (f": {where}" if several else ""),
+        label=f"{label}best observed trial ({best.number})" + (f": {where}" if several else ""),
     )
     if not several:
-        ax.annotate(where, (optimum.forgetting, optimum.domain_gain), xytext=(8, 8), textcoords="offset points")
+        ax.annotate(where, (best.forgetting, best.domain_gain), xytext=(8, 8), textcoords="offset points")
 
 
 def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
@@ -166,16 +166,16 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
             red, green, blue, _ = image.cmap(image.norm(means[i, j]))
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    optimum = snapshot.selection.optimum
-    if optimum is not None:
-        cell = (lr_axis.index(optimum.lr_fraction), mix_axis.index(optimum.domain_share))
-        ax.add_patch(plt.Rectangle((cell[0] - 0.5, cell[1] - 0.5), 1, 1, fill=False, edgecolor=OPTIMUM_COLOUR, lw=2.5))
+    best = snapshot.selection.best_observed
+    if best is not None:
+        cell = (lr_axis.index(best.lr_fraction), mix_axis.index(best.domain_share))
+        ax.add_patch(plt.Rectangle((cell[0] - 0.5, cell[1] - 0.5), 1, 1, fill=False, edgecolor=BEST_COLOUR, lw=2.5))
     ax.set_xticks(range(len(lr_axis.labels)), lr_axis.labels, fontsize=8)
     ax.set_yticks(range(len(mix_axis.labels)), mix_axis.labels, fontsize=8)
     ax.set_xlabel("lr_fraction" + (" (binned)" if lr_axis.binned else ""))
     ax.set_ylabel("mix general:domain" + (" (binned)" if mix_axis.binned else ""))
     title = f"final {metric} of completed trials"
-    ax.set_title(title + (" (optimum's cell outlined)" if optimum else ""), fontsize=10)
+    ax.set_title(title + (" (best observed trial's cell outlined)" if best else ""), fontsize=10)
     return figure
 
 
@@ -207,10 +207,10 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
         s=22, color="white", edgecolors="black", linewidths=0.8, zorder=3, label="completed trials",
     )  # fmt: skip
     pick = snapshot.summary.pick
-    if pick is not None and pick.point is not None:
+    if pick.point is not None:
         share = pick.point.domain_share
         ax.scatter(
-            [pick.point.lr_fraction], [(1 - share) / share], marker="*", s=260, color=OPTIMUM_COLOUR, zorder=4,
+            [pick.point.lr_fraction], [(1 - share) / share], marker="*", s=260, color=BEST_COLOUR, zorder=4,
             label=f"pick ({pick.source.value})",
         )  # fmt: skip
     _log_axes(ax, snapshot)
@@ -243,7 +243,7 @@ def _log_axes(ax: Axes, snapshot: RunSnapshot) -> None:
 def curves_figure(snapshot: RunSnapshot) -> Figure:
     """domain_loss and general_loss against tokens for every trial; pruned and diverged ones end in a marker."""
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
-    optimum = snapshot.selection.optimum
+    best = snapshot.selection.best_observed
     marks = {Status.PRUNED: "X", Status.DIVERGED: "v", Status.RUNNING: ">"}
     for ax, loss in zip(axes, ("domain_loss", "general_loss")):
         base = _base_loss(snapshot, loss)
@@ -258,9 +258,9 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
             if not finite:
                 continue
             tokens, values = zip(*start, *finite)
-            is_optimum = optimum is not None and row.number == optimum.number
-            colour = OPTIMUM_COLOUR if is_optimum else STATUS_COLOURS[row.status]
-            width, alpha = (2.4, 1.0) if is_optimum else (1.0, 0.7)
+            is_best = best is not None and row.number == best.number
+            colour = BEST_COLOUR if is_best else STATUS_COLOURS[row.status]
+            width, alpha = (2.4, 1.0) if is_best else (1.0, 0.7)
             ax.plot(tokens, values, color=colour, linewidth=width, alpha=alpha)
             if row.status in marks:
                 ax.plot(tokens[-1], values[-1], marks[row.status], color=colour, markersize=8)
@@ -276,9 +276,9 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
         plt.Line2D([], [], color=STATUS_COLOURS[status], marker=marks.get(status), label=status.value.lower())
         for status in (Status.COMPLETED, Status.PRUNED, Status.DIVERGED, Status.RUNNING)
     ]
-    if optimum is not None:
-        label = f"optimum (trial {optimum.number})"
-        handles.append(plt.Line2D([], [], color=OPTIMUM_COLOUR, linewidth=2.4, label=label))
+    if best is not None:
+        label = f"best observed trial ({best.number})"
+        handles.append(plt.Line2D([], [], color=BEST_COLOUR, linewidth=2.4, label=label))
     axes[1].legend(handles=handles, fontsize=8, loc="best")
     return figure
 

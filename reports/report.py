@@ -23,6 +23,7 @@ from matplotlib.figure import Figure
 from reports import plots
 from reports.snapshot import RunSnapshot, load_run, spec_differences
 from reports.tables import pick_lines
+from sweep.choice.feasible import is_feasible
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
 
@@ -69,7 +70,7 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
         make_plot(
             "front",
             "domain_gain vs forgetting, all runs",
-            "Each run's completed trials, Pareto front and optimum (star) in its own colour; "
+            "Each run's completed trials, Pareto front and best observed trial (star) in its own colour; "
             "dashed: the forgetting budget.",
             lambda: plots.front_figure(snapshots),
         )
@@ -131,7 +132,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             "front",
             "domain_gain vs forgetting",
             f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed) and the "
-            "optimum (star). Crosses: pruned or diverged trials at their last evaluation; they never qualify.",
+            "best observed trial (star). Crosses: pruned or diverged trials at their last evaluation; they never qualify.",
             lambda: plots.front_figure([snapshot]),
         ),
         make_plot(
@@ -167,7 +168,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
                 "learning curves",
                 "domain_loss and general_loss at every evaluation against tokens read, starting from the base's own "
                 "loss (dotted) at 0 tokens. Each line ends with its trial number; pruned (X) and diverged (▼) trials "
-                "are marked where they stopped; the optimum is the thick black line.",
+                "are marked where they stopped; the best observed trial is the thick black line.",
                 lambda: plots.curves_figure(snapshot),
             )
         )
@@ -179,7 +180,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
     summary = snapshot.summary
     cost = summary.cost
     budget = snapshot.plan.forgetting_budget
-    optimum = selection.optimum
+    best = selection.best_observed
     read_or_saved = cost.tokens_used + cost.tokens_saved_by_pruning
     wall = sum(row.wall_seconds or 0.0 for row in snapshot.rows)
     spec = snapshot.spec
@@ -191,11 +192,11 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "finished": snapshot.finished,
         "planned": snapshot.expected,
         "verdict": selection.verdict,
-        "optimum": _trial(snapshot, optimum) if optimum else None,
+        "best_observed": _trial(snapshot, best) if best else None,
         "why": _why(snapshot),
         "boundary": selection.boundary,
-        "pick": pick_lines(summary.pick) if summary.pick else [],
-        "rule": summary.pick.rule if summary.pick else None,
+        "pick": pick_lines(summary.pick),
+        "rule": summary.pick.rule,
         "budget": f"{budget:.4g}",
         "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},
         "cost": {
@@ -218,17 +219,17 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
 
 
 def _why(snapshot: RunSnapshot) -> list[str]:
-    """The evidence for the optimum, in sentences a person can check against the plots."""
+    """The evidence for the best observed trial, in sentences a person can check against the plots."""
     selection = snapshot.selection
-    optimum = selection.optimum
+    best = selection.best_observed
     evidence = snapshot.summary.evidence
-    if optimum is None:
+    if best is None:
         return []
     lines = [
         (
-            f"Highest domain_gain ({optimum.domain_gain:.4f}) of the {evidence.feasible_completed} completed "
+            f"Highest domain_gain ({best.domain_gain:.4f}) of the {evidence.feasible_completed} completed "
             f"trial(s) within the forgetting budget {selection.forgetting_budget:.4g}; its forgetting is "
-            f"{optimum.forgetting:.4f}."
+            f"{best.forgetting:.4f}."
         )
     ]
     runner_up = evidence.runner_up
@@ -238,14 +239,14 @@ def _why(snapshot: RunSnapshot) -> list[str]:
         lines.append(
             f"Runner-up: trial {runner_up.number} (lr_fraction {runner_up.lr_fraction:.4g}, mix "
             f"{snapshot.mix_label(runner_up)}) with domain_gain "
-            f"{runner_up.domain_gain:.4f}, {optimum.domain_gain - runner_up.domain_gain:.4f} less, "
+            f"{runner_up.domain_gain:.4f}, {best.domain_gain - runner_up.domain_gain:.4f} less, "
             f"forgetting {runner_up.forgetting:.4f}."
         )
-    over = [row for row in selection.pareto if row.forgetting > selection.forgetting_budget]
+    over = [row for row in selection.pareto if not is_feasible(row.forgetting, selection.forgetting_budget)]
     if over:
         nearest = over[0]
         lines.append(
-            f"Beyond the budget, trial {nearest.number} would gain {nearest.domain_gain - optimum.domain_gain:.4f} "
+            f"Beyond the budget, trial {nearest.number} would gain {nearest.domain_gain - best.domain_gain:.4f} "
             f"more but forgets {nearest.forgetting:.4f}."
         )
     return lines
@@ -264,12 +265,12 @@ def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, str]:
 
 
 def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
-    optimum = snapshot.selection.optimum
+    best = snapshot.selection.best_observed
     return [
         {
             "number": str(row.number),
             "status": row.status.value,
-            "optimum": "yes" if optimum is not None and row.number == optimum.number else "",
+            "best_observed": "yes" if best is not None and row.number == best.number else "",
             "lr_fraction": f"{row.lr_fraction:.4g}",
             "peak_lr": f"{row.peak_lr:.3g}",
             "mix": snapshot.mix_label(row),

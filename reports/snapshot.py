@@ -1,6 +1,6 @@
 """What a report shows of one run: a single read of its study, summarised with the sweep's own functions.
 
-The study is read once, so the rows, the learning curves and the optimum of a sweep that is still
+The study is read once, so the rows, the learning curves and the best observed trial of a sweep that is still
 running all describe the same moment. Selection, the best.json summary and the cost come from
 sweep/choice/observed.py and sweep/choice/best.py, so the report can never disagree with `sweep run` or best.json.
 """

@@ -14,8 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
+from rich.text import Text
 
 from reports.console import make_console
 from sweep.choice.observed import Selection
@@ -108,36 +111,61 @@ _STYLE = {
 }
 
 
-def trials_table(rows: list[TrialRow], *, optimum: TrialRow | None = None, title: str | None = None) -> Table:
-    # The reason alone gives way on a narrow terminal, cut short: one row per trial keeps the table readable. It
-    # is the table's one flexible column, so it gets what the others leave; without that, rich shrank every
-    # column of a table too wide for the terminal, and a long pruning reason left number, status and mix as "…".
-    # No vertical rules, one space of padding between columns: with both, the other columns alone took 104
-    # characters, more than a 100-column terminal.
-    table = Table(
-        title=title,
-        header_style="bold",
-        box=box.SIMPLE_HEAD,
-        collapse_padding=True,
-        pad_edge=False,
-        expand=any(row.reason for row in rows),
-    )
-    columns = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
-    cells = [_trial_cells(row, optimum) for row in rows]
-    for k, column in enumerate(columns):
-        width = max([len(column), *(len(row[k]) for row in cells)])
-        justify = "left" if column in ("status", "mix") else "right"
-        table.add_column(column, justify=justify, no_wrap=True, width=width)
-    table.add_column("reason", no_wrap=True, overflow="ellipsis", ratio=1)
-    for row, values in zip(rows, cells):
-        status = values[1]
-        table.add_row(values[0], f"[{_STYLE[row.status]}]{status}[/]", *values[2:], _reason(row))
-    return table
+COLUMNS = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
+OPTIONAL = ("wall s", "peak LR", "seed", "steps")
+"""Dropped in this order, one by one, while the table is wider than the terminal: what is left (number, status,
+point, metrics) is never cut. peak LR is lr_fraction x the base's max_lr; the rest is in trials.csv."""
 
 
-def _trial_cells(row: TrialRow, optimum: TrialRow | None) -> tuple[str, ...]:
+def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> TrialsTable:
+    return TrialsTable(rows, best=best, title=title)
+
+
+class TrialsTable:
+    """The trials, one row each, laid out for the width it is printed at (a terminal's, or a log's).
+
+    Every cell is shown whole: rather than let rich shrink every column of a table too wide for the terminal
+    (a long pruning reason once left number, status and mix as "…" even at 100 columns), the optional
+    columns go, and the reasons (pruning, guard, replicate) are listed below the table, wrapped, one line
+    per trial that has one.
+    """
+
+    def __init__(self, rows: list[TrialRow], *, best: TrialRow | None, title: str | None) -> None:
+        self.rows, self.best, self.title = rows, best, title
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        cells = [_trial_cells(row, self.best) for row in self.rows]
+        shown = list(COLUMNS)
+        table = self._table(shown, cells)
+        for column in OPTIONAL:
+            if Measurement.get(console, options, table).maximum <= options.max_width:
+                break
+            shown.remove(column)
+            table = self._table(shown, cells)
+        yield table
+        for row in self.rows:
+            reason = _reason(row)
+            if reason:
+                yield Padding(Text(f"#{row.number}: {reason}", overflow="fold"), (0, 0, 0, 2))
+
+    def _table(self, shown: list[str], cells: list[tuple[str, ...]]) -> Table:
+        # No vertical rules, one space of padding between columns: with both, the columns alone took 104
+        # characters, more than a 100-column terminal.
+        table = Table(title=self.title, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+        keep = [k for k, column in enumerate(COLUMNS) if column in shown]
+        for k in keep:
+            width = max([len(COLUMNS[k]), *(len(row[k]) for row in cells)])
+            justify = "left" if COLUMNS[k] in ("status", "mix") else "right"
+            table.add_column(COLUMNS[k], justify=justify, no_wrap=True, min_width=width)
+        for row, values in zip(self.rows, cells):
+            styled = [f"[{_STYLE[row.status]}]{values[k]}[/]" if COLUMNS[k] == "status" else values[k] for k in keep]
+            table.add_row(*styled)
+        return table
+
+
+def _trial_cells(row: TrialRow, best: TrialRow | None) -> tuple[str, ...]:
     """A row's cells but the reason, as plain text."""
-    mark = " *" if optimum is not None and row.number == optimum.number else ""
+    mark = " *" if best is not None and row.number == best.number else ""
     return (
         f"{row.number}{mark}",
         row.status.value,
@@ -208,7 +236,7 @@ def pick_lines(pick: Pick) -> list[str]:
     where = f"lr_fraction {point.lr_fraction:.4g}, mix {point.mix}"
     if point.trials:
         where += f" (trial{'s' if len(point.trials) > 1 else ''} {', '.join(map(str, point.trials))})"
-    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'observed optimum'}): {where}"]
+    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'best observed trial'}): {where}"]
     if pick.gain is not None and pick.forgetting is not None:
         gain, forgetting = pick.gain, pick.forgetting
         lines.append(
@@ -238,7 +266,7 @@ def print_outcome(
 ) -> None:
     """The trials, the points measured more than once and their spread, `notes` (what a reader could not tell from
     the table), the verdict and the pick."""
-    console.print(trials_table(rows, optimum=selection.optimum, title=title))
+    console.print(trials_table(rows, best=selection.best_observed, title=title))
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
     if repeated:
@@ -250,9 +278,9 @@ def print_outcome(
         )
     for note in notes:
         console.print(f"note: {note}", style="yellow", highlight=False)
-    console.print(selection.verdict, style="bold" if selection.optimum else "bold red")
+    console.print(selection.verdict, style="bold" if selection.best_observed else "bold red")
     for note in selection.boundary:
-        console.print(f"warning: the optimum sits on the edge of the search: {note}", style="yellow")
+        console.print(f"warning: the best observed trial sits on the edge of the search: {note}", style="yellow")
     if pick is not None:
         first, *rest = pick_lines(pick)
         console.print(first, style="bold", highlight=False)

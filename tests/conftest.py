@@ -19,6 +19,8 @@ import yaml
 from tests.wandb_files import UNREACHABLE_WANDB, WANDB_SECRET
 
 REPO = Path(__file__).resolve().parents[1]
+SHIPPED_SPECS = sorted((REPO / "search_spaces").glob("*.yaml"))
+"""The specs the repository ships; a test parametrized over them fails at collection if there are none."""
 DATA = REPO / "data"
 
 TINY_CORPORA = {
@@ -226,14 +228,25 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
         return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=output.read_text())
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--reproduce",
+        action="store_true",
+        help="also run the tests marked reproduce, which rebuild shipped files from scratch (the built-in base: "
+        "~8 min on 2 cores, beyond the suite's budget)",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     # The slow tests first: each xdist worker takes a few tests at a time (--maxschedchunk), so the
     # minutes-long sweeps start at once on every worker and the short tests fill in around them,
     # instead of one long sweep starting last while the other workers have nothing left to do.
     items.sort(key=lambda item: "slow" not in item.keywords)
-    if torch.cuda.is_available():
-        return
-    skip = pytest.mark.skip(reason="needs CUDA")
+    skips = {
+        "reproduce": None if config.getoption("--reproduce") else pytest.mark.skip(reason="needs --reproduce"),
+        "gpu": None if torch.cuda.is_available() else pytest.mark.skip(reason="needs CUDA"),
+    }
     for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+        for marker, skip in skips.items():
+            if skip is not None and marker in item.keywords:
+                item.add_marker(skip)

@@ -37,3 +37,26 @@ def plant_code(directory: Path, marker: Path, *, file: str = "config.json") -> P
     config = json.loads(path.read_text()) if path.is_file() else {}
     path.write_text(json.dumps({**config, "model_type": "planted-lm", "auto_map": auto_map}))
     return directory
+
+
+LLAMA_FAMILY = {
+    # The config.json fields that size each model, as Meta's Hugging Face repositories give them.
+    "Llama-3.2-1B": {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "intermediate_size": 8192, "tie_word_embeddings": True},
+    "Llama-3.2-3B": {"hidden_size": 3072, "num_hidden_layers": 28, "num_attention_heads": 24, "num_key_value_heads": 8,
+                     "intermediate_size": 8192, "tie_word_embeddings": True},
+    "Llama-3.1-8B": {"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                     "intermediate_size": 14336, "tie_word_embeddings": False},
+}  # fmt: skip
+
+
+def llama_family_dirs(root: Path) -> Path:
+    """Stand-ins for the Llama 3 family's base directories under root/<name>: each model's real config.json, and an
+    empty weights file (a spec's checks look for one and never read it). Returns root."""
+    for name, fields in LLAMA_FAMILY.items():
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        config = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 128256, **fields}
+        (folder / "config.json").write_text(json.dumps(config))
+        (folder / "model.safetensors").write_bytes(b"")
+    return root

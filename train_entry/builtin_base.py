@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, model_validator
 
 from train_entry.config import Seed
@@ -9,6 +11,9 @@ from train_entry.optimizer import OptimizerConfig
 
 EVAL_SEQUENCES = 64
 """Held-out sequences per side the built-in base's own general and domain losses are measured on."""
+SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "tiny-llama"
+"""The built-in base made from the default spec (search_spaces/lr_mix.yaml), shipped with the project so that the
+first default sweep starts at once (sweep.run.shipped_base says when it is used, sweep.run.ship how it is made)."""
 
 
 class BuiltinBaseConfig(OptimizerConfig):

@@ -1,21 +1,24 @@
-"""The training loop shared by base pretraining and proxy trials, and the one training step every
-trainer takes (the rehearsal's DDP trainer included).
+"""The training loop shared by base pretraining and proxy trials, one process or sharded, and the one
+training step every trainer takes (the rehearsal's DDP trainer included).
 
 `fit` sets the LR from the recipe's schedule every step, calls an evaluation callback every
 `eval_interval` steps and at the end, and ends a run whose loss is not finite, or blows up past
 `divergence_factor` x the first step's loss, as diverged instead of wasting the rest of its budget.
+A sharded trial runs the same loop on each of its workers, each on its share of every batch (its
+`Group` gives the mean loss over them) and starts it where its checkpoint left off (`Progress`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
 import torch.nn.functional as F
 
+from train_entry.group import Group
 from train_entry.model import Runtime
 from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import TrialStatus
@@ -37,6 +40,25 @@ class LoopResult:
 
 Evaluate = Callable[[int, int, float, float], bool]
 """evaluate(step, tokens_seen, train_loss, lr) -> True to stop training."""
+
+
+@dataclass
+class Progress:
+    """Where a run stands, updated by `fit` after every step: what a checkpoint keeps and a resumed run starts from."""
+
+    steps_done: int = 0
+    first_loss: float | None = None
+    """The first step's loss (the mean over a sharded trial's workers): divergence is measured against it."""
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """Who takes part in a run and where it starts: one process from step 0 unless a sharded trial says otherwise."""
+
+    group: Group = field(default_factory=Group.single)
+    progress: Progress = field(default_factory=Progress)
+    optimizer: torch.optim.Optimizer | None = None
+    """The run's optimizer when the caller keeps it (to checkpoint it); default a new recipe.adamw."""
 
 
 def next_token_loss(model: torch.nn.Module, tokens: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -81,19 +103,27 @@ def fit(
     divergence_factor: float,
     evaluate: Evaluate,
     on_step: Callable[[int, float], None] | None = None,
+    sharing: Sharing | None = None,
 ) -> LoopResult:
-    """Trains `steps` steps of `batch_size` sequences; evaluates every `eval_interval` and at the end."""
-    optimizer = recipe.adamw(model, peak_lr=peak_lr, fused=runtime.device.type == "cuda")
+    """Trains `steps` steps of `batch_size` sequences; evaluates every `eval_interval` and at the end.
+
+    With `sharing`, `batches` gives this worker's share of each batch, the loss is the mean over the group's
+    workers, and the run starts after `sharing.progress.steps_done` steps (resumed), updating it as it goes.
+    """
+    sharing = sharing or Sharing()
+    group, progress = sharing.group, sharing.progress
+    optimizer = sharing.optimizer or recipe.adamw(model, peak_lr=peak_lr, fused=runtime.device.type == "cuda")
     tokens_per_step = 0
-    first_loss = None
-    for step in range(steps):
+    for step in range(progress.steps_done, steps):
         lr = recipe.lr_at(step, peak_lr=peak_lr, total_steps=steps)
         tokens, labels = batches.batch(step, batch_size)
-        tokens_per_step = labels.numel()
-        loss = train_step(model, optimizer, tokens, labels, lr=lr, grad_clip=recipe.grad_clip, runtime=runtime).item()
-        done = step + 1
-        first_loss = first_loss if first_loss is not None else loss
-        reason = _divergence(loss, first_loss, divergence_factor, step=done)
+        tokens_per_step = labels.numel() * group.size
+        loss = group.mean(
+            train_step(model, optimizer, tokens, labels, lr=lr, grad_clip=recipe.grad_clip, runtime=runtime)
+        )
+        done = progress.steps_done = step + 1
+        progress.first_loss = progress.first_loss if progress.first_loss is not None else loss
+        reason = _divergence(loss, progress.first_loss, divergence_factor, step=done)
         if reason is not None:
             return LoopResult(TrialStatus.DIVERGED, done, done * tokens_per_step, reason)
         if on_step is not None:
@@ -114,14 +144,29 @@ def _divergence(loss: float, first_loss: float, factor: float, *, step: int) -> 
 
 @torch.no_grad()
 def mean_loss(
-    model: torch.nn.Module, tokens: torch.Tensor, labels: torch.Tensor, runtime: Runtime, batch_size: int
+    model: torch.nn.Module,
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    runtime: Runtime,
+    batch_size: int,
+    group: Group | None = None,
 ) -> float:
-    """Mean token loss over a fixed set of sequences, in batches of `batch_size`."""
+    """Mean token loss over a fixed set of sequences, in batches of `batch_size`.
+
+    A sharded trial's workers take the batches in turn. Every worker takes part in every forward pass of a
+    sharded model (each gathers the layers' weights from all), so one left without a batch in the last round
+    runs the first batch again and does not count it.
+    """
+    group = group or Group.single()
     model.eval()
+    starts = range(0, len(tokens), batch_size)
     total = 0.0
-    for start in range(0, len(tokens), batch_size):
-        chunk = slice(start, start + batch_size)
+    for round_ in range(math.ceil(len(starts) / group.size)):
+        index = round_ * group.size + group.rank
+        counted = index < len(starts)
+        chunk = slice(starts[index if counted else 0], starts[index if counted else 0] + batch_size)
         with runtime.autocast():
             loss = next_token_loss(model, tokens[chunk].to(runtime.device), labels[chunk].to(runtime.device))
-        total += loss.item() * labels[chunk].numel()
-    return total / labels.numel()
+        if counted:
+            total += loss.item() * labels[chunk].numel()
+    return group.total(torch.tensor(total, dtype=torch.float64)).item() / labels.numel()

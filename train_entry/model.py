@@ -31,14 +31,27 @@ class Runtime:
     attention: str
     """A transformers attn_implementation: "flash_attention_2" or "sdpa"."""
     autocast_dtype: torch.dtype | None
-    """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU."""
+    """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU, and for a sharded model, whose
+    mixed precision FSDP applies (train_entry.sharded.fsdp)."""
+
+    @classmethod
+    def cpu(cls) -> Runtime:
+        return cls(torch.device("cpu"), "sdpa", None)
 
     @classmethod
     def detect(cls) -> Runtime:
         if not torch.cuda.is_available():
-            return cls(torch.device("cpu"), "sdpa", None)
+            return cls.cpu()
         has_flash = importlib.util.find_spec("flash_attn") is not None
         return cls(torch.device("cuda"), "flash_attention_2" if has_flash else "sdpa", torch.bfloat16)
+
+    @classmethod
+    def for_shard(cls) -> Runtime:
+        """A sharded trial's worker: the GPU its launcher made current (Ray Train and torchrun both do), no autocast."""
+        detected = cls.detect()
+        if detected.device.type == "cpu":
+            return detected
+        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
@@ -69,6 +82,18 @@ def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
         raise HfDirError(f"{base_dir}: not a loadable Hugging Face causal LM ({first_line(error)})") from None
     _check_loaded_whole(base_dir, loading)
     return model.to(runtime.device)
+
+
+def recompute_layers(model: PreTrainedModel) -> None:
+    """Activation checkpointing: each decoder layer keeps its input and recomputes the rest in the backward
+    (transformers' own wrapping in torch.utils.checkpoint, non-reentrant, which FSDP2 works with)."""
+    non_reentrant = {"use_reentrant": False}
+    # Recent transformers 5.x name it activation_checkpointing_enable (the old name a deprecated alias); earlier 5.x
+    # releases (5.17 on a GPU machine we ran on) have only gradient_checkpointing_enable.
+    if hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=non_reentrant)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
 
 def base_vocab_size(base_dir: Path) -> int | None:

@@ -4,7 +4,8 @@
 its output directory, trains from the base with peak LR = lr_fraction x max_lr, and calls
 `report(metrics)` at every evaluation with domain_loss, general_loss, domain_gain and forgetting
 measured on the sweep's fixed validation sets. A report that returns True stops the trial (that
-is how a sweep prunes); nothing here knows who decides.
+is how a sweep prunes); nothing here knows who decides. `run_sharded_trial` (train_entry.sharded.trial)
+is the same trial over several workers.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import torch
 
 from train_entry.data.blend import TokenStream, ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
-from train_entry.loop import LoopResult, fit, mean_loss
-from train_entry.model import Runtime, load_causal_lm
+from train_entry.group import Group
+from train_entry.loop import Batches, LoopResult, Sharing, fit, mean_loss
+from train_entry.model import Runtime, load_causal_lm, recompute_layers
 from train_entry.trial_config import (
     RESULT_JSON,
     TRIAL_CONFIG_JSON,
@@ -31,6 +33,8 @@ from train_entry.trial_config import (
 )
 
 Report = Callable[[Metrics], bool | None]
+Keep = Callable[[list[Metrics]], None]
+"""keep(history): called after each evaluation whose report let the trial go on (a sharded trial checkpoints)."""
 
 
 def run_trial(
@@ -38,29 +42,44 @@ def run_trial(
 ) -> TrialResult:
     """Runs one proxy trial; `on_step(step, train_loss)` is for progress bars only."""
     started = time.perf_counter()
+    output_dir = write_config(config)
+    torch.set_num_threads(config.threads)
+    runtime = Runtime.detect()
+    stream, valid = trial_data(config, cache_dir=output_dir / "megatron_index")
+    torch.manual_seed(config.seed)
+    model = load_causal_lm(config.base_dir, runtime)
+    if config.activation_checkpointing:
+        recompute_layers(model)
+    outcome, history = train(config, model, stream, valid, runtime, report=report, on_step=on_step)
+    return write_result(config, outcome, history, wall_seconds=time.perf_counter() - started)
+
+
+def write_config(config: TrialConfig) -> Path:
+    """Creates the output directory and writes the config the trial is a function of, before it trains."""
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / TRIAL_CONFIG_JSON).write_text(config.model_dump_json(indent=2))
+    return output_dir
 
-    torch.set_num_threads(config.threads)
-    runtime = Runtime.detect()
-    stream, valid = _trial_data(config, cache_dir=output_dir / "megatron_index")
-    torch.manual_seed(config.seed)
-    model = load_causal_lm(config.base_dir, runtime)
-    outcome, history = _train(config, model, stream, valid, runtime, report=report, on_step=on_step)
+
+def write_result(
+    config: TrialConfig, outcome: LoopResult, history: list[Metrics], *, wall_seconds: float, write: bool = True
+) -> TrialResult:
+    """The trial's result, written to result.json unless `write` is False (a sharded trial's other workers)."""
     result = TrialResult(
         status=outcome.status,
         reason=outcome.reason,
         steps=outcome.steps,
         tokens_seen=outcome.tokens_seen,
-        wall_seconds=time.perf_counter() - started,
+        wall_seconds=wall_seconds,
         history=history,
     )
-    (output_dir / RESULT_JSON).write_text(result.model_dump_json(indent=2))
+    if write:
+        (Path(config.output_dir) / RESULT_JSON).write_text(result.model_dump_json(indent=2))
     return result
 
 
-def _trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, ValidationSets]:
+def trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, ValidationSets]:
     """The trial's training stream (its mix and seed, proxy.steps x proxy.batch_size sequences) and the fixed
     validation sets (proxy.seed)."""
     proxy = config.proxy
@@ -78,23 +97,29 @@ def _trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, V
     return stream, validation_sets(config.valid, config.non_english_share, proxy, tokenizer, cache_dir)
 
 
-def _train(
+def train(
     config: TrialConfig,
     model: torch.nn.Module,
-    stream: TokenStream,
+    batches: Batches,
     valid: ValidationSets,
     runtime: Runtime,
     *,
     report: Report,
-    on_step: Callable[[int, float], None] | None,
+    on_step: Callable[[int, float], None] | None = None,
+    sharing: Sharing | None = None,
+    history: list[Metrics] | None = None,
+    keep: Keep | None = None,
 ) -> tuple[LoopResult, list[Metrics]]:
     """Trains at config.peak_lr, reporting the metrics of every evaluation; a report that returns True
-    stops the training. Returns the loop's outcome and every evaluation's metrics."""
+    stops the training. Returns the loop's outcome and every evaluation's metrics (after `history`, those of
+    a resumed run's earlier attempts). In a sharded trial every worker measures its share, rank 0 alone
+    reports, and its answer stops every worker."""
     proxy = config.proxy
-    history: list[Metrics] = []
+    sharing = sharing or Sharing()
+    history = history if history is not None else []
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
-        domain_loss, general_loss = measure(model, valid, runtime, batch_size=proxy.batch_size)
+        domain_loss, general_loss = measure(model, valid, runtime, batch_size=proxy.batch_size, group=sharing.group)
         metrics = Metrics.measure(
             base=config.base_losses,
             domain_loss=domain_loss,
@@ -105,11 +130,14 @@ def _train(
             lr=lr,
         )
         history.append(metrics)
-        return bool(report(metrics))
+        stop = sharing.group.decide(lambda: bool(report(metrics)))
+        if not stop and keep is not None:
+            keep(history)
+        return stop
 
     outcome = fit(
         model,
-        stream,
+        batches,
         proxy,
         runtime,
         steps=proxy.steps,
@@ -119,6 +147,7 @@ def _train(
         divergence_factor=proxy.divergence_factor,
         evaluate=evaluate,
         on_step=on_step,
+        sharing=sharing,
     )
     return outcome, history
 
@@ -138,11 +167,13 @@ def validation_sets(
     )
 
 
-def measure(model: torch.nn.Module, valid: ValidationSets, runtime: Runtime, *, batch_size: int) -> tuple[float, float]:
+def measure(
+    model: torch.nn.Module, valid: ValidationSets, runtime: Runtime, *, batch_size: int, group: Group | None = None
+) -> tuple[float, float]:
     """(domain_loss, general_loss) of the model on the fixed validation sets."""
     return (
-        mean_loss(model, *valid.domain, runtime, batch_size),
-        mean_loss(model, *valid.general, runtime, batch_size),
+        mean_loss(model, *valid.domain, runtime, batch_size, group),
+        mean_loss(model, *valid.general, runtime, batch_size, group),
     )
 
 

@@ -76,7 +76,14 @@ class TrialConfig(StrictConfig):
     non_english_share: float = Field(0.0, ge=0.0, lt=1.0)
     proxy: ProxyConfig
     threads: int = Field(1, ge=1)
-    """torch intra-op threads on CPU: the trial's CPU allotment."""
+    """torch intra-op threads on CPU: the trial's CPU allotment (each worker's, in a sharded trial)."""
+    activation_checkpointing: bool = False
+    """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute, for
+    a trial whose activations at the proxy's batch and sequence length would not fit beside its weights."""
+    checkpoint_interval: int | None = Field(None, gt=0)
+    """A sharded trial's steps between the checkpoints a retry resumes from (train_entry.sharded.checkpoint); a
+    multiple of proxy.eval_interval, since a checkpoint follows its evaluation's report. Default: every evaluation.
+    Each writes 12 bytes per parameter."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
     seed: Seed
@@ -99,9 +106,24 @@ class TrialConfig(StrictConfig):
             return {**data, "seed": proxy.get("seed", ProxyConfig.model_fields["seed"].default)}
         return data  # no proxy: its own error says so
 
+    @model_validator(mode="after")
+    def _checkpoints_follow_evaluations(self) -> TrialConfig:
+        interval = self.checkpoint_interval
+        if interval is not None and interval % self.proxy.eval_interval:
+            raise ValueError(
+                f"checkpoint_interval must be a multiple of proxy.eval_interval, got {interval=}, "
+                f"{self.proxy.eval_interval=}"
+            )
+        return self
+
     @property
     def peak_lr(self) -> float:
         return self.lr_fraction * self.max_lr
+
+    @property
+    def checkpoint_steps(self) -> int:
+        """Steps between a sharded trial's checkpoints."""
+        return self.checkpoint_interval or self.proxy.eval_interval
 
 
 class TrialStatus(str, enum.Enum):

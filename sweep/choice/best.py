@@ -1,5 +1,5 @@
-"""best.json: the optimum, the evidence for it, the Pareto front, what the sweep cost, the pick and its
-confirmation.
+"""best.json: the best observed trial, the evidence for it, the Pareto front, what the sweep cost, the pick and
+its confirmation.
 
 Written by `sweep run` as a BestSummary and read back through the same type by promotion and
 reports, so a key is never looked up by a string that could drift.
@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from sweep.choice.confirmation import Confirmation, Outcome, confirmation_state
-from sweep.choice.observed import Selection
+from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import Surrogate, fit_surrogate
 from sweep.files.records import CorruptFile, read_model, write_model
@@ -51,7 +51,7 @@ class Evidence(StrictConfig):
     """Trials by status."""
     feasible_completed: int = Field(ge=0)
     runner_up: TrialRow | None
-    """The second-best feasible trial: its distance to the optimum is how clear the choice is."""
+    """The second-best feasible trial: its distance to the best observed trial is how clear the choice is."""
 
 
 class BestSummary(StrictConfig):
@@ -59,17 +59,16 @@ class BestSummary(StrictConfig):
     """BEST_FORMAT."""
     verdict: str
     """One plain sentence on the outcome."""
-    optimum: TrialRow | None
+    best_observed: TrialRow | None
     least_forgetting: TrialRow | None
     """When nothing is feasible: the Pareto trial closest to the budget."""
     boundary_warnings: list[str]
     evidence: Evidence
     pareto_front: list[TrialRow]
     cost: Cost
-    pick: Pick | None = None
-    """The recommended point: the surrogate's under the plan's rule, else the observed optimum, with the
-    evidence for it (sweep/choice/pick.py); with confirmation, the point confirmed (or the last one tried).
-    None only in a best.json written before there were picks."""
+    pick: Pick
+    """The recommended point: the surrogate's under the plan's rule, else the best observed trial's, with the
+    evidence for it (sweep/choice/pick.py); with confirmation, the point confirmed (or the last one tried)."""
     confirmation: Confirmation
     """The pick re-run at fresh seeds: predicted against confirmed, round by round (sweep/choice/confirmation.py)."""
 
@@ -83,20 +82,11 @@ def best_summary_with(
     surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
 ) -> BestSummary:
     """best.json's content with a surrogate already fitted to the rows (None: too few points)."""
-    feasible = sorted(
-        (
-            row
-            for row in rows
-            if row.status is Status.COMPLETED
-            and row.forgetting is not None
-            and row.forgetting <= plan.forgetting_budget
-        ),
-        key=lambda row: -row.domain_gain,
-    )
+    feasible = ranked_completed(rows, plan.forgetting_budget)
     return BestSummary(
         format_version=BEST_FORMAT,
         verdict=selection.verdict,
-        optimum=selection.optimum,
+        best_observed=selection.best_observed,
         least_forgetting=selection.least_forgetting,
         boundary_warnings=selection.boundary,
         evidence=Evidence(
@@ -120,7 +110,12 @@ def _pick_and_confirmation(
         state = confirmation_state(rows, plan.confirmation_setting())
         return {"pick": state.pick, "confirmation": state.confirmation}
     pick = pick_with(
-        surrogate, rows, space=plan.space, budget=plan.forgetting_budget, config=plan.pick, observed=selection.optimum
+        surrogate,
+        rows,
+        space=plan.space,
+        budget=plan.forgetting_budget,
+        config=plan.pick,
+        observed=selection.best_observed,
     )
     return {"pick": pick, "confirmation": Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")}
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from sweep.choice.observed import best_feasible
+from sweep.choice.feasible import is_feasible
+from sweep.choice.observed import best_observed
 from sweep.choice.pick import Pick, PickConfig, pick_with
 from sweep.choice.surrogate import fit_surrogate, point_key
 from sweep.spec.space import SearchSpace
@@ -134,7 +135,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
     Enqueue what it says is due only once the searched trials and the replicates have finished: before, the
     pick it confirms could still change. The pick's fallback is the observed optimum of the searched trials."""
     searched = [row for row in rows if row.confirms is None]
-    observed = best_feasible(searched, setting.budget)
+    observed = best_observed(searched, setting.budget)
     config = setting.config
     if config.seeds == 0:
         pick = _pick(rows, setting, observed, excluded=set())
@@ -196,7 +197,7 @@ def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) ->
         gain=gain,
         forgetting=forgetting,
         # A confirmation trial that diverged or failed measured no end: the point is not confirmed.
-        within_budget=len(ended) == len(trials) and forgetting is not None and forgetting.mean <= budget,
+        within_budget=len(ended) == len(trials) and forgetting is not None and is_feasible(forgetting.mean, budget),
     )
 
 

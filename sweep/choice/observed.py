@@ -1,14 +1,15 @@
-"""Picks the optimum from the trials that ran the whole budget, with the Pareto front around it.
+"""The best observed trial of the trials that ran the whole budget, with the Pareto front around it.
 
-Optimum: the feasible (forgetting <= budget) COMPLETED trial with the highest domain_gain; ties go
-to the one that forgot less, then to the earlier trial. Pruned, diverged and failed trials never
-qualify: a curve cut short says nothing about where it would have ended.
+Best observed trial: the first COMPLETED trial under the feasibility-and-ranking rule (sweep/choice/feasible.py).
+Pruned, diverged and failed trials never qualify: a curve cut short says nothing about where it would
+have ended.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sweep.choice.feasible import Score, least_forgetting_first, ranked_feasible
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
@@ -17,7 +18,7 @@ from train_entry.mix import MixRatio
 
 @dataclass(frozen=True)
 class Selection:
-    optimum: TrialRow | None
+    best_observed: TrialRow | None
     """None when no completed trial is within the forgetting budget."""
     pareto: list[TrialRow]
     """Completed trials no other completed trial beats on both domain_gain and forgetting,
@@ -25,21 +26,21 @@ class Selection:
     least_forgetting: TrialRow | None
     """When nothing is feasible: the Pareto trial closest to the budget, the one to look at."""
     boundary: list[str]
-    """Notes on each searched bound the optimum sits on: the range should be widened there."""
+    """Notes on each searched bound the best observed trial sits on: the range should be widened there."""
     forgetting_budget: float
 
     @property
     def verdict(self) -> str:
         """One plain sentence on the outcome."""
-        if self.optimum is not None:
-            best = self.optimum
+        if self.best_observed is not None:
+            best = self.best_observed
             return (
-                f"optimum: trial {best.number}, lr_fraction {best.lr_fraction:.4g} (peak LR {best.peak_lr:.3g}), "
+                f"best observed trial: {best.number}, lr_fraction {best.lr_fraction:.4g} (peak LR {best.peak_lr:.3g}), "
                 f"mix {best.mix}: domain_gain {best.domain_gain:.4f}, forgetting {best.forgetting:.4f} "
                 f"(budget {self.forgetting_budget:.4g})"
             )
         if self.least_forgetting is None:
-            return "no trial completed its full budget, so there is no optimum"
+            return "no trial completed its full budget, so there is no best observed trial"
         least = self.least_forgetting
         return (
             f"no completed trial is within the forgetting budget {self.forgetting_budget:.4g}; "
@@ -50,30 +51,41 @@ class Selection:
 
 def select(rows: list[TrialRow], *, forgetting_budget: float, space: SearchSpace) -> Selection:
     completed = _completed(rows)
-    pareto = sorted(_pareto_front(completed), key=lambda row: (row.forgetting, -row.domain_gain, row.number))
-    optimum = best_feasible(rows, forgetting_budget)
+    pareto = sorted(_pareto_front(completed), key=lambda row: least_forgetting_first(score(row)))
+    best = best_observed(rows, forgetting_budget)
     boundary = (
-        space.edges(optimum.lr_fraction, MixRatio.from_domain_share(optimum.domain_share), shown_mix=optimum.mix)
-        if optimum
-        else []
+        space.edges(best.lr_fraction, MixRatio.from_domain_share(best.domain_share), shown_mix=best.mix) if best else []
     )
     return Selection(
-        optimum=optimum,
+        best_observed=best,
         pareto=pareto,
-        least_forgetting=pareto[0] if optimum is None and pareto else None,
+        least_forgetting=pareto[0] if best is None and pareto else None,
         boundary=boundary,
         forgetting_budget=forgetting_budget,
     )
 
 
-def best_feasible(rows: list[TrialRow], forgetting_budget: float) -> TrialRow | None:
-    """The optimum alone: the highest-gain completed trial within the budget (a tie to the one that forgot less)."""
-    feasible = [row for row in _completed(rows) if row.forgetting <= forgetting_budget]
-    return min(feasible, key=lambda row: (-row.domain_gain, row.forgetting, row.number), default=None)
+def best_observed(rows: list[TrialRow], forgetting_budget: float) -> TrialRow | None:
+    """The best observed trial alone: the first of ranked_completed."""
+    return next(iter(ranked_completed(rows, forgetting_budget)), None)
+
+
+def ranked_completed(rows: list[TrialRow], forgetting_budget: float) -> list[TrialRow]:
+    """The feasible completed trials, best first (sweep/choice/feasible.py): the best observed trial, its runner-up..."""
+    return ranked_feasible(_completed(rows), forgetting_budget, score)
+
+
+def score(row: TrialRow) -> Score:
+    """A completed row's final metrics, as the rule reads them."""
+    return Score(row.domain_gain, row.forgetting, row.number)
 
 
 def _completed(rows: list[TrialRow]) -> list[TrialRow]:
-    return [row for row in rows if row.status is Status.COMPLETED and row.domain_gain is not None]
+    return [
+        row
+        for row in rows
+        if row.status is Status.COMPLETED and row.domain_gain is not None and row.forgetting is not None
+    ]
 
 
 def _pareto_front(rows: list[TrialRow]) -> list[TrialRow]:

@@ -6,7 +6,7 @@ plus every tried point. Of those whose re-measured forgetting stays within the b
 >= min_probability, the pick is the one with the highest lower-confidence domain_gain (predicted mean
 less gain_lower_sd standard deviations of the surface). With fewer than MIN_DISTINCT_POINTS distinct
 completed points there is no surrogate, and when no candidate qualifies there is no surrogate pick:
-either way the pick is the observed optimum (or nothing), and `reason` says which and why.
+either way the pick is the best observed trial (or nothing), and `reason` says which and why.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class PickConfig(StrictConfig):
 
 class PickSource(str, enum.Enum):
     SURROGATE = "surrogate"
-    """The surrogate's constrained optimum under the rule."""
+    """The surrogate's point under the rule."""
     OBSERVED = "observed"
     """The best feasible completed trial, when the surrogate cannot pick."""
     LADDER = "ladder"
@@ -74,7 +74,7 @@ class PickedPoint(StrictConfig):
     measured_forgetting: float | None
 
 
-class Estimate(StrictConfig):
+class Prediction(StrictConfig):
     """The surrogate's prediction of one metric at one point."""
 
     mean: float
@@ -90,7 +90,7 @@ class Estimate(StrictConfig):
     """90 % interval of one re-run at the point."""
 
     @classmethod
-    def at(cls, predictions: Predictions, index: int) -> Estimate:
+    def at(cls, predictions: Predictions, index: int) -> Prediction:
         mean, sd = float(predictions.mean[index]), float(predictions.sd[index])
         remeasured = float(predictions.remeasured_sd[index])
         return cls(
@@ -126,9 +126,9 @@ class Pick(StrictConfig):
     """Why this source: the rule's outcome, or why the surrogate could not pick."""
     rule: str
     """The rule in words, with its settings and the forgetting budget."""
-    gain: Estimate | None = None
+    gain: Prediction | None = None
     """Predicted domain_gain at the point; None without a surrogate."""
-    forgetting: Estimate | None = None
+    forgetting: Prediction | None = None
     probability_within_budget: float | None = None
     """P(a re-run at the point ends with forgetting <= budget) under the surrogate."""
     comparisons: list[Comparison] = Field(default_factory=list)
@@ -168,7 +168,7 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         f"among {lrs} x {mixes}, plus every tried point, those whose re-run forgetting is within the budget "
         f"{budget:g} with probability >= {config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
-        f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the observed optimum"
+        f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
     )
 
 
@@ -197,7 +197,7 @@ def candidates(space: SearchSpace, rows: Sequence[TrialRow]) -> list[Candidate]:
 def make_pick(
     rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None
 ) -> Pick:
-    """The pick of a sweep's rows; `observed` is its observed optimum (sweep.choice.observed), the fallback."""
+    """The pick of a sweep's rows; `observed` is its best observed trial (sweep.choice.observed), the fallback."""
     return pick_with(fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed)
 
 
@@ -237,7 +237,7 @@ def pick_with(
         if observed is None:
             return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule)
         chosen, source = Candidate.of(observed), PickSource.OBSERVED
-        reason += f"; the observed optimum, trial {observed.number}, instead"
+        reason += f"; the best observed trial (trial {observed.number}) instead"
     return _described(surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule)
 
 
@@ -245,7 +245,7 @@ def _without_surrogate(observed: TrialRow | None, used: list[TrialRow], *, reaso
     if observed is None:
         return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is within the budget", rule=rule)
     point = _picked(observed.lr_fraction, observed.mix, observed.domain_share, used)
-    reason = f"{reason}; the observed optimum, trial {observed.number}"
+    reason = f"{reason}; the best observed trial (trial {observed.number})"
     return Pick(source=PickSource.OBSERVED, point=point, reason=reason, rule=rule)
 
 
@@ -267,8 +267,8 @@ def _described(
         point=_picked(chosen.lr_fraction, chosen.mix, share, used),
         reason=reason,
         rule=rule,
-        gain=Estimate.at(gain, 0),
-        forgetting=Estimate.at(forgetting, 0),
+        gain=Prediction.at(gain, 0),
+        forgetting=Prediction.at(forgetting, 0),
         probability_within_budget=float(forgetting.probability_at_most(budget)[0]),
         comparisons=_comparisons(surrogate, (chosen.lr_fraction, share), used),
         fit=surrogate.fit,

@@ -231,7 +231,9 @@ class PlanDir:
         return self.path.name
 
     plan_json = In("plan.json", "The whole plan; `Plan.read` loads it.")
-    run_config = In("run.json", "The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs.")
+    full_run_json = In(
+        "full_run.json", "The plan's FullRunConfig alone: what `python -m train_entry.megatron --config` runs."
+    )
     summary_md = In("summary.md", "The plan's tables as printed.")
     megatron_args = In("pretrain_gpt_args.txt", "The run as Megatron-LM pretrain_gpt.py arguments, one flag per line.")
     launch_script = In("pretrain_gpt.sh", "A torchrun launch of Megatron-LM's pretrain_gpt.py with those arguments.")

@@ -21,6 +21,7 @@ from sweep.files.config_file import resolve_path
 from sweep.files.records import CorruptFile, read_model
 from sweep.scale import non_embedding_params
 from sweep.spec.space import LRFraction, SearchSpace
+from sweep.spec.trial_memory import MAX_WORKERS
 from train_entry.config import StrictConfig, shown
 from train_entry.megatron.config import ModelShape
 from train_entry.mix import Mix
@@ -101,6 +102,18 @@ class HfModelConfig(BaseModel):
     num_key_value_heads: int | None = Field(None, gt=0)
     intermediate_size: int = Field(gt=0)
 
+    def model_shape(self, *, vocab_size: int, seq_len: int, untied: bool) -> ModelShape:
+        return ModelShape(
+            num_layers=self.num_hidden_layers,
+            hidden_size=self.hidden_size,
+            ffn_hidden_size=self.intermediate_size,
+            num_attention_heads=self.num_attention_heads,
+            num_query_groups=self.num_key_value_heads or self.num_attention_heads,
+            vocab_size=vocab_size,
+            seq_length=seq_len,
+            untie_embeddings_and_output_weights=untied,
+        )
+
 
 class HfRung(StrictConfig):
     """A Hugging Face causal-LM base directory; every rung of a ladder of them comes from one model family."""
@@ -111,6 +124,9 @@ class HfRung(StrictConfig):
     """This base's own pretraining peak LR: its trials' peak LR is lr_fraction x this."""
     tokenizer: Path | None = None
     """Default: the base's own."""
+    gpus: int | None = Field(None, ge=1, le=MAX_WORKERS)
+    """GPUs per trial at this rung, trials on GPUs (sweep/ladder/gpus.py); left out, execution.gpus when they hold
+    its trial, else the fewest that do."""
 
     @field_validator("model")
     @classmethod
@@ -129,18 +145,7 @@ class HfRung(StrictConfig):
 
     @property
     def parameters(self) -> int:
-        config = self.config
-        return non_embedding_params(
-            ModelShape(
-                num_layers=config.num_hidden_layers,
-                hidden_size=config.hidden_size,
-                ffn_hidden_size=config.intermediate_size,
-                num_attention_heads=config.num_attention_heads,
-                num_query_groups=config.num_key_value_heads or config.num_attention_heads,
-                vocab_size=1,
-                seq_length=1,
-            )
-        )
+        return non_embedding_params(self.config.model_shape(vocab_size=1, seq_len=1, untied=True))
 
 
 def _preset(value: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sweep.choice.pick import ratio_of
 from sweep.files.rundir import RunDir, check_run_name
+from sweep.ladder.gpus import rung_gpus
 from sweep.ladder.record import (
     LadderMismatch,
     LadderSummary,
@@ -31,6 +32,7 @@ from sweep.ladder.record import (
 from sweep.ladder.rungs import RungSpec, rung_specs
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.spec import SweepSpec
+from sweep.spec.trial_scale import base_shape
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,8 +61,11 @@ class LadderOutcome:
         return sum(outcome.planned - outcome.finished for outcome in self.outcomes.values())
 
 
-def run_ladder(spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, run_rung: RungRunner) -> LadderOutcome:
-    """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, and fits across them."""
+def run_ladder(
+    spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, run_rung: RungRunner, max_gpus: int | None = None
+) -> LadderOutcome:
+    """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, and fits across them; `max_gpus`
+    is the cluster's GPUs when known, for the plan of trials at once shown before the first rung."""
     rungs = rung_specs(spec)
     names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
     with locked(run):
@@ -68,6 +73,8 @@ def run_ladder(spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, ru
             view.message(f"--fresh: the previous ladder is kept in {trash}")
         summary = _start(spec, run, rungs)
         write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
+        for line in gpu_plan(rungs, max_gpus=max_gpus):
+            view.message(line)
         outcomes: dict[str, SweepOutcome] = {}
         results: list[RungResult] = []
         for index, (rung, study_name) in enumerate(zip(rungs, names)):
@@ -154,6 +161,22 @@ def _finished(summary: LadderSummary, largest: RungSpec, outcomes: dict[str, Swe
         rows = outcomes[largest.name].rows
         validation = validate(summary.prediction, summary.rungs[-1], rows, largest.spec.space)
     return summary.model_copy(update={"fits": fits, "validation": validation})
+
+
+def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
+    """Each rung's GPUs per trial and trials at once on `max_gpus` GPUs (None: not known yet), when trials run on
+    GPUs; shown before the first rung starts."""
+    if rungs[0].spec.execution.gpus == 0:
+        return []
+    cluster = f"{max_gpus} GPUs here" if max_gpus is not None else "as many as the cluster's GPUs hold"
+    lines = [f"ladder plan (trials at once: at most execution.concurrency, {cluster}):"]
+    for rung in rungs:
+        spec = rung.spec
+        shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
+        plan = rung_gpus(rung.name, shape, spec.proxy, spec.execution, concurrency=spec.execution.concurrency,
+                         max_gpus=max_gpus)  # fmt: skip
+        lines.append(f"  {plan.line()}")
+    return lines
 
 
 def _rung_line(rung: RungSpec, index: int, count: int) -> str:

@@ -150,7 +150,7 @@ def rung_result(
 ) -> RungResult:
     """A finished rung's pick and its values at the reference point (from a surrogate of its rows)."""
     pick = summary.pick
-    point = pick.point if pick is not None else None
+    point = pick.point
     values: dict[Quantity, float] = {}
     if point is not None:
         values[Quantity.LOG_LR_FRACTION] = math.log(point.lr_fraction)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sweep.choice.surrogate import Box
 from sweep.ladder.config import BuiltinRung, HfRung, LadderConfig
+from sweep.ladder.gpus import rung_execution_gpus
 from sweep.spec.space import LRFractionRange, MixRange, Param, SearchSpace
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
 
@@ -43,10 +44,11 @@ def rung_specs(spec: SweepSpec) -> list[RungSpec]:
     if ladder is None:
         raise ValueError("the spec has no ladder section")
     largest = ladder.rungs[-1].parameters
-    return [_rung_spec(spec, ladder, rung, rung.parameters / largest) for rung in ladder.rungs]
+    return [_rung_spec(spec, ladder, index, rung.parameters / largest) for index, rung in enumerate(ladder.rungs)]
 
 
-def _rung_spec(spec: SweepSpec, ladder: LadderConfig, rung: BuiltinRung | HfRung, factor: float) -> RungSpec:
+def _rung_spec(spec: SweepSpec, ladder: LadderConfig, index: int, factor: float) -> RungSpec:
+    rung = ladder.rungs[index]
     raw = spec.model_dump(mode="json")
     raw["ladder"] = None
     raw["base"] = _base(spec, ladder, rung)
@@ -54,11 +56,19 @@ def _rung_spec(spec: SweepSpec, ladder: LadderConfig, rung: BuiltinRung | HfRung
     steps = proxy.steps if factor == 1.0 else max(MIN_RUNG_STEPS, round(proxy.steps * factor))
     shrink = steps / proxy.steps
     evaluations = max(1, proxy.steps // proxy.eval_interval)
+    eval_interval = max(1, steps // evaluations)
     raw["proxy"] |= {
         "steps": steps,
-        "eval_interval": max(1, steps // evaluations),
+        "eval_interval": eval_interval,
         "warmup_steps": min(round(proxy.warmup_steps * shrink), steps - 1),
     }
+    execution = spec.execution
+    # GPUs per trial rung by rung (one worker per GPU), and checkpoints after as many evaluations as the spec's.
+    raw["execution"]["gpus"] = rung_execution_gpus(index, rung, execution, proxy, spec.base.builtin)
+    if raw["execution"]["gpus"] > 0:
+        raw["execution"]["workers"] = None
+    if execution.checkpoint_interval is not None:
+        raw["execution"]["checkpoint_interval"] = execution.checkpoint_interval // proxy.eval_interval * eval_interval
     for section in ("pruner", "forgetting_guard"):
         settings = raw["search"].get(section)
         for key in SCALED_STEP_KEYS:

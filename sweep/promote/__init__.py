@@ -1,1 +1,2 @@
-"""Promotion: turning the sweep's optimum into the full-run plan, submitting it to a Ray cluster, rehearsing it."""
+"""Promotion: choosing the promoted point (point.py), turning it into the full-run plan (plan.py),
+submitting that plan to a Ray cluster, rehearsing it."""

@@ -1,5 +1,5 @@
 """A ladder run promoted: its lines extrapolated to the target's parameter count, with their intervals and the
-warnings a reader must see before trusting them (sweep.promote.plan turns this into the plan's Optimum)."""
+warnings a reader must see before trusting them (sweep.promote.point turns this into the plan's PromotedPoint)."""
 
 from __future__ import annotations
 

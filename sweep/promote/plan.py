@@ -1,8 +1,7 @@
-"""The plan: the sweep's chosen point turned into the full run's FullRunConfig, its layout and its estimate.
+"""The plan: the promoted point turned into the full run's FullRunConfig, its layout and its estimate.
 
-make_plan() builds it from a finished sweep's run directory and a PromotionConfig; the point is
-best.json's pick (the surrogate's, or the observed optimum when the surrogate could not pick), or
-the observed optimum when asked. Plan.read() loads a written plan.json. The plan id is derived only
+make_plan() builds it from a finished sweep's run directory and a PromotionConfig; which point it
+promotes is sweep/promote/point.py's choice. Plan.read() loads a written plan.json. The plan id is derived only
 from what decides the run (sweep name, point, target, cluster, tokens, global batch), so the same
 request always lands in the same runs/<name>/promotion/<id>/ directory.
 """
@@ -14,25 +13,21 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sweep.choice.best import BestSummary, NoBestSummary, read_best
-from sweep.choice.confirmation import Confirmation, Outcome
-from sweep.choice.pick import Pick, PickSource
-from sweep.files.records import CorruptFile, read_model
+from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir, RunDir
-from sweep.ladder.fit import Quantity
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
-from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
+from sweep.promote.point import PromotedPoint, read_promoted
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, core_configs
-from train_entry.mix import Mix, MixRatio, blend_weights
+from train_entry.mix import MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
 
 LAYOUTS_KEPT = 5
@@ -41,45 +36,17 @@ PLACEHOLDER_ROOT = "/PLACEHOLDER"
 """Paths under it stand for inputs the request did not give; a dry run accepts them, a submission must not."""
 
 
-class Optimum(StrictConfig):
-    """The point the plan promotes: best.json's pick, or its observed optimum (--observed)."""
-
-    source: PickSource = PickSource.OBSERVED
-    """surrogate: the surrogate's pick under the sweep's rule; observed: the best feasible completed trial
-    (a plan written before there were picks has this)."""
-    trial: int | None
-    """The completed trial run at this point (the first, with replicates); None between tried points."""
-    lr_fraction: float
-    mix: Mix
-    domain_gain: float
-    """The trial's measured value at an observed optimum; the surrogate's predicted mean at its pick."""
-    forgetting: float
-    gain_interval: tuple[float, float] | None = None
-    """90 % interval of the smooth domain_gain at the point, from the surrogate; None without one."""
-    forgetting_interval: tuple[float, float] | None = None
-    probability_within_budget: float | None = None
-    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate."""
-    reason: str = ""
-    """Why this point and not another: the pick's outcome, or the request for the observed optimum."""
-    ladder: LadderPoint | None = None
-    """For source ladder: the target's N, the lines' degrees of freedom, the point's intervals and warnings."""
-
-    @property
-    def warnings(self) -> list[str]:
-        return self.ladder.warnings if self.ladder is not None else []
-
-
 class SweepOrigin(StrictConfig):
     """Where the plan's LR and blend come from."""
 
     run_dir: str
     name: str
-    optimum: Optimum
+    promoted: PromotedPoint
     non_english_share: float
-    """Of the general side, as the optimum's proxy trial ran it (0 without non-English data)."""
+    """Of the general side, as the promoted point's proxy trial ran it (0 without non-English data)."""
 
 
-class Estimate(StrictConfig):
+class RunEstimate(StrictConfig):
     """The whole run under the chosen layout."""
 
     step_s: float
@@ -108,7 +75,7 @@ class Plan(StrictConfig):
     with_transformer_engine: RankedLayout | None = None
     """On a cluster whose image has no Transformer Engine: the layout the search would choose with it
     (sequence and context parallelism allowed), for what going without costs; None otherwise."""
-    estimate: Estimate
+    estimate: RunEstimate
     placeholders: list[str]
     """Inputs the request left out, stood in for by paths under /PLACEHOLDER; a submission refuses them."""
 
@@ -139,144 +106,17 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def read_optimum(
-    run_dir: Path, *, observed: bool = False, unconfirmed: bool = False, target: Target | None = None
-) -> tuple[Optimum, TrialConfig]:
-    """The point to promote from best.json (its pick; the observed optimum when `observed` or when best.json
-    has no pick) and the resolved config a proxy trial at that point runs: a completed trial's, whose blend
-    and schedule every trial shares, at the point's lr_fraction and mix. Of a ladder: its lines at the
-    target's size (the largest rung's pick when `observed`). PromotionError when there is no point, when the
-    pick is not confirmed at fresh seeds (unless `unconfirmed`), or when a file is not what the sweep wrote."""
-    run = RunDir(run_dir)
-    if run.is_ladder:
-        return _ladder_optimum(run, target, observed=observed)
-    try:
-        best = read_best(run)
-    except NoBestSummary as exc:
-        raise PromotionError(str(exc)) from None
-    if observed:
-        optimum = _observed(best, run, reason="the observed optimum, as asked (--observed)")
-    elif best.pick is None:
-        optimum = _observed(best, run, reason=f"the observed optimum: {run.best_json.name} predates the surrogate")
-    else:
-        optimum = _picked(best, run, unconfirmed=unconfirmed)
-    return optimum, _trial_config(run, best, optimum)
-
-
-def _ladder_optimum(run: RunDir, target: Target | None, *, observed: bool) -> tuple[Optimum, TrialConfig]:
-    """The ladder's extrapolation to the target's N, or (observed) its largest rung's pick, with that rung's
-    resolved trial config at the point."""
-    summary, largest = finished_ladder(run)
-    # The ladder's point is extrapolated, never run: a rung's confirmation does not carry over to it.
-    optimum, trial = read_optimum(largest.path, unconfirmed=True)
-    if observed:
-        reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {optimum.reason}"
-        return optimum.model_copy(update={"reason": reason}), trial
-    if target is None:
-        raise PromotionError("a ladder is extrapolated to the target's size: name a --target (or --observed)")
-    estimates, point = extrapolate(summary, target, run)
-    gain, forgetting = estimates[Quantity.GAIN], estimates[Quantity.FORGETTING]
-    optimum = Optimum(
-        source=PickSource.LADDER,
-        trial=None,
-        lr_fraction=point.lr_fraction,
-        mix=point.mix,
-        domain_gain=gain.mean,
-        forgetting=forgetting.mean,
-        gain_interval=None if gain.low is None else (gain.low, gain.high),
-        forgetting_interval=None if forgetting.low is None else (forgetting.low, forgetting.high),
-        reason=(
-            f"the ladder's lines over rungs {', '.join(point.rungs)} (least squares on log N, {point.dof} degree(s) "
-            f"of freedom) at {target.name}'s {point.parameters:,} non-embedding parameters; 90 % prediction intervals"
-        ),
-        ladder=point,
-    )
-    return optimum, trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
-
-
-def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> Optimum:
-    """The best feasible completed trial, with the surrogate's intervals at it when the pick is that trial."""
-    row = best.optimum
-    if row is None:
-        raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}")
-    if row.domain_gain is None or row.forgetting is None:
-        raise PromotionError(f"{run.best_json}: its optimum (trial {row.number}) has no final metrics")
-    return Optimum(
-        source=PickSource.OBSERVED,
-        trial=row.number,
-        lr_fraction=row.lr_fraction,
-        mix=row.mix,
-        domain_gain=row.domain_gain,
-        forgetting=row.forgetting,
-        **(_intervals(pick) if pick is not None else {}),
-        reason=reason,
-    )
-
-
-def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> Optimum:
-    pick = best.pick
-    if pick.source is None or pick.point is None:
-        raise PromotionError(f"{run.best_json} has no optimum to promote: {best.verdict}; {pick.reason}")
-    confirmation = best.confirmation
-    if confirmation.outcome is not Outcome.CONFIRMED and not unconfirmed:
-        raise PromotionError(
-            f"{run.best_json}: the pick ({pick.point.lr_fraction:.3g} @ {pick.point.mix}) is not confirmed at fresh "
-            f"seeds ({confirmation.outcome.value}: {confirmation.reason}); promote it anyway with --unconfirmed"
-        )
-    if pick.source is PickSource.OBSERVED:
-        return _observed(best, run, reason=_with_confirmation(pick.reason, confirmation), pick=pick)
-    point = pick.point
-    return Optimum(
-        source=pick.source,
-        trial=point.trials[0] if point.trials else None,
-        lr_fraction=point.lr_fraction,
-        mix=point.mix,
-        domain_gain=pick.gain.mean,
-        forgetting=pick.forgetting.mean,
-        **_intervals(pick),
-        reason=_with_confirmation(pick.reason, confirmation),
-    )
-
-
-def _with_confirmation(reason: str, confirmation: Confirmation) -> str:
-    return f"{reason}; confirmation: {confirmation.reason}" if confirmation.outcome is not Outcome.OFF else reason
-
-
-def _intervals(pick: Pick) -> dict[str, Any]:
-    if pick.gain is None or pick.forgetting is None:
-        return {}
-    return {
-        "gain_interval": (pick.gain.low, pick.gain.high),
-        "forgetting_interval": (pick.forgetting.low, pick.forgetting.high),
-        "probability_within_budget": pick.probability_within_budget,
-    }
-
-
-def _trial_config(run: RunDir, best: BestSummary, optimum: Optimum) -> TrialConfig:
-    """A completed trial's resolved config (the optimum's own when it has one) moved to the optimum's point."""
-    numbers = [optimum.trial] if optimum.trial is not None else []
-    numbers += [row.number for row in (best.optimum, *best.pareto_front) if row is not None]
-    path = next((run.trial_config(n) for n in numbers if run.trial_config(n).is_file()), None)
-    if path is None:
-        shown = run.trial_config(numbers[0]) if numbers else run.path / "trials"
-        raise PromotionError(f"the optimum's resolved trial config {shown} is missing; the run directory is incomplete")
-    try:
-        trial = read_model(path, TrialConfig, what="trial config")
-    except CorruptFile as exc:
-        raise PromotionError(str(exc)) from None
-    return trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
-
-
 def make_plan(
     run_dir: str | Path, config: PromotionConfig, *, observed: bool = False, unconfirmed: bool = False
 ) -> Plan:
     """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
-    best.json's pick (refused unconfirmed unless `unconfirmed`), or of its observed optimum when `observed`."""
+    best.json's pick (refused unconfirmed unless `unconfirmed`), or of its best observed trial's point when
+    `observed` (sweep/promote/point.py)."""
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
-    optimum, trial = read_optimum(run_dir, observed=observed, unconfirmed=unconfirmed, target=target)
+    promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
         "global_batch_size": _global_batch_size(config, target.model),
@@ -287,9 +127,9 @@ def make_plan(
     chosen = search.ranked[0]
     train_iters = config.train_iters()
     config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
-    run, placeholders = _full_run(optimum, trial, target, cluster, chosen, train_iters, config)
+    run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config)
     origin = SweepOrigin(
-        run_dir=str(run_dir), name=run_dir.resolve().name, optimum=optimum, non_english_share=trial.non_english_share
+        run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
     )
     return Plan(
         id=plan_id(origin, target, cluster, config),
@@ -319,7 +159,7 @@ def _global_batch_size(config: PromotionConfig, model: ModelShape) -> int:
 
 
 def _full_run(
-    optimum: Optimum,
+    promoted: PromotedPoint,
     trial: TrialConfig,
     target: Target,
     cluster: Cluster,
@@ -327,10 +167,10 @@ def _full_run(
     train_iters: int,
     config: PromotionConfig,
 ) -> tuple[FullRunConfig, list[str]]:
-    """The run at the optimum's LR and blend on the chosen layout, and the inputs it holds placeholders for;
+    """The run at the promoted point's LR and blend on the chosen layout, and the inputs it holds placeholders for;
     PromotionError when it fails the full-run config's or megatron-core's checks."""
-    peak_lr = _significant(optimum.lr_fraction * target.max_lr)
-    blend, placeholders = _blend(optimum.mix, trial.non_english_share, config)
+    peak_lr = _significant(promoted.lr_fraction * target.max_lr)
+    blend, placeholders = _blend(promoted.mix, trial.non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
     placeholders += ([] if config.data.tokenizer else ["tokenizer"]) + checkpoint_placeholders
@@ -360,12 +200,12 @@ def _full_run(
 
 
 def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig) -> str:
-    """<target>-<cluster>-<hash8>: the hash covers the sweep, its optimum, both shapes, tokens and batch,
+    """<target>-<cluster>-<hash8>: the hash covers the sweep, its promoted point, both shapes, tokens and batch,
     and the pinned parts of the layout when there are any."""
     decided_by: dict[str, Any] = {
         "sweep": origin.name,
-        "lr_fraction": origin.optimum.lr_fraction,
-        "mix": str(origin.optimum.mix),
+        "lr_fraction": origin.promoted.lr_fraction,
+        "mix": str(origin.promoted.mix),
         "target": target.model_dump(mode="json"),
         "cluster": cluster.model_dump(mode="json"),
         "tokens": config.tokens,
@@ -416,10 +256,10 @@ def _checkpoint(config: PromotionConfig, step_s: float) -> tuple[Checkpoint, lis
 
 def _estimate(
     model: ModelShape, cluster: Cluster, chosen: RankedLayout, train_iters: int, batch_tokens: int
-) -> Estimate:
+) -> RunEstimate:
     step = chosen.step.total_s
     seconds = step * train_iters
-    return Estimate(
+    return RunEstimate(
         step_s=step,
         train_iters=train_iters,
         days=seconds / 86400,

@@ -1,6 +1,6 @@
 """A promotion request carried out: the plan and its files, then the submission or the rehearsal.
 
-`make_promotion` plans the run's optimum (calibrating the compute rate on a local GPU when asked)
+`make_promotion` plans the run's promoted point (calibrating the compute rate on a local GPU when asked)
 and writes runs/<name>/promotion/<id>/; `submit` and `rehearse` launch that plan. What a person
 reads is the caller's: these return what happened and send progress lines to `echo`. torch,
 megatron-core and Ray load only here, so `sweep promote --help` answers at once.
@@ -18,7 +18,8 @@ from sweep.files.records import write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
-from sweep.promote.plan import Plan, make_plan, plan_dir, read_optimum
+from sweep.promote.plan import Plan, make_plan, plan_dir
+from sweep.promote.point import read_promoted
 from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
 from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.request import PromotionRequest, Rehearsal, Submission
@@ -47,11 +48,11 @@ def make_promotion(request: PromotionRequest) -> Promotion:
 
 
 def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
-    """plan.json, run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
+    """plan.json, full_run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
     directory = plan_dir(run_dir, plan.id)
     directory.path.mkdir(parents=True, exist_ok=True)
     write_whole(directory.plan_json, plan.model_dump_json(indent=2) + "\n")
-    write_whole(directory.run_config, plan.run.model_dump_json(indent=2) + "\n")
+    write_whole(directory.full_run_json, plan.run.model_dump_json(indent=2) + "\n")
     write_whole(directory.summary_md, summary_markdown(plan))
     write_whole(directory.megatron_args, args_text(plan))
     write_whole(directory.launch_script, launch_script(plan))
@@ -92,12 +93,12 @@ def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submi
 def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, echo: Echo) -> RehearsalResult:
     """The plan's job path at toy scale on a local 2-node cluster, with the proxy's own model and data."""
     plan = promotion.plan
-    # The point the plan promotes, which --observed may have made the observed optimum rather than the pick.
-    optimum = plan.sweep.optimum
-    # The plan was made from this point, confirmed or let through by --unconfirmed then.
-    observed = optimum.source is PickSource.OBSERVED
-    _, trial = read_optimum(run_dir, observed=observed, unconfirmed=True, target=plan.target)
-    trial = trial.model_copy(update={"lr_fraction": optimum.lr_fraction, "mix": optimum.mix})
+    # The point the plan promotes, which --observed may have made the best observed trial rather than the pick.
+    promoted = plan.sweep.promoted
+    # The plan was made from this point, confirmed then or let through by --unconfirmed.
+    observed = promoted.source is PickSource.OBSERVED
+    _, trial = read_promoted(run_dir, observed=observed, unconfirmed=True, target=plan.target)
+    trial = trial.model_copy(update={"lr_fraction": promoted.lr_fraction, "mix": promoted.mix})
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(
             f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "

@@ -3,7 +3,7 @@
 The same path as a submission: the Jobs API, the Ray Train worker group packed node by node,
 the rank-to-node check (TP 2 on nodes of 2 workers, so it is a real check), a checkpoint every
 N steps and restore. The proxy's model trains under DDP on CPU (gloo) in place of the megatron
-entry, on the sweep's own corpora blended by the plan's weights at the optimum's LR fraction of
+entry, on the sweep's own corpora blended by the plan's weights at the promoted point's LR fraction of
 the proxy base's max_lr. The fault drill kills the node holding the last ranks right after the
 first checkpoint and starts a replacement node, so the restore is exercised too. The cluster is
 always shut down, on success, failure or Ctrl-C.
@@ -109,7 +109,7 @@ class RehearsalResult:
 
 def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig) -> ToyTrainer:
     """The proxy's base, tokenizer, corpora and optimizer recipe with the plan's blend weights and the
-    optimum's lr_fraction; a warmup of a tenth of the rehearsal's steps."""
+    promoted point's lr_fraction; a warmup of a tenth of the rehearsal's steps."""
     recipe = trial.proxy.model_dump(include=set(OptimizerConfig.model_fields))
     return ToyTrainer(
         **{**recipe, "warmup_steps": max(1, config.steps // 10)},

@@ -50,7 +50,7 @@ class PromotionRequest(StrictConfig):
     """A finished sweep's run directory."""
     config: PromotionConfig = PromotionConfig()
     observed: bool = False
-    """Promote the observed optimum (the best feasible completed trial) instead of best.json's pick."""
+    """Promote the best observed trial (the best feasible completed trial) instead of best.json's pick."""
     unconfirmed: bool = False
     """Promote best.json's pick although its confirmation at fresh seeds did not hold (or did not run)."""
     calibrate: bool = False

@@ -1,6 +1,6 @@
 """Submitting a plan's full run through the Ray Jobs API, once per plan.
 
-The submission id is derived from the plan id (itself derived from sweep, optimum, target and
+The submission id is derived from the plan id (itself derived from sweep, promoted point, target and
 cluster): `cpt-<plan id>` for the first attempt, `cpt-<plan id>-r2`, `-r3`... for the ones
 --force asks for. Submitting a plan whose job the cluster already knows reports that job
 instead of starting a second one. The job's folder (job.json only) is uploaded as the job's

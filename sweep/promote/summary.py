@@ -10,7 +10,8 @@ from rich.table import Table
 
 from sweep.choice.pick import PickSource
 from sweep.promote.layout import RankedLayout, describe
-from sweep.promote.plan import Optimum, Plan
+from sweep.promote.plan import Plan
+from sweep.promote.point import PromotedPoint
 from train_entry.megatron.core_configs import transformer_engine_settings
 
 SUMMARY_WIDTH = 120
@@ -27,22 +28,22 @@ def summary_markdown(plan: Plan) -> str:
     buffer = io.StringIO()
     Console(file=buffer, width=SUMMARY_WIDTH, color_system=None, force_terminal=False).print(summary_tables(plan))
     text = "\n".join(line.rstrip() for line in buffer.getvalue().splitlines())
-    notes = "".join(f"- warning: {warning}\n" for warning in plan.sweep.optimum.warnings)
+    notes = "".join(f"- warning: {warning}\n" for warning in plan.sweep.promoted.warnings)
     notes += "".join(f"- placeholder: {name}\n" for name in plan.placeholders)
     return f"# Promotion plan {plan.id}\n\n```\n{text}\n```\n" + (f"\n{notes}" if notes else "")
 
 
 def _run_table(plan: Plan) -> Table:
-    run, optimum = plan.run, plan.sweep.optimum
+    run, promoted = plan.run, plan.sweep.promoted
     opt = run.optimization
     table = Table(title=f"Plan {plan.id}", show_header=False)
     table.add_column("", style="bold")
     table.add_column("")
     rows = [
-        ("sweep", f"{plan.sweep.name}: {_point(optimum)}"),
-        *_certainty(optimum),
-        *_ladder(optimum),
-        ("chosen by", optimum.reason or "the observed optimum (a plan written before there were picks)"),
+        ("sweep", f"{plan.sweep.name}: {_point(promoted)}"),
+        *_certainty(promoted),
+        *_ladder(promoted),
+        ("chosen by", promoted.reason),
         (
             "target",
             (
@@ -58,7 +59,7 @@ def _run_table(plan: Plan) -> Table:
                 f"{plan.cluster.gpu_memory_gb:g} GB, {plan.cluster.peak_bf16_tflops:g} TFLOP/s bf16"
             ),
         ),
-        ("peak LR", f"{opt.lr:.4g} = lr_fraction {optimum.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}"),
+        ("peak LR", f"{opt.lr:.4g} = lr_fraction {promoted.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}"),
         ("schedule", f"{opt.warmup_iters} warmup iters, {opt.decay_style} to min LR {opt.min_lr:.4g}"),
         (
             "tokens",
@@ -67,7 +68,7 @@ def _run_table(plan: Plan) -> Table:
                 f"({run.parallelism.global_batch_size} x {run.model.seq_length})"
             ),
         ),
-        ("mix", f"general:domain {optimum.mix}, non-English share {plan.sweep.non_english_share:g} of general"),
+        ("mix", f"general:domain {promoted.mix}, non-English share {plan.sweep.non_english_share:g} of general"),
         (
             "checkpoints",
             (
@@ -82,41 +83,41 @@ def _run_table(plan: Plan) -> Table:
     return table
 
 
-def _point(optimum: Optimum) -> str:
+def _point(point: PromotedPoint) -> str:
     """The promoted point's gain and forgetting: measured at a trial, or predicted by the surrogate."""
-    if optimum.source is PickSource.LADDER:
+    if point.source is PickSource.LADDER:
         text = "ladder extrapolation to the target's size: predicted"
-    elif optimum.source is PickSource.SURROGATE:
-        where = f"at trial {optimum.trial}" if optimum.trial is not None else "between tried points"
+    elif point.source is PickSource.SURROGATE:
+        where = f"at trial {point.trial}" if point.trial is not None else "between tried points"
         text = f"surrogate pick {where}: predicted"
     else:
-        text = f"observed optimum, trial {optimum.trial}: measured"
-    return f"{text} domain_gain {optimum.domain_gain:.4f}, forgetting {optimum.forgetting:.4f}"
+        text = f"best observed trial {point.trial}: measured"
+    return f"{text} domain_gain {point.domain_gain:.4f}, forgetting {point.forgetting:.4f}"
 
 
-def _certainty(optimum: Optimum) -> list[tuple[str, str]]:
+def _certainty(point: PromotedPoint) -> list[tuple[str, str]]:
     """The surrogate's 90 % intervals at the point and its chance of staying within the budget, when it has them."""
-    if optimum.gain_interval is None or optimum.forgetting_interval is None:
+    if point.gain_interval is None or point.forgetting_interval is None:
         return []
-    (gain_low, gain_high), (forget_low, forget_high) = optimum.gain_interval, optimum.forgetting_interval
+    (gain_low, gain_high), (forget_low, forget_high) = point.gain_interval, point.forgetting_interval
     text = f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, {forget_high:.4f}]"
-    if optimum.probability_within_budget is not None:  # a ladder's lines give intervals, no probability
-        text += f"; P(re-run within budget) {optimum.probability_within_budget:.2f}"
+    if point.probability_within_budget is not None:  # a ladder's lines give intervals, no probability
+        text += f"; P(re-run within budget) {point.probability_within_budget:.2f}"
     return [("certainty", text)]
 
 
-def _ladder(optimum: Optimum) -> list[tuple[str, str]]:
+def _ladder(point: PromotedPoint) -> list[tuple[str, str]]:
     """The ladder's intervals of the point itself and its warnings, for a plan extrapolated from a ladder."""
-    point = optimum.ladder
-    if point is None:
+    ladder = point.ladder
+    if ladder is None:
         return []
-    if point.lr_fraction_interval is None or point.mix_interval is None:
+    if ladder.lr_fraction_interval is None or ladder.mix_interval is None:
         where = "no intervals of the point (no degree of freedom)"
     else:
-        (lr_low, lr_high), (mix_low, mix_high) = point.lr_fraction_interval, point.mix_interval
+        (lr_low, lr_high), (mix_low, mix_high) = ladder.lr_fraction_interval, ladder.mix_interval
         where = f"90 % intervals of the point: lr_fraction [{lr_low:.4g}, {lr_high:.4g}], mix [{mix_low}, {mix_high}]"
-    rows = [("ladder", f"rungs {', '.join(point.rungs)}, {point.dof} degree(s) of freedom; {where}")]
-    return rows + [("WARNING", warning) for warning in point.warnings]
+    rows = [("ladder", f"rungs {', '.join(ladder.rungs)}, {ladder.dof} degree(s) of freedom; {where}")]
+    return rows + [("WARNING", warning) for warning in ladder.warnings]
 
 
 def _blend_table(plan: Plan) -> Table:

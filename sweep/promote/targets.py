@@ -23,7 +23,7 @@ class Target(StrictConfig):
     """Short name used in the plan id and directory, e.g. llama3.1-70b."""
     model: ModelShape
     max_lr: float = Field(gt=0.0, le=1.0)
-    """The base's own pretraining peak LR: the plan's peak LR is the optimum's lr_fraction x this."""
+    """The base's own pretraining peak LR: the plan's peak LR is the promoted point's lr_fraction x this."""
     source: str = ""
     """Where the shape and max_lr come from (paper, model card), shown in the summary."""
 

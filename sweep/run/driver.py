@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fcntl
 import logging
-import math
 import os
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +36,7 @@ from sweep.run.prepare import Prepared, prepare
 from sweep.run.sweep_log import log_sweep
 from sweep.run.tracking import WandbTarget, worker_env
 from sweep.run.trainable import proxy_trainable
+from sweep.run.trial_slots import TrialSlots, local_gpus, trial_cpus, trial_slots
 from sweep.spec.spec import ExecutionConfig, SweepSpec
 from sweep.study.row import TrialRow
 from sweep.study.searcher import StudySearcher
@@ -57,8 +57,9 @@ class SweepView(Protocol):
 
     def start(self) -> None: ...
 
-    def update(self, rows: list[TrialRow], *, planned: int, trial_ended: bool) -> None:
-        """The trials as the study holds them now, of `planned`; `trial_ended` after a trial finished."""
+    def update(self, rows: list[TrialRow], *, planned: int, trial_ended: bool, at_once: int) -> None:
+        """The trials as the study holds them now, of `planned`, `at_once` of them at a time: when a trial
+        starts, after one ended (`trial_ended`), and every few seconds between."""
 
     def stop(self) -> None: ...
 
@@ -111,19 +112,17 @@ def run_sweep(
             f"(study in {shown_url(url)}, run directory {run.path})"
         )
         if searcher.to_run > 0:
-            prepared = prepare(spec)
-            _tune(
-                spec,
-                searcher,
-                sweep,
-                prepared=prepared,
-                wandb=wandb,
-                run=run,
-                url=url,
-                address=address,
-                log=log,
-                view=view,
-            )
+            _start_ray(spec.execution, address=address, wandb=wandb)
+            try:
+                _route_logs(log)  # ray.init sets up its own console handler again
+                # Before anything is prepared: a trial larger than the cluster would wait forever.
+                slots = trial_slots(spec.execution, concurrency=spec.execution.concurrency,
+                                    cluster=ray.cluster_resources())  # fmt: skip
+                view.message(slots.line(spec.execution))
+                prepared = prepare(spec)
+                _tune(spec, searcher, sweep, prepared=prepared, slots=slots, wandb=wandb, run=run, url=url, view=view)
+            finally:
+                ray.shutdown()
         return finish_sweep(sweep, run, wandb=wandb)
 
 
@@ -133,17 +132,13 @@ def _tune(
     sweep: SweepStudy,
     *,
     prepared: Prepared,
+    slots: TrialSlots,
     wandb: WandbTarget | None,
     run: RunDir,
     url: str,
-    address: str | None,
-    log: logging.Handler,
     view: SweepView,
 ) -> None:
     execution = spec.execution
-    _start_ray(execution, address=address, wandb=wandb)
-    sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
-    _route_logs(log)  # ray.init sets up its own console handler again
     # Ray Tune's own console reporter would fight the caller's view; its legacy reporter at verbose 0 is quiet.
     os.environ["RAY_AIR_NEW_OUTPUT"] = "0"
     trainable = tune.with_resources(
@@ -155,14 +150,14 @@ def _tune(
             study_name=sweep.study.study_name,
             run=RunDir(run.path.resolve()),
         ),
-        {"cpu": execution.cpus, "gpu": execution.gpus},
+        slots.resources,
     )
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             num_samples=searcher.most_to_run,  # the searcher says when it has finished
-            max_concurrent_trials=execution.concurrency,
+            max_concurrent_trials=slots.at_once,
             reuse_actors=True,  # a trial process keeps torch, the tokenizer and the study connection warm
         ),
         run_config=tune.RunConfig(
@@ -171,13 +166,10 @@ def _tune(
             verbose=0,
             log_to_file=True,
             failure_config=tune.FailureConfig(max_failures=execution.max_retries),
-            callbacks=[StudyWatch(sweep, run, view)],
+            callbacks=[StudyWatch(sweep, run, view, at_once=slots.at_once)],
         ),
     )
-    try:
-        tuner.fit()
-    finally:
-        ray.shutdown()
+    tuner.fit()
 
 
 def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> None:
@@ -187,13 +179,18 @@ def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbT
     runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
     if address is not None:
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
-        return
+    else:
+        _start_local_ray(execution, runtime_env)
+    sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
+
+
+def _start_local_ray(execution: ExecutionConfig, runtime_env: dict | None) -> None:
     ray.init(
         # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
         # address file names, unchecked.
         address="local",
-        num_cpus=max(execution.concurrency * execution.cpus, 1),
-        num_gpus=math.ceil(execution.gpus * execution.concurrency) if execution.gpus else None,
+        num_cpus=execution.concurrency * trial_cpus(execution),
+        num_gpus=local_gpus(),  # every GPU here: trials at once are as many as they hold (sweep.run.trial_slots)
         object_store_memory=OBJECT_STORE_BYTES,
         include_dashboard=False,
         log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
@@ -209,10 +206,11 @@ class StudyWatch(tune.Callback):
     searcher has recorded a failure), so it keeps no state of its own.
     """
 
-    def __init__(self, sweep: SweepStudy, run: RunDir, view: SweepView) -> None:
+    def __init__(self, sweep: SweepStudy, run: RunDir, view: SweepView, *, at_once: int) -> None:
         self._sweep = sweep
         self._run = run
         self._view = view
+        self._at_once = at_once
         self._last_refresh = 0.0
 
     def setup(self, **info) -> None:
@@ -221,10 +219,13 @@ class StudyWatch(tune.Callback):
     def on_step_end(self, iteration, trials, **info) -> None:
         if time.monotonic() - self._last_refresh >= REFRESH_S:
             self._last_refresh = time.monotonic()
-            self._view.update(trial_rows(self._sweep), planned=self._sweep.plan.planned_trials, trial_ended=False)
+            rows, planned = trial_rows(self._sweep), self._sweep.plan.planned_trials
+            self._view.update(rows, planned=planned, trial_ended=False, at_once=self._at_once)
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        write_tables(trial_rows(self._sweep), self._run)
+        rows = trial_rows(self._sweep)
+        write_tables(rows, self._run)
+        self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=False, at_once=self._at_once)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         self._trial_ended()
@@ -238,7 +239,7 @@ class StudyWatch(tune.Callback):
     def _trial_ended(self) -> None:
         rows = trial_rows(self._sweep)
         write_tables(rows, self._run)
-        self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=True)
+        self._view.update(rows, planned=self._sweep.plan.planned_trials, trial_ended=True, at_once=self._at_once)
 
 
 def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -> SweepOutcome:

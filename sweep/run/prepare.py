@@ -17,7 +17,9 @@ from typing import Any
 
 from sweep.run.progress import sample_progress, step_progress
 from sweep.run.sample_size import sample_tokens
+from sweep.run.shipped_base import shipped_base
 from sweep.spec.spec import BaseConfig, CorpusConfig, DataConfig, SweepSpec
+from train_entry.builtin_base import SHIPPED_DIR
 from train_entry.data.cache import digest
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
 from train_entry.data.fingerprint import corpus_fingerprint
@@ -65,6 +67,8 @@ class Prepared:
             non_english_share=self.non_english_share,
             proxy=self.spec.proxy,
             threads=self.spec.execution.cpus,
+            activation_checkpointing=self.spec.execution.activation_checkpointing,
+            checkpoint_interval=self.spec.execution.checkpoint_interval,
             output_dir=str(output_dir.resolve()),
             seed=seed,
         )
@@ -87,12 +91,14 @@ class Prepared:
         }
 
 
-def prepare(spec: SweepSpec) -> Prepared:
+def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None) -> Prepared:
     """The tokenizer, each corpus's sample as an indexed dataset, the base and its validation losses, each built or
-    found in the cache."""
-    root = cache_root()
+    found in the cache (`root`, default cache_root()); the built-in base and its tokenizer are the `shipped` ones
+    when they are the spec's (sweep.run.shipped_base; None: never)."""
+    root = root or cache_root()
     data = spec.data
-    tokenizer_dir = _tokenizer_dir(spec.base, data, root)
+    ready = shipped_base(spec, shipped) if shipped is not None else None
+    tokenizer_dir = ready or _tokenizer_dir(spec.base, data, root)
     corpora = data.corpora()
     max_tokens = sample_tokens(spec)
     indexed = {
@@ -109,7 +115,7 @@ def prepare(spec: SweepSpec) -> Prepared:
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
     _warn_short_validation(spec, corpora, indexed)
-    base_dir = _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root)
+    base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root)
     return Prepared(
         spec=spec,
         tokenizer_dir=tokenizer_dir,

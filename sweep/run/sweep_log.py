@@ -21,7 +21,8 @@ def log_sweep(
     summary: BestSummary,
     plan: SweepPlan,
 ) -> None:
-    """The sweep-level run: the trials table and the Pareto front as W&B tables, the optimum in its summary.
+    """The sweep-level run: the trials table and the Pareto front as W&B tables,
+    best.json (the best observed trial, the pick) in its summary.
 
     `summary` is best.json's content, so W&B shows the selection the sweep made, not a recomputation.
     Its run id comes from the study (`sweep_id`): running a finished sweep again resumes that run

@@ -1,8 +1,9 @@
 """The Ray Tune function trainable: one proxy trial, reporting to Ray Tune, its Optuna trial and W&B.
 
 It runs in a Ray worker process: it opens the study from its storage URL, reads its point from
-its Optuna trial and hands `run_trial` a report callback. The proxy trial itself knows nothing
-of Ray or Optuna.
+its Optuna trial and hands the trial a report callback: `run_trial` in this process, or, for a trial
+of several workers (execution.gpus above 1, or execution.workers), a Ray Train job that this process
+drives (sweep.run.sharded_job). The proxy trial itself knows nothing of Ray or Optuna.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from ray import tune
 
 from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
+from sweep.run.sharded_job import clear_for_retry, run_sharded_job
 from sweep.run.tracking import TrialRun, WandbTarget, wandb_trial_config
 from sweep.study.record import Attr
 from sweep.study.searcher import NUMBER
@@ -27,6 +29,7 @@ def proxy_trainable(
     config: dict, *, prepared: Prepared, wandb: WandbTarget | None, url: str, study_name: str, run: RunDir
 ) -> None:
     sweep = load_study(url=url, name=study_name)
+    execution = prepared.spec.execution
     number = config[NUMBER]
     frozen = sweep.frozen(number)
     point = sweep.plan.space.point(frozen.params)
@@ -49,14 +52,19 @@ def proxy_trainable(
     def run(report: Report) -> TrialResult:
         # Inside run_study_trial, so that a failure here too is stored with the trial and retried.
         # Every attempt starts from an empty directory: one killed mid-write (a crash, a retry)
-        # may have left half an index cache behind.
-        shutil.rmtree(output_dir, ignore_errors=True)
+        # may have left half an index cache behind. A sharded trial's checkpoint stays: it resumes from it.
+        if execution.sharded:
+            clear_for_retry(output_dir)
+        else:
+            shutil.rmtree(output_dir, ignore_errors=True)
         tracked.start()
 
         def logged(metrics: Metrics) -> bool:
             tracked.log(metrics)
             return report(metrics)
 
+        if execution.sharded:
+            return run_sharded_job(trial_config, logged, execution.job_workers(max_retries=execution.max_retries))
         return run_trial(trial_config, logged)
 
     with tracked:

@@ -9,7 +9,6 @@ starts. Relative paths resolve against the spec file's own folder.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,10 +24,12 @@ from pydantic import (
 
 from sweep.choice.confirmation import ConfirmationConfig
 from sweep.choice.pick import PickConfig
-from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.config_file import load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig
+from sweep.ladder.gpus import rung_execution_gpus
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.space import SearchSpace
+from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
 from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.study.replicates import ReplicatesConfig
 from sweep.study.storage import check_url
@@ -245,20 +246,18 @@ def _storage_url(url: str | None) -> str | None:
     return None if url is None else check_url(url)
 
 
-class ExecutionConfig(StrictConfig):
-    """Where and how trials run: how many at once, what each gets, where the study is stored."""
+class ExecutionConfig(TrialScale):
+    """Where and how trials run: how many at once, what each runs on (its cpus, gpus, workers, and how it keeps its
+    memory down and its place: sweep/spec/trial_scale.py), where the study is stored."""
 
     concurrency: int = Field(2, gt=0, le=1024)
-    """Trials running at once."""
-    cpus: int = Field(1, ge=1, le=1024)
-    """CPUs per trial; also torch's thread count inside it."""
-    gpus: float = Field(0, ge=0, le=64)
-    """GPUs per trial; a fraction shares one GPU between trials (0.5: two trials per GPU)."""
+    """Trials running at once, at most: on GPUs no more than the Ray cluster's GPUs hold (sweep/run/trial_slots.py)."""
     storage: Annotated[str | None, AfterValidator(_storage_url)] = None
     """SQLAlchemy URL for Optuna's RDB storage; default: a SQLite file in the run directory.
     A password is written `${NAME}` and read from the environment variable NAME."""
     max_retries: int = Field(1, ge=0, le=100)
-    """Times a trial that raises is retried before it is recorded FAILED."""
+    """Times a trial that raises is retried before it is recorded FAILED; also the times a sharded trial's worker
+    group is restarted after a lost worker, each from the trial's checkpoint."""
 
 
 # -------------------------------------------------------------------------------------- root
@@ -306,7 +305,17 @@ class SweepSpec(StrictConfig):
             )
         if self.ladder is not None and self.ladder.reference is not None:
             self.ladder.reference.check_inside(self.space)
+        self._trials_fit()
         return self
+
+    def _trials_fit(self) -> None:
+        """Before any compute: a trial splits over its workers and fits its GPUs (a ladder's rung by rung)."""
+        if self.ladder is None:
+            shape = base_shape(self.base.model, self.base.builtin, self.proxy.seq_len)
+            check_trial_fits(self.execution, self.proxy, shape, base=self.base.model)
+            return
+        for index, rung in enumerate(self.ladder.rungs):
+            rung_execution_gpus(index, rung, self.execution, self.proxy, self.base.builtin)
 
     def _bpe_has_text(self) -> None:
         """The built-in base's BPE is trained on the general side's text, which a Megatron prefix does not hold."""
@@ -338,57 +347,6 @@ def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Reads and validates a spec file; raises SpecError naming the file, key and value.
-
-    A spec in the layout before `space` and `execution` existed still loads: its moved keys are
-    named once on stderr with their new place.
-    """
+    """Reads and validates a spec file; raises SpecError naming the file, key and value."""
     path = Path(path)
-    raw = read_raw(path, kind="spec")
-    if isinstance(raw, dict):
-        raw, moved = upgrade_legacy_layout(raw, origin=str(path))
-        if moved:
-            print(f"note: {path} uses the old spec layout; {'; '.join(moved)}", file=sys.stderr)
-    return load_config(path, SweepSpec, raw=raw)
-
-
-LEGACY_MOVES = {
-    ("search", "lr_fraction"): ("space", "lr_fraction"),
-    ("search", "mix"): ("space", "mix"),
-    ("search", "concurrency"): ("execution", "concurrency"),
-    ("search", "storage"): ("execution", "storage"),
-    ("search", "max_retries"): ("execution", "max_retries"),
-    ("resources", "cpus"): ("execution", "cpus"),
-    ("resources", "gpus"): ("execution", "gpus"),
-}
-"""Keys of the first spec layout (cpt-sweep 0.1) and where they live now."""
-
-
-def upgrade_legacy_layout(raw: dict[str, Any], *, origin: str) -> tuple[dict[str, Any], list[str]]:
-    """The spec in today's layout, and a note per moved key; SpecError when a key is in both places.
-
-    `search.method` is gone: `grid` and `random` are samplers now (`search.sampler`), and `optuna`
-    means the sampler already named.
-    """
-    raw = {key: dict(value) if isinstance(value, dict) else value for key, value in raw.items()}
-    moved = []
-    for (old_section, key), (new_section, new_key) in LEGACY_MOVES.items():
-        old = raw.get(old_section)
-        if not isinstance(old, dict) or key not in old:
-            continue
-        target = raw.setdefault(new_section, {})
-        if not isinstance(target, dict) or new_key in target:
-            raise SpecError(
-                f"{origin}: {old_section}.{key} and {new_section}.{new_key} are one setting; keep the second"
-            )
-        target[new_key] = old.pop(key)
-        moved.append(f"{old_section}.{key} is now {new_section}.{new_key}")
-    search = raw.get("search")
-    if isinstance(search, dict) and "method" in search:
-        method = search.pop("method")
-        if method in ("grid", "random"):
-            search["sampler"] = method
-        moved.append(f"search.method: {method} is now search.sampler: {search.get('sampler', 'tpe')}")
-    if raw.get("resources") == {}:
-        del raw["resources"]
-    return raw, moved
+    return load_config(path, SweepSpec, raw=read_raw(path, kind="spec"))

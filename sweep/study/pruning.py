@@ -133,16 +133,6 @@ PrunerConfig = Annotated[
 """The Optuna pruner consulted on every reported evaluation, by `type`."""
 
 
-def own_settings(pruner: dict[str, Any]) -> dict[str, Any]:
-    """Of stored pruner settings, those its type uses: cpt-sweep 0.1 stored every pruner's knobs in one bag."""
-    configs = (
-        MedianPrunerConfig, PercentilePrunerConfig, SuccessiveHalvingPrunerConfig, HyperbandPrunerConfig,
-        WilcoxonPrunerConfig, NoPrunerConfig,
-    )  # fmt: skip
-    config = next((c for c in configs if c.model_fields["type"].default == _pruner_type(pruner)), None)
-    return pruner if config is None else {key: value for key, value in pruner.items() if key in config.model_fields}
-
-
 class ForgettingGuardConfig(StrictConfig):
     """Stops a trial predicted to end over the forgetting budget by a margin."""
 
@@ -156,7 +146,7 @@ def pruning_value(metrics: Metrics, forecast: ForgettingForecast, *, budget: flo
     """What the pruner compares across trials: domain_gain, less a penalty for the forgetting it is
     predicted to end at over budget.
 
-    The optimum is the highest gain among trials within the forgetting budget, so a trial that
+    The best observed trial is the highest gain among trials within the forgetting budget, so a trial that
     will end over it should look worse to the pruner than a feasible one with less gain; one over
     the budget only mid-course (general loss peaks there and falls as the LR decays) should not.
     """

@@ -15,6 +15,7 @@ from typing import Any
 from optuna.trial import FrozenTrial
 from pydantic import Field
 
+from sweep.choice.feasible import Score, least_forgetting_first, ranked_feasible, ranked_infeasible
 from sweep.study.record import Attr, Status, status_of
 from train_entry.config import SEED_LIMIT, StrictConfig
 
@@ -68,14 +69,13 @@ def replicates_due(main: list[FrozenTrial], config: ReplicatesConfig, *, budget:
 
 
 def _ranked_points(main: list[FrozenTrial], budget: float) -> list[FrozenTrial]:
-    """One trial per distinct point, best first: feasible completed trials by final domain_gain, then
-    the other completed ones by final forgetting; with none completed, the rest by their last forgetting."""
+    """One trial per distinct point, best first under the rule (sweep/choice/feasible.py): the feasible
+    completed trials, then the other completed ones by final forgetting; with none completed, the rest
+    by their last forgetting."""
     completed = [t for t in main if status_of(t) is Status.COMPLETED]
-    feasible = [t for t in completed if _last(t, "forgetting") <= budget]
-    ranked = sorted(feasible, key=lambda t: (-_last(t, "domain_gain"), t.number))
-    ranked += sorted((t for t in completed if t not in feasible), key=lambda t: (_last(t, "forgetting"), t.number))
+    ranked = ranked_feasible(completed, budget, _score) + ranked_infeasible(completed, budget, _score)
     if not ranked:
-        ranked = sorted(main, key=lambda t: (_last(t, "forgetting"), t.number))
+        ranked = sorted(main, key=lambda t: least_forgetting_first(_score(t)))
     distinct: dict[tuple, FrozenTrial] = {}
     for trial in ranked:
         if trial.params:
@@ -83,7 +83,12 @@ def _ranked_points(main: list[FrozenTrial], budget: float) -> list[FrozenTrial]:
     return list(distinct.values())
 
 
-def _last(frozen: FrozenTrial, metric: str) -> float:
-    """A metric of the trial's latest evaluation; infinity when it has none or it is not finite."""
+def _score(frozen: FrozenTrial) -> Score:
+    """The trial's latest evaluation, as the rule reads it; a missing gain ranks last."""
+    return Score(_last(frozen, "domain_gain", missing=-math.inf), _last(frozen, "forgetting"), frozen.number)
+
+
+def _last(frozen: FrozenTrial, metric: str, *, missing: float = math.inf) -> float:
+    """A metric of the trial's latest evaluation; `missing` when it has none or it is not finite."""
     value = (frozen.user_attrs.get(Attr.LAST.value) or {}).get(metric)
-    return value if value is not None and math.isfinite(value) else math.inf
+    return value if value is not None and math.isfinite(value) else missing

@@ -23,8 +23,8 @@ from sweep.choice.confirmation import Setting
 from sweep.choice.pick import PickConfig
 from sweep.files.config_file import SpecError
 from sweep.spec.space import SearchSpace
-from sweep.spec.spec import SearchConfig, SweepSpec, upgrade_legacy_layout
-from sweep.study.pruning import GuardedPruner, own_settings
+from sweep.spec.spec import SearchConfig, SweepSpec
+from sweep.study.pruning import GuardedPruner
 from sweep.study.record import Attr
 from sweep.study.sampling import make_sampler
 from sweep.study.storage import StorageUnreadable, open_storage, shown_url
@@ -63,24 +63,6 @@ class SweepPlan(StrictConfig):
             search=spec.search,
             pick=spec.objective.pick,
         )
-
-    @classmethod
-    def stored(cls, stored: dict[str, Any]) -> SweepPlan:
-        """The plan as a study stores it; one stored by cpt-sweep 0.1 (space inside search) is upgraded,
-        and one stored before replicates (or confirmation) existed ran none."""
-        if "space" not in stored and isinstance(stored.get("search"), dict):
-            upgraded, _ = upgrade_legacy_layout({"search": stored["search"]}, origin="the stored plan")
-            if isinstance(upgraded["search"].get("pruner"), dict):
-                upgraded["search"]["pruner"] = own_settings(upgraded["search"]["pruner"])
-            stored = {
-                **{key: value for key, value in stored.items() if key not in ("planned_trials", "search")},
-                "space": upgraded.get("space"),
-                "search": upgraded["search"],
-            }
-        for key, none in (("replicates", {"top": 0}), ("confirmation", {"seeds": 0})):
-            if isinstance(stored.get("search"), dict) and key not in stored["search"]:
-                stored = {**stored, "search": {**stored["search"], key: none}}
-        return cls.model_validate(stored)
 
     @property
     def planned_trials(self) -> int:
@@ -175,7 +157,7 @@ def load_study(*, url: str, name: str) -> SweepStudy:
     if stored is None:
         raise StudyNotFound(f"study {name!r} has no sweep plan: it was not made by `sweep run`")
     try:
-        plan = SweepPlan.stored(stored)
+        plan = SweepPlan.model_validate(stored)
     except (ValidationError, SpecError) as exc:
         raise StudyNotFound(
             f"the sweep plan stored with study {name!r} is not one this cpt-sweep wrote: {exc.errors()[0]['msg']}"
@@ -207,7 +189,7 @@ class StudyMismatch(ValueError):
 
 def _stored_plan(stored: Any) -> SweepPlan | None:
     try:
-        return SweepPlan.stored(stored)
+        return SweepPlan.model_validate(stored)
     except (ValidationError, SpecError, TypeError):
         return None  # a plan this cpt-sweep cannot read: not this sweep's
 

@@ -26,6 +26,7 @@ GPU_PATHS = [
     # What the gpu tests import, and what their code imports only when it runs on a GPU.
     "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
     "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.promotion", "cli.promote", "full_run_gpu",
+    "proxy_trial_gpu", "train_entry.sharded.trial",
 ]  # fmt: skip
 IMPORTED = """
 import importlib, importlib.metadata as md, json, os, sys
@@ -121,14 +122,21 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
         {"shape": "0.5B", "what": "whole iteration, 8 micro-batches", "ratio": 0.7, "seconds": 0.9},
     ]
     (tmp_path / "full-run-benchmark.json").write_text(json.dumps(rows))
+    proxy = [
+        {"what": "one GPU", "gpus": 1, "ratio": 0.957, "trial_mfu": 0.412},
+        {"what": "sharded (FSDP2)", "gpus": 8, "ratio": 0.93, "trial_mfu": 0.375},
+    ]
+    (tmp_path / "proxy-trial-benchmark.json").write_text(json.dumps(proxy))
     assert summary(tmp_path) == (
         "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
-        "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms"
+        "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms; 1B proxy trial: "
+        "1 GPU(s) 0.96 of bare, MFU 41%, 8 GPU(s) 0.93 of bare, MFU 38%"
     )
 
 
 def test_the_summary_says_which_part_left_nothing(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
-        "run; benchmark: no figures (stopped at the time limit before its first row, or failed)"
+        "run; benchmark: no figures (stopped at the time limit before its first row, or failed); 1B proxy trial: no "
+        "figures (stopped at the time limit before its first row, or failed)"
     )

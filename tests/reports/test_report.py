@@ -91,7 +91,7 @@ def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_t
     assert _external_references(html) == []
 
     snapshot = load_run(run_dir)
-    optimum = snapshot.selection.optimum
+    optimum = snapshot.selection.best_observed
     assert optimum is not None and optimum.domain_gain == pytest.approx(0.26)  # 0.30 forgets over budget
     for text in (f"{optimum.lr_fraction:.4g}", optimum.mix, snapshot.selection.verdict, "Runner-up: trial 0"):
         assert text in html
@@ -115,7 +115,7 @@ def test_run_report_markdown_matches_the_stored_expected_file(runs):
 def test_a_sweep_with_nothing_within_the_budget_says_so_and_names_the_least_forgetting_trial(runs):
     run_dir = make_run(runs, "infeasible", finish_all=False, curves=((0.2, 0.03), (0.25, 0.05)))
     snapshot = load_run(run_dir)
-    assert snapshot.selection.optimum is None
+    assert snapshot.selection.best_observed is None
     html = write_run_report(run_dir).read_text()
     assert snapshot.selection.verdict in html and "least-forgetting Pareto trial is" in html
     assert "Runner-up" not in html
@@ -178,7 +178,7 @@ def test_a_mix_range_is_binned_and_shown_as_ratios(runs):
     html = write_run_report(run_dir).read_text()
     mixes = {snapshot.mix_label(row) for row in snapshot.rows}
     assert all(re.fullmatch(r"[\d.]+:[\d.]+", mix) and ("1" in mix.split(":")) for mix in mixes)
-    assert snapshot.mix_label(snapshot.selection.optimum) in html
+    assert snapshot.mix_label(snapshot.selection.best_observed) in html
 
 
 def test_comparison_report_overlays_the_runs_and_names_what_differs(runs):
@@ -192,7 +192,7 @@ def test_comparison_report_overlays_the_runs_and_names_what_differs(runs):
     html = index.read_text()
     assert "search.seed=0" in html and "search.seed=1" in html
     for run_dir in (first, second):
-        optimum = load_run(run_dir).selection.optimum
+        optimum = load_run(run_dir).selection.best_observed
         assert f"{optimum.lr_fraction:.4g}" in html
     assert 'href="../../seed0/report/index.html"' in html  # the first run's own report, relative
     assert _external_references(html) == []

@@ -104,7 +104,7 @@ def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tin
     rendered = render(index, tmp_path / "report.png")
 
     assert_offline_and_not_blank(rendered)
-    optimum = best["optimum"]
+    optimum = best["best_observed"]
     if optimum is None:
         # A tiny sweep may have nothing within the budget; the page must then say so.
         assert best["verdict"] in rendered.text

@@ -13,8 +13,8 @@ import yaml
 from wandb_workspaces import expr
 
 from reports.wandb_dashboard import build_dashboard, plan_view, to_workspace
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
-from sweep.spec.spec import SpecError
 from tests.wandb_files import offline_runs
 
 

@@ -36,6 +36,12 @@ def test_same_config_gives_identical_metrics(prepared, tmp_path):
     assert first.final.domain_gain > 0
 
 
+def test_activation_checkpointing_recomputes_what_it_does_not_keep_and_changes_no_number(prepared, tmp_path):
+    config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path / "kept")
+    recomputed = config.model_copy(update={"activation_checkpointing": True, "output_dir": str(tmp_path / "again")})
+    assert _run(recomputed).history == _run(config).history
+
+
 def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp_path):
     mix = MixRatio(1, 1)
     default = prepared.trial_config(lr_fraction=0.1, mix=mix, output_dir=tmp_path / "default")

@@ -51,12 +51,23 @@ class TokenStream:
 
     def batch(self, index: int, batch_size: int) -> Batch:
         """Batch number `index`: samples [index * batch_size, (index + 1) * batch_size)."""
+        return self.part(index, batch_size, rank=0, parts=1)
+
+    def part(self, index: int, batch_size: int, *, rank: int, parts: int) -> Batch:
+        """Part `rank` of `parts` equal runs of batch number `index`: what one worker of a sharded trial trains on,
+        so that its workers together train on exactly the batch one process would."""
+        if batch_size % parts:
+            raise ValueError(f"a batch of {batch_size} sequences does not split evenly over {parts} workers")
         start, stop = index * batch_size, (index + 1) * batch_size
         if index < 0 or stop > self.num_samples:
             raise IndexError(
                 f"batch {index} of {batch_size} samples is outside the stream's {self.num_samples} samples"
             )
-        return _stack(self.dataset, range(start, stop))
+        share = batch_size // parts
+        return _stack(self.dataset, range(start + rank * share, start + (rank + 1) * share))
+
+    def worker_share(self, *, rank: int, parts: int) -> WorkerShare:
+        return WorkerShare(self, rank=rank, parts=parts)
 
     def token_shares(self) -> dict[str, float]:
         """Each corpus's share of the stream's tokens, read from the blend's own per-sample dataset index.
@@ -65,6 +76,18 @@ class TokenStream:
         """
         counts = np.bincount(self.dataset.dataset_index[: self.num_samples], minlength=len(self.sources))
         return {source: float(count) / self.num_samples for source, count in zip(self.sources, counts)}
+
+
+@dataclass(frozen=True)
+class WorkerShare:
+    """A stream as one worker of a sharded trial reads it: its part of every batch."""
+
+    stream: TokenStream
+    rank: int
+    parts: int
+
+    def batch(self, index: int, batch_size: int) -> Batch:
+        return self.stream.part(index, batch_size, rank=self.rank, parts=self.parts)
 
 
 @dataclass(frozen=True)

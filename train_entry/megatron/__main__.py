@@ -1,7 +1,7 @@
-"""`python -m train_entry.megatron --config run.json`: one rank of a full run, as torchrun starts it.
+"""`python -m train_entry.megatron --config full_run.json`: one rank of a full run, as torchrun starts it.
 
     torchrun --nnodes 60 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
-        -m train_entry.megatron --config plan/run.json
+        -m train_entry.megatron --config plan/full_run.json
 
 A config that cannot run (bad JSON, a value out of range, a layout megatron-core rejects or this
 node's layers cannot run, a missing base checkpoint or tokenizer, a tokenizer directory that names

@@ -1,7 +1,7 @@
 """The full run's config: the contract between a promotion plan and the megatron-core training entry.
 
 `sweep promote` writes a FullRunConfig (as JSON) and the entry (`python -m train_entry.megatron
---config run.json`, or train() inside a Ray Train worker) runs exactly it. Plain data: it
+--config full_run.json`, or train() inside a Ray Train worker) runs exactly it. Plain data: it
 round-trips through JSON unchanged, carries nothing about Ray or the sweep, and every field
 maps onto one megatron-core setting (see core_configs.py for the mapping).
 """

@@ -1,6 +1,6 @@
 """The entry's own training iteration timed on this GPU over random tokens, in a job of one process.
 
-What benchmarks/full_run_gpu.py reports and what `sweep promote --calibrate` puts in place of the
+What benchmarks/full_run_gpu.py reports and what `sweep promote plan --calibrate` puts in place of the
 plan's MFU assumption: the Trainer that train() runs (megatron-core's model, DDP, distributed
 optimizer and pipeline schedule), fed random token batches so that no corpus or tokenizer is needed.
 """

@@ -1,5 +1,6 @@
 from scripted import trial_row
 
+from sweep.choice.best import best_summary_with
 from sweep.choice.observed import select
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
@@ -13,32 +14,32 @@ def row(number, gain, forgetting, *, status=Status.COMPLETED, lr=0.1, mix="1:1")
     return trial_row(number, lr, mix, gain, forgetting, status=status)
 
 
-def test_optimum_is_the_feasible_completed_trial_with_the_highest_gain():
+def test_the_best_observed_trial_is_the_feasible_completed_trial_with_the_highest_gain():
     rows = [row(0, 0.10, 0.01), row(1, 0.30, 0.05), row(2, 0.20, 0.02), row(3, 0.50, 0.0, status=Status.PRUNED)]
     selection = select(rows, forgetting_budget=BUDGET, space=SPACE)
-    assert selection.optimum.number == 2  # 1 is over budget, 3 did not run the full budget
+    assert selection.best_observed.number == 2  # 1 is over budget, 3 did not run the full budget
     assert selection.least_forgetting is None
-    assert selection.verdict.startswith("optimum: trial 2")
+    assert selection.verdict.startswith("best observed trial: 2")
 
 
 def test_none_feasible_says_so_and_names_the_least_forgetting_pareto_trial():
     rows = [row(0, 0.10, 0.08), row(1, 0.30, 0.05), row(2, 0.05, 0.09), row(3, 0.2, 0.0, status=Status.DIVERGED)]
     selection = select(rows, forgetting_budget=BUDGET, space=SPACE)
-    assert selection.optimum is None
+    assert selection.best_observed is None
     assert selection.least_forgetting.number == 1
     assert "no completed trial is within the forgetting budget" in selection.verdict
     assert "trial is 1" in selection.verdict
 
 
-def test_nothing_completed_has_no_optimum_and_no_front():
+def test_nothing_completed_has_no_best_observed_trial_and_no_front():
     selection = select([row(0, 0.1, 0.0, status=Status.PRUNED)], forgetting_budget=BUDGET, space=SPACE)
-    assert (selection.optimum, selection.pareto, selection.least_forgetting) == (None, [], None)
+    assert (selection.best_observed, selection.pareto, selection.least_forgetting) == (None, [], None)
     assert "no trial completed" in selection.verdict
 
 
 def test_ties_on_gain_go_to_less_forgetting_then_to_the_earlier_trial():
     rows = [row(0, 0.2, 0.015), row(1, 0.2, 0.01), row(2, 0.2, 0.01)]
-    assert select(rows, forgetting_budget=BUDGET, space=SPACE).optimum.number == 1
+    assert select(rows, forgetting_budget=BUDGET, space=SPACE).best_observed.number == 1
 
 
 def test_pareto_front_keeps_exactly_the_non_dominated_trials_by_rising_forgetting():
@@ -54,7 +55,7 @@ def test_pareto_front_keeps_exactly_the_non_dominated_trials_by_rising_forgettin
     assert [r.number for r in front] == [0, 1, 3]
 
 
-def test_boundary_warning_when_the_optimum_sits_on_an_edge_of_the_range():
+def test_boundary_warning_when_the_best_observed_trial_sits_on_an_edge_of_the_range():
     edge = select([row(0, 0.2, 0.01, lr=0.2, mix="1:4")], forgetting_budget=BUDGET, space=SPACE)
     assert len(edge.boundary) == 2
     assert "lr_fraction=0.2 is at the high end" in edge.boundary[0]
@@ -69,3 +70,13 @@ def test_a_tiny_budget_is_printed_with_the_digits_that_tell_it_from_zero():
     assert feasible.verdict.endswith("(budget 1e-06)")
     infeasible = select([row(0, 0.1, 0.01)], forgetting_budget=2.5e-5, space=SPACE)
     assert "within the forgetting budget 2.5e-05;" in infeasible.verdict
+
+
+def test_the_runner_up_is_the_second_under_the_rule_never_the_optimum_itself(open_sweep):
+    """best.json sorted by gain alone: with two trials tied on gain, its runner-up could be the optimum."""
+    plan = open_sweep().plan
+    rows = [row(0, 0.2, 0.005), row(1, 0.2, 0.001), row(2, 0.1, 0.0)]
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    summary = best_summary_with(None, selection, rows, plan)
+    assert (summary.best_observed.number, summary.evidence.runner_up.number) == (1, 0)
+    assert summary.evidence.feasible_completed == 3

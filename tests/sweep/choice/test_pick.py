@@ -13,12 +13,13 @@ from scripted import STEPS, scripted, spec_with
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, read_best, write_best
-from sweep.choice.observed import best_feasible, select
+from sweep.choice.observed import best_observed, select
 from sweep.choice.pick import MIX_GRID, PickConfig, PickSource, candidates, make_pick, pick_with
 from sweep.choice.surrogate import Z90, fit_surrogate
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
-from sweep.spec.spec import SpecError, SweepSpec, load_spec
+from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.study import StudyMismatch, SweepPlan, open_study
@@ -57,7 +58,7 @@ def landscape_rows(*, seed=0, gain_noise=0.001, forgetting_noise=0.0005, gain=tr
 
 def pick(rows, config=None, *, budget=BUDGET, space=SPACE):
     config = config or PickConfig()
-    return make_pick(rows, space=space, budget=budget, config=config, observed=best_feasible(rows, budget))
+    return make_pick(rows, space=space, budget=budget, config=config, observed=best_observed(rows, budget))
 
 
 def best_true_point() -> tuple[float, str, float]:
@@ -122,7 +123,7 @@ def test_fewer_than_four_distinct_points_fall_back_to_the_observed_optimum():
 
     chosen = pick(rows)
     assert chosen.source is PickSource.OBSERVED and (chosen.gain, chosen.fit, chosen.comparisons) == (None, None, [])
-    assert chosen.reason == "no surrogate: 3 distinct completed point(s), it needs 4; the observed optimum, trial 1"
+    assert chosen.reason == "no surrogate: 3 distinct completed point(s), it needs 4; the best observed trial (trial 1)"
     point = chosen.point
     assert (point.lr_fraction, point.mix, point.trials) == (0.1, "1:1", [0, 1])  # both replicates of the point
     assert point.measured_gain == pytest.approx(0.21)
@@ -142,7 +143,7 @@ def test_when_no_candidate_qualifies_the_observed_optimum_or_nothing_is_picked()
     lucky = rows[0].model_copy(update={"forgetting": 0.0009})  # one trial measured within it by chance
     chosen = pick_with(fit_surrogate(rows, SPACE), rows, space=SPACE, budget=0.001, config=PickConfig(), observed=lucky)
     assert chosen.source is PickSource.OBSERVED and chosen.point.trials == [0]
-    assert chosen.reason.endswith("; the observed optimum, trial 0, instead")
+    assert chosen.reason.endswith("; the best observed trial (trial 0) instead")
     assert chosen.probability_within_budget < 0.9  # the surrogate's own doubt about it, reported
 
 
@@ -205,7 +206,7 @@ def test_best_json_carries_the_pick_from_a_scripted_sweep_and_reads_back_unchang
 
     assert read_best(run) == summary
     best = json.loads(run.best_json.read_text())
-    assert {"verdict", "optimum", "pareto_front", "evidence", "cost"} < best.keys()  # every earlier key kept
+    assert {"verdict", "best_observed", "pareto_front", "evidence", "cost"} < best.keys()  # every earlier key kept
     stored = best["pick"]
     assert stored["source"] == "surrogate" and stored["fit"]["points"] == 6
     assert stored["rule"].startswith("among the 3 listed lr_fractions x the 2 listed mixes, plus every tried point")

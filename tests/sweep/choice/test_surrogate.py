@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scripted import trial_row as row
 
-from sweep.choice.observed import best_feasible
+from sweep.choice.observed import best_observed
 from sweep.choice.pick import PickConfig, make_pick
 from sweep.choice.surrogate import fit_surrogate, stopped
 from sweep.spec.space import SearchSpace
@@ -50,7 +50,7 @@ def test_a_corner_stopped_for_high_forgetting_is_not_called_feasible():
     assert (within_budget_in_corner(survivors) >= 0.9).sum() >= len(CORNER) // 2
     # With the stopped trials as censored observations, no point of the corner is.
     assert within_budget_in_corner(rows).max() < 0.1
-    pick = make_pick(rows, space=SPACE, budget=BUDGET, config=PickConfig(), observed=best_feasible(rows, BUDGET))
+    pick = make_pick(rows, space=SPACE, budget=BUDGET, config=PickConfig(), observed=best_observed(rows, BUDGET))
     assert (pick.point.lr_fraction, pick.point.mix) not in CORNER
     assert pick.forgetting.mean <= BUDGET
     assert pick.fit.stopped == len(CORNER)

@@ -16,7 +16,8 @@ from scipy import stats
 
 from sweep.choice.best import best_summary_with
 from sweep.choice.observed import select
-from sweep.choice.pick import Estimate, Pick, PickedPoint, PickSource
+from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction
+from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir, RunRecord, open_run
 from sweep.ladder.config import PRESETS, LadderConfig
 from sweep.ladder.driver import RungStart, run_ladder
@@ -25,7 +26,7 @@ from sweep.ladder.record import LadderMismatch, read_ladder
 from sweep.ladder.rungs import RungSpec, rung_specs
 from sweep.promote.targets import load_target
 from sweep.run.driver import SweepOutcome
-from sweep.spec.spec import SpecError, load_spec
+from sweep.spec.spec import load_spec
 from sweep.study.study import SweepPlan, open_study
 from sweep.study.trial import run_study_trial
 from tests.sweep.scripted import STEPS, scripted, trial_row
@@ -201,10 +202,10 @@ def law_log_mix(parameters: float) -> float:
 
 def _pick(parameters: int) -> Pick:
     lr, mix = law_lr(parameters), MixRatio(math.exp(law_log_mix(parameters)), 1.0)
-    estimate = Estimate(
+    estimate = Prediction(
         mean=0.2, sd=0.01, noise_sd=0.01, low=0.18, high=0.22, remeasured_low=0.17, remeasured_high=0.23
     )
-    forgetting = Estimate(mean=0.001 * math.log(parameters), sd=0.001, noise_sd=0.001, low=0.0, high=0.03,
+    forgetting = Prediction(mean=0.001 * math.log(parameters), sd=0.001, noise_sd=0.001, low=0.0, high=0.03,
                           remeasured_low=0.0, remeasured_high=0.03)  # fmt: skip
     point = PickedPoint(lr_fraction=lr, mix=str(mix), domain_share=mix.domain_share, trials=[], measured_gain=None,
                         measured_forgetting=None)  # fmt: skip
@@ -249,7 +250,7 @@ class Quiet:
 
     def start(self) -> None: ...
 
-    def update(self, rows, *, planned, trial_ended) -> None: ...
+    def update(self, rows, *, planned, trial_ended, at_once) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -368,7 +369,7 @@ def test_status_of_a_ladder_shows_each_rung_in_order_and_the_prediction_against_
     assert [head.split(" (")[0] for head in heads] == ["rung xs", "rung s", "rung m"]
     for head, preset in zip(heads, ("xs", "s", "m")):
         assert f"N {PRESETS[preset].parameters:,}" in head and "1 completed" in head and "0 running" in head
-    assert sum(line.strip().startswith("pick (observed optimum)") for line in lines) == 3  # each rung finished
+    assert sum(line.strip().startswith("pick (best observed trial)") for line in lines) == 3  # each rung finished
     assert "prediction of m: written" in out and "enqueued as its first trial" in out
     assert "m lr_fraction: predicted" in out and ", measured " in out and "inside the interval: —" in out
 

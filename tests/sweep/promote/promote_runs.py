@@ -1,5 +1,5 @@
 """A finished sweep's run directory, written with the sweep's own types: best.json by sweep.choice.best
-and the optimum's resolved trial config, as sweep run leaves them. A module of its own (not
+and the promoted point's resolved trial config, as sweep run leaves them. A module of its own (not
 conftest) so that tests import it by a name no other test folder uses."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sweep.choice.best import BEST_FORMAT, BestSummary, Cost, Evidence, write_best
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
-from sweep.choice.pick import Estimate, Pick, PickConfig, PickedPoint, PickSource, make_pick
+from sweep.choice.pick import Pick, PickConfig, PickedPoint, PickSource, Prediction, make_pick
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
@@ -32,9 +32,9 @@ def write_run(
     pick: Pick | None = None,
     confirmation: Confirmation | None = None,
 ) -> Path:
-    """runs/<name>/ with best.json and trials/0007/trial_config.json; no optimum when not feasible.
+    """runs/<name>/ with best.json and trials/0007/trial_config.json; no best observed trial when not feasible.
 
-    best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the observed optimum;
+    best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the best observed trial;
     its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget."""
     ratio = MixRatio.parse(mix)
     row = TrialRow(
@@ -45,12 +45,12 @@ def write_run(
     )  # fmt: skip
     run = RunDir(run_dir)
     run.trial(7).mkdir(parents=True, exist_ok=True)
-    verdict = "optimum: trial 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
+    verdict = "best observed trial: 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
     pick = pick or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None)
     summary = BestSummary(
         format_version=BEST_FORMAT,
         verdict=verdict,
-        optimum=row if feasible else None,
+        best_observed=row if feasible else None,
         least_forgetting=None if feasible else row,
         boundary_warnings=[],
         evidence=Evidence(forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), runner_up=None),
@@ -73,8 +73,8 @@ def write_run(
 def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()) -> Pick:
     """A pick of the surrogate at a point between the tried ones, with its intervals."""
 
-    def estimate(mean: float, sd: float) -> Estimate:
-        return Estimate(
+    def estimate(mean: float, sd: float) -> Prediction:
+        return Prediction(
             mean=mean, sd=sd, noise_sd=sd, low=mean - 1.645 * sd, high=mean + 1.645 * sd,
             remeasured_low=mean - 2.33 * sd, remeasured_high=mean + 2.33 * sd,
         )  # fmt: skip

@@ -63,7 +63,7 @@ def write_ladder_run(
 
 def test_the_plan_takes_the_lines_at_the_targets_size(tmp_path):
     plan = make_plan(write_ladder_run(tmp_path), TARGET)
-    optimum = plan.sweep.optimum
+    optimum = plan.sweep.promoted
     n = non_embedding_params(PRESETS["llama3.1-70b"].model)
     assert optimum.source is PickSource.LADDER and optimum.ladder.parameters == n and optimum.trial is None
     assert optimum.lr_fraction == pytest.approx(0.25 * (n / 1e5) ** -0.2, rel=1e-3)
@@ -77,7 +77,7 @@ def test_the_plan_takes_the_lines_at_the_targets_size(tmp_path):
 
 
 def test_a_point_the_lines_put_outside_the_searched_space_is_clipped_into_it_with_a_warning(tmp_path):
-    optimum = make_plan(write_ladder_run(tmp_path, space=SPACE), TARGET).sweep.optimum  # lr_fraction 0.05-0.2
+    optimum = make_plan(write_ladder_run(tmp_path, space=SPACE), TARGET).sweep.promoted  # lr_fraction 0.05-0.2
     assert optimum.lr_fraction == 0.05 and optimum.ladder.lr_fraction == 0.05
     (warning,) = [w for w in optimum.warnings if "lr_fraction at the target" in w]
     assert "0.01702, lies outside the searched 0.05-0.2: clipped to 0.05" in warning
@@ -86,7 +86,7 @@ def test_a_point_the_lines_put_outside_the_searched_space_is_clipped_into_it_wit
 
 def test_a_forgetting_interval_over_the_budget_is_a_warning_in_the_plan_and_its_summary(tmp_path):
     plan = make_plan(write_ladder_run(tmp_path, forgetting_scatter=0.004, budget=0.012), TARGET)
-    warnings = plan.sweep.optimum.warnings
+    warnings = plan.sweep.promoted.warnings
     assert any("crosses the forgetting budget 0.012" in warning for warning in warnings)
     summary = summary_markdown(plan)
     assert "- warning: the extrapolated forgetting's 90 % interval" in summary and "WARNING" in summary
@@ -94,7 +94,7 @@ def test_a_forgetting_interval_over_the_budget_is_a_warning_in_the_plan_and_its_
 
 def test_observed_takes_the_largest_rungs_pick(tmp_path):
     plan = make_plan(write_ladder_run(tmp_path), TARGET, observed=True)
-    optimum = plan.sweep.optimum
+    optimum = plan.sweep.promoted
     assert (optimum.source, optimum.lr_fraction, str(optimum.mix)) == (PickSource.SURROGATE, 0.13, "1:2")
     assert optimum.reason.startswith("the largest rung m's pick, as asked (--observed)")
 

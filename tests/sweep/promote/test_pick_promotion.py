@@ -1,6 +1,6 @@
 """Promotion takes best.json's pick: the surrogate's point with its intervals and probability, or the
-observed optimum when the surrogate could not pick, when best.json predates picks, or on --observed; a pick
-not confirmed at fresh seeds only on --unconfirmed."""
+best observed trial's when the surrogate could not pick or on --observed; a pick not confirmed at fresh seeds
+only on --unconfirmed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from sweep.choice.pick import Pick, PickSource
 from sweep.files.rundir import RunDir
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.plan import Plan, make_plan, read_optimum
+from sweep.promote.plan import Plan, make_plan
+from sweep.promote.point import read_promoted
 from sweep.promote.summary import summary_markdown
 from train_entry.mix import MixRatio, blend_weights
 
@@ -27,16 +28,16 @@ def test_the_plan_promotes_the_surrogates_pick_with_its_intervals(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
     plan = make_plan(run_dir, TARGET)
 
-    optimum = plan.sweep.optimum
-    assert (optimum.source, optimum.trial, optimum.lr_fraction, str(optimum.mix)) == (
+    promoted = plan.sweep.promoted
+    assert (promoted.source, promoted.trial, promoted.lr_fraction, str(promoted.mix)) == (
         PickSource.SURROGATE, None, 0.13, "1:2"
     )  # fmt: skip
     assert plan.run.optimization.lr == pytest.approx(0.13 * 1.5e-4)
     weights = {source.name: source.weight for source in plan.run.data.blend}
     assert weights == pytest.approx(blend_weights(MixRatio.parse("1:2"), 0.1))  # trial 7's non-English share
-    assert (optimum.domain_gain, optimum.forgetting, optimum.probability_within_budget) == (0.23, 0.016, 0.93)
-    assert optimum.forgetting_interval == pytest.approx((0.016 - 1.645 * 0.0015, 0.016 + 1.645 * 0.0015))
-    assert optimum.reason.startswith("12 of 205 candidate points")
+    assert (promoted.domain_gain, promoted.forgetting, promoted.probability_within_budget) == (0.23, 0.016, 0.93)
+    assert promoted.forgetting_interval == pytest.approx((0.016 - 1.645 * 0.0015, 0.016 + 1.645 * 0.0015))
+    assert promoted.reason.startswith("12 of 205 candidate points")
     summary = summary_markdown(plan)
     assert "surrogate pick between tried points: predicted domain_gain 0.2300" in summary
     assert "forgetting [0.0135, 0.0185]; P(re-run within budget)" in summary
@@ -45,33 +46,34 @@ def test_the_plan_promotes_the_surrogates_pick_with_its_intervals(tmp_path):
 def test_observed_takes_the_best_trial_instead(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
     plan = make_plan(run_dir, TARGET, observed=True)
-    optimum = plan.sweep.optimum
-    assert (optimum.source, optimum.trial, optimum.lr_fraction, str(optimum.mix)) == (
+    promoted = plan.sweep.promoted
+    assert (promoted.source, promoted.trial, promoted.lr_fraction, str(promoted.mix)) == (
         PickSource.OBSERVED, 7, 0.1, "1:1"
     )  # fmt: skip
-    assert (optimum.domain_gain, optimum.forgetting) == (0.21, 0.015)  # measured, not predicted
-    assert optimum.reason == "the observed optimum, as asked (--observed)"
+    assert (promoted.domain_gain, promoted.forgetting) == (0.21, 0.015)  # measured, not predicted
+    assert promoted.reason == "the best observed trial, as asked (--observed)"
     assert plan.run.optimization.lr == pytest.approx(0.1 * 1.5e-4)
     assert plan.id != make_plan(run_dir, TARGET).id  # another point, another plan
 
 
 def test_the_trial_config_is_moved_to_the_promoted_point(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
-    _, trial = read_optimum(run_dir)
+    _, trial = read_promoted(run_dir)
     assert (trial.lr_fraction, str(trial.mix), trial.non_english_share) == (0.13, "1:2", 0.1)
     assert trial.peak_lr == pytest.approx(0.13 * MAX_LR)  # what the rehearsal trains at
 
 
-def test_a_best_json_without_a_pick_promotes_the_observed_optimum(tmp_path):
+def test_a_best_json_without_a_pick_is_refused_with_exit_2_and_left_as_it_was(tmp_path, capsys):
     run_dir = write_run(tmp_path / "lr_mix")
     run = RunDir(run_dir)
     stored = json.loads(run.best_json.read_text())
-    del stored["pick"]  # as cpt-sweep wrote it before there were picks
+    del stored["pick"]
     run.best_json.write_text(json.dumps(stored))
-    assert read_best(run).pick is None
-    optimum, _ = read_optimum(run_dir)
-    assert (optimum.source, optimum.trial) == (PickSource.OBSERVED, 7)
-    assert optimum.reason == "the observed optimum: best.json predates the surrogate"
+    before = run.best_json.read_bytes()
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    err = capsys.readouterr().err
+    assert str(run.best_json) in err and "pick" in err
+    assert run.best_json.read_bytes() == before and not (run_dir / "promotion").exists()
 
 
 def test_a_pick_of_nothing_is_refused_with_its_reason(tmp_path):
@@ -81,7 +83,7 @@ def test_a_pick_of_nothing_is_refused_with_its_reason(tmp_path):
     write_best(
         best.model_copy(update={"pick": Pick(source=None, point=None, reason=reason, rule="r")}), RunDir(run_dir)
     )
-    with pytest.raises(PromotionError, match=r"has no optimum to promote: no completed trial .*; no candidate point"):
+    with pytest.raises(PromotionError, match=r"has no point to promote: no completed trial .*; no candidate point"):
         make_plan(run_dir, TARGET)
 
 
@@ -90,9 +92,9 @@ def test_the_command_line_plans_the_pick_and_observed_plans_the_trial(tmp_path, 
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 0
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b", "--observed"]) == 0
     out = capsys.readouterr().out
-    assert "surrogate pick between tried points" in out and "observed optimum, trial 7: measured" in out
+    assert "surrogate pick between tried points" in out and "best observed trial 7: measured" in out
     plans = [Plan.read(directory) for directory in sorted((run_dir / "promotion").iterdir())]
-    assert sorted(plan.sweep.optimum.source.value for plan in plans) == ["observed", "surrogate"]
+    assert sorted(plan.sweep.promoted.source.value for plan in plans) == ["observed", "surrogate"]
 
 
 def test_a_pick_its_fresh_seeds_held_over_the_budget_is_refused_unless_asked_for(tmp_path, capsys):
@@ -106,7 +108,7 @@ def test_a_pick_its_fresh_seeds_held_over_the_budget_is_refused_unless_asked_for
     assert (run_dir / "best.json").read_bytes() == before
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b", "--unconfirmed"]) == 0
     (plan,) = [Plan.read(directory) for directory in (run_dir / "promotion").iterdir()]
-    assert plan.sweep.optimum.lr_fraction == 0.13 and "confirmation: round 0" in plan.sweep.optimum.reason
+    assert plan.sweep.promoted.lr_fraction == 0.13 and "confirmation: round 0" in plan.sweep.promoted.reason
 
 
 def test_a_pick_never_confirmed_is_refused_naming_the_setting_that_turned_it_off(tmp_path):
@@ -115,4 +117,4 @@ def test_a_pick_never_confirmed_is_refused_naming_the_setting_that_turned_it_off
     run_dir = write_run(tmp_path / "lr_mix", pick=pick, confirmation=off)
     with pytest.raises(PromotionError, match=r"not confirmed at fresh seeds \(off: search.confirmation.seeds is 0\)"):
         make_plan(run_dir, TARGET)
-    assert make_plan(run_dir, TARGET, unconfirmed=True).sweep.optimum.lr_fraction == 0.13
+    assert make_plan(run_dir, TARGET, unconfirmed=True).sweep.promoted.lr_fraction == 0.13

@@ -93,7 +93,7 @@ def test_lr_and_blend_weights_follow_the_optimum(tmp_path, lr_fraction, mix, sha
     assert weights.keys() == expected.keys()
     for name, weight in expected.items():
         assert weights[name] == pytest.approx(weight, rel=1e-6)
-    assert (plan.sweep.optimum.lr_fraction, str(plan.sweep.optimum.mix)) == (lr_fraction, mix)
+    assert (plan.sweep.promoted.lr_fraction, str(plan.sweep.promoted.mix)) == (lr_fraction, mix)
 
 
 def test_a_sides_weight_is_split_over_its_prefixes_by_tokens_else_equally(run_dir):
@@ -169,9 +169,9 @@ def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
     assert Plan.read(directory.plan_json) == plan == Plan.read(directory.path)
 
 
-def test_a_sweep_without_an_optimum_is_refused(tmp_path):
+def test_a_sweep_without_a_point_to_promote_is_refused(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", feasible=False)
-    with pytest.raises(PromotionError, match="has no optimum to promote: no completed trial is within the forgetting"):
+    with pytest.raises(PromotionError, match="has no point to promote: no completed trial is within the forgetting"):
         make_plan(run_dir, PromotionConfig(target="llama3.1-8b"))
     with pytest.raises(PromotionError, match="is not a finished sweep: no best.json"):
         make_plan(tmp_path / "empty", PromotionConfig(target="llama3.1-8b"))

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from sweep.files.config_file import SpecError
 from sweep.promote.clusters import PRESETS as CLUSTERS
 from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.counts import total_params
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import PRESETS as TARGETS
 from sweep.promote.targets import Target, load_target
-from sweep.spec.spec import SpecError
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -41,10 +41,10 @@ def test_dry_run_prints_the_plan_and_writes_its_files(finished_run, capsys, targ
     [directory] = (run_dir / "promotion").iterdir()
     assert directory.name.startswith(f"{target}-h100-480-")
     assert {path.name for path in directory.iterdir()} == {
-        "plan.json", "run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
+        "plan.json", "full_run.json", "summary.md", "pretrain_gpt_args.txt", "pretrain_gpt.sh"
     }  # fmt: skip
     plan = Plan.read(directory)
-    assert FullRunConfig.model_validate_json((directory / "run.json").read_text()) == plan.run  # the entry's input
+    assert FullRunConfig.model_validate_json((directory / "full_run.json").read_text()) == plan.run  # the entry's input
     assert f"plan {plan.id} written to" in out
     assert plan.chosen.memory.total_gb < 80
 
@@ -136,17 +136,18 @@ def test_impossible_requests_exit_2_naming_the_constraint(finished_run, capsys, 
 
 def test_no_optimum_and_no_mode_exit_2(finished_run, tmp_path, capsys):
     assert promote(finished_run(feasible=False), "--target", "llama3.1-8b") == 2
-    assert "has no optimum to promote" in capsys.readouterr().err
+    assert "has no point to promote" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["promote", str(finished_run()), "--target", "llama3.1-8b"])
     assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err
 
 
-def test_the_0_1_form_still_plans_and_names_the_new_one(finished_run, capsys):
+def test_the_0_1_form_is_refused_by_argparse_naming_the_modes(finished_run, capsys):
     run_dir = finished_run()
-    assert main(["promote", str(run_dir), "--target", "llama3.1-8b", "--dry-run"]) == 0
-    assert "`sweep promote RUN --dry-run` is now `sweep promote plan RUN`" in capsys.readouterr().err
-    assert len(list((run_dir / "promotion").iterdir())) == 1
+    with pytest.raises(SystemExit) as exited:
+        main(["promote", str(run_dir), "--target", "llama3.1-8b", "--dry-run"])
+    assert exited.value.code == 2 and "choose from 'plan', 'submit', 'rehearse'" in capsys.readouterr().err
+    assert not (run_dir / "promotion").exists()
 
 
 def test_a_malformed_data_prefix_is_an_argument_error(finished_run, capsys):

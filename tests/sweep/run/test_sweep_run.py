@@ -88,7 +88,7 @@ def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, t
         assert confirmation["outcome"] == "not_found" and confirmation["reason"]
     assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
     assert (
-        "optimum: trial" in tiny_sweep.output
+        "best observed trial:" in tiny_sweep.output
         or "no completed trial is within the forgetting budget" in tiny_sweep.output
     )
 
@@ -143,7 +143,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     sharing a point and a seed (a sampler that started its stream over on a rerun drew trial 0 again). Every trial
     diverges within its first steps, before its first evaluation (a divergence factor just over 1, LRs near the
     base's own peak), the cheapest trial there is: each is recorded and the sweep goes on, ending with exit 0, its
-    report and no optimum, which status and promote handle. Then --fresh moves the run, its study with it, aside."""
+    report and no best observed trial, which status and promote handle. Then --fresh moves the run, its study with it, aside."""
     spec = write_tiny_spec(
         "diverge.yaml",
         proxy={"divergence_factor": 1.0001},
@@ -199,7 +199,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     capsys.readouterr()
     assert main(["status", str(run_dir)]) == 0 and "8/8 done" in capsys.readouterr().out
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
-    assert "has no optimum to promote: no trial completed" in capsys.readouterr().err
+    assert "has no point to promote: no trial completed" in capsys.readouterr().err
 
     first_best = (run_dir / "best.json").read_bytes()
     raw = yaml.safe_load(spec.read_text())

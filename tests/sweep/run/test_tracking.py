@@ -160,7 +160,7 @@ def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_swe
     (run,) = offline_runs(wandb_sweep / "wandb")
     best = json.loads((wandb_sweep / "best.json").read_text())
     assert run.job_type == "sweep" and run.group == "wandb_sweep"
-    assert run.summary["optimum"] == best["optimum"] and run.summary["verdict"] == best["verdict"]
+    assert run.summary["best_observed"] == best["best_observed"] and run.summary["verdict"] == best["verdict"]
     assert run.summary["trials"]["_type"] == "table-file" and run.summary["trials"]["nrows"] == 4
     assert run.summary["pareto_front"]["nrows"] == len(best["pareto_front"])
     table = json.loads((run.path / "files" / run.summary["trials"]["path"]).read_text())

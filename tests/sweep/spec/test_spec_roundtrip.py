@@ -12,11 +12,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.spec.spec import SpecError, SweepSpec, load_spec
+from sweep.files.config_file import SpecError
+from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.study import SweepPlan, load_study, open_study
-from tests.conftest import REPO, TINY_SPEC
+from tests.conftest import SHIPPED_SPECS, TINY_SPEC
 
-SHIPPED = sorted((REPO / "search_spaces").glob("*.yaml"))
+SHIPPED = SHIPPED_SPECS
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

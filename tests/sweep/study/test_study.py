@@ -3,6 +3,7 @@
 import json
 import math
 
+import optuna
 import pandas as pd
 import pytest
 from optuna.trial import TrialState
@@ -12,7 +13,7 @@ from sweep.choice.best import best_summary, write_best
 from sweep.choice.observed import select
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status
-from sweep.study.study import StudyMismatch, SweepPlan
+from sweep.study.study import PLAN_ATTR, StudyMismatch, StudyNotFound, load_study
 from sweep.study.table import trial_rows, write_tables
 from sweep.study.trial import record_failure, run_study_trial
 from train_entry.trial_config import TrialResult, TrialStatus
@@ -140,7 +141,7 @@ def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp
     selection = select(rows, forgetting_budget=0.02, space=sweep.plan.space)
     write_best(best_summary(selection, rows, sweep.plan), RunDir(tmp_path))
     best = json.loads((tmp_path / "best.json").read_text())
-    assert best["optimum"]["number"] == 0
+    assert best["best_observed"]["number"] == 0
     assert [row["number"] for row in best["pareto_front"]] == [0]
     full = sweep.plan.full_trial_tokens
     assert best["cost"]["tokens_saved_by_pruning"] == full - 50 * 1024
@@ -161,10 +162,13 @@ STORED_0_1 = {
 """A grid's plan as cpt-sweep 0.1 stored it: the space inside search, and every pruner's knobs in one bag."""
 
 
-def test_a_plan_stored_by_0_1_is_read_with_its_pruners_own_settings():
-    plan = SweepPlan.stored(STORED_0_1)
-    assert (plan.search.sampler, plan.search.pruner.type, plan.planned_trials) == ("grid", "none", 4)
-    assert plan.space.lr_fraction == [0.05, 0.08] and plan.search.replicates.trials == 0
+def test_a_plan_stored_by_0_1_is_refused_as_not_one_this_version_wrote(tmp_path):
+    """0.1 kept the space inside search; no compatibility code reads it, and the message says so."""
+    url = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="old", storage=url)
+    study.set_user_attr(PLAN_ATTR, STORED_0_1)
+    with pytest.raises(StudyNotFound, match="the sweep plan stored with study 'old' is not one this cpt-sweep wrote"):
+        load_study(url=url, name="old")
 
 
 def test_a_rerun_of_a_changed_spec_names_each_key_that_changed_with_both_values(open_sweep):

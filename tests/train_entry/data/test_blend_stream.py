@@ -115,6 +115,20 @@ def test_batches_are_next_token_pairs_in_stream_order(splits, megatron, tmp_path
         stream.batch(4, 16)
 
 
+def test_the_workers_of_a_sharded_trial_read_the_batch_one_process_reads_in_equal_parts(
+    splits, megatron, tmp_path: Path
+) -> None:
+    stream = stream_of(splits, MixRatio(1, 1), 0.0, num_samples=64, megatron=megatron, cache_dir=tmp_path)
+
+    parts = [stream.worker_share(rank=rank, parts=4).batch(1, 16) for rank in range(4)]
+
+    assert [part.tokens.shape for part in parts] == [(4, SEQ_LEN)] * 4
+    assert torch.equal(torch.cat([part.tokens for part in parts]), stream.batch(1, 16).tokens)
+    assert torch.equal(torch.cat([part.labels for part in parts]), stream.batch(1, 16).labels)
+    with pytest.raises(ValueError, match="a batch of 16 sequences does not split evenly over 3 workers"):
+        stream.worker_share(rank=0, parts=3).batch(0, 16)
+
+
 def test_validation_sets_are_the_same_for_the_same_seed(splits, megatron, tmp_path: Path) -> None:
     first = validation_of(splits, 0.25, seed=7, megatron=megatron, cache_dir=tmp_path / "first")
     again = validation_of(splits, 0.25, seed=7, megatron=megatron, cache_dir=tmp_path / "again")

@@ -1,4 +1,4 @@
-"""`python -m train_entry.megatron --config run.json`: a config that cannot run exits 2 with one message."""
+"""`python -m train_entry.megatron --config full_run.json`: a config that cannot run exits 2 with one message."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from train_entry.megatron.core_configs import has_transformer_engine
 
 
 def _write(tmp_path, data) -> str:
-    path = tmp_path / "run.json"
+    path = tmp_path / "full_run.json"
     path.write_text(json.dumps(data))
     return str(path)
 

@@ -1,0 +1,119 @@
+"""A ladder's GPUs: for each rung, the GPUs one trial takes and how many trials run at once.
+
+A ladder of one model family grows from a rung that fits one GPU (Llama 3.2 1B) to one that does not (Llama 3.1 8B
+needs ~145 GB for its weights, gradients and Adam state alone). On GPUs (execution.gpus above 0) each rung's trial
+takes the GPUs the rung names (`ladder.rungs[i].gpus`), else execution.gpus when they hold it, else the fewest that
+do (sweep.spec.trial_memory.gpus_needed); a rung that no count of GPUs holds, or not the count it names, is refused with
+the figures when the spec is read. Each rung runs as many trials at once as the cluster's GPUs hold:
+execution.concurrency, and no more than its GPUs // the rung's GPUs per trial.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.ladder.config import BuiltinRung, HfRung
+from sweep.spec.trial_memory import TrialMemory, gpus_needed
+from sweep.spec.trial_scale import (
+    TrialScale,
+    builtin_shape,
+    check_trial_fits,
+    fits,
+    hf_shape,
+    trial_size,
+    trials_at_once,
+    what_fits,
+)
+from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.megatron.config import ModelShape
+from train_entry.trial_config import ProxyConfig
+
+
+def rung_shape(rung: BuiltinRung | HfRung, builtin: BuiltinBaseConfig | None, seq_len: int) -> ModelShape | None:
+    """A rung's model shape: a built-in rung's is base.builtin's with the rung's own width and depth."""
+    if isinstance(rung, HfRung):
+        return hf_shape(rung.model, seq_len)
+    if builtin is None:
+        return None  # refused by the spec: built-in rungs need the built-in base
+    return builtin_shape(builtin.model_copy(update=rung.model_dump(exclude={"name"})), seq_len)
+
+
+def rung_execution_gpus(
+    index: int, rung: BuiltinRung | HfRung, scale: TrialScale, proxy: ProxyConfig, builtin: BuiltinBaseConfig | None
+) -> float:
+    """GPUs per trial of the ladder's rung `index` (sweep.ladder.rungs gives the rung's sweep these)."""
+    named = rung.gpus if isinstance(rung, HfRung) else None
+    base = f"rung {rung.name} ({rung.model})" if isinstance(rung, HfRung) else f"rung {rung.name}"
+    shape = rung_shape(rung, builtin, proxy.seq_len)
+    return rung_trial_gpus(scale, proxy, shape, named=named, key=f"ladder.rungs.{index}.gpus", base=base)
+
+
+def rung_trial_gpus(
+    scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | None, *, named: int | None, key: str, base: str
+) -> float:
+    """GPUs per trial of one rung, whose own setting is `key` (`named`, None when left out); ValueError naming the
+    key and the figures when its trial fits no number of GPUs, or not the number it names."""
+    if scale.gpus == 0:
+        if named is not None:
+            raise ValueError(
+                f"{key} = {named}: a rung's GPUs apply to trials on GPUs, and execution.gpus is 0 (every trial on "
+                "CPU); set execution.gpus, or remove it"
+            )
+        return 0.0
+    if named is not None:
+        check_trial_fits(on_gpus(scale, named), proxy, shape, base=base, key=key)
+        return float(named)
+    if shape is None or fits(scale, proxy, shape):
+        check_trial_fits(scale, proxy, shape, base=base)
+        return scale.gpus
+    try:
+        needed = gpus_needed(shape, batch_size=proxy.batch_size, gpu_memory_gb=scale.gpu_memory_gb,
+                             activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
+    except ValueError as exc:
+        raise ValueError(f"{key}: {base}: {exc}; {what_fits(scale, proxy, shape, key=key)}") from None
+    check_trial_fits(on_gpus(scale, needed.workers), proxy, shape, base=base, key=key)
+    return float(needed.workers)
+
+
+def on_gpus(scale: TrialScale, gpus: float) -> TrialScale:
+    """`scale` with `gpus` per trial, one worker per GPU."""
+    return scale.model_copy(update={"gpus": float(gpus), "workers": None})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RungGpus:
+    """One line of a ladder's plan."""
+
+    name: str
+    gpus: float
+    """GPUs per trial."""
+    at_once: int
+    """Trials at once; at most that many, when the cluster's GPUs are not known yet."""
+    cluster_known: bool
+    memory: TrialMemory | None
+    """One GPU's memory in one of its trials; None for a base whose config.json gives no shape."""
+
+    def line(self) -> str:
+        size = "" if self.memory is None else f"{self.memory.params_billion:.2f}B parameters, "
+        per_gpu = "" if self.memory is None else f", {self.memory.total_gb:.1f} GB per GPU"
+        at_once = f"{'' if self.cluster_known else 'at most '}{self.at_once} trial(s) at once"
+        return f"rung {self.name}: {size}{self.gpus:g} GPU(s) per trial, {at_once}{per_gpu}"
+
+
+def rung_gpus(
+    name: str,
+    shape: ModelShape | None,
+    proxy: ProxyConfig,
+    scale: TrialScale,
+    *,
+    concurrency: int,
+    max_gpus: int | None,
+) -> RungGpus:
+    """The plan of a rung whose trials run as `scale` says, on a cluster of `max_gpus` GPUs (None: not known)."""
+    return RungGpus(
+        name=name,
+        gpus=scale.gpus,
+        at_once=trials_at_once(scale, concurrency=concurrency, max_gpus=max_gpus),
+        cluster_known=max_gpus is not None,
+        memory=None if shape is None else trial_size(scale, proxy, shape),
+    )

@@ -1,0 +1,149 @@
+"""A proxy trial larger than one process: a Ray Train job of N workers run from inside its Ray Tune trial.
+
+Ray 2.60 runs Ray Train inside Ray Tune as its guide for Train V2 says (the `Tuner(trainer)` form is deprecated):
+the Tune trial is the driver that builds a TorchTrainer and calls fit(); the Train workers get their own resources
+(one GPU each, or CPU slots under gloo) and Ray Train restarts the whole worker group after a lost worker or node,
+up to FailureConfig.max_failures times. Each worker runs train_entry.sharded.trial.run_sharded_trial, which resumes
+from the trial's own DCP checkpoint in its output directory, so a restart trains no step twice.
+
+Rank 0's reports must reach the study and Tune from the Tune trial, and the pruner's answer must come back to stop
+every worker. Ray's TuneReportCallback passes rank 0's metrics to Tune one way only, so the two talk over a pair of
+Ray queues: rank 0 puts each evaluation with an id and waits for the answer to that id (an answer meant for a worker
+that has since died is passed over), while the Tune trial answers each with the sweep's report callback, which
+records it in the study, asks the pruner and reports it to Tune. Rank 0 sends the finished trial's result the same
+way (Ray Train V2 keeps only metrics reported with a checkpoint in its Result, and this job's checkpoints are the
+trial's own).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from queue import Empty
+from typing import Any
+
+import ray.train
+from ray.train import FailureConfig, RunConfig, ScalingConfig
+from ray.train.torch import TorchConfig, TorchTrainer
+from ray.util.queue import Queue
+
+from sweep.spec.trial_scale import Workers
+from train_entry.sharded.checkpoint import CHECKPOINT_DIR
+from train_entry.trial_config import Metrics, TrialConfig, TrialResult
+
+Report = Callable[[Metrics], bool]
+POLL_S = 0.5
+"""How often the Tune trial looks for a report while the job runs: far below an evaluation's interval."""
+TRAIN_RUN_DIR = "ray_train"
+"""In the trial's output directory: Ray Train's own record of the job."""
+RESULT = "result"
+"""The request id of rank 0's last message, the trial's result, which is not answered."""
+
+
+def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> TrialResult:
+    """Runs `config` as a Ray Train job of `workers` and returns rank 0's result; `report` answers each evaluation.
+
+    An exception raised by `report` ends the job and is raised here; so is Ray Train's own once it gives up.
+    """
+    requests, answers = Queue(actor_options={"num_cpus": 0}), Queue(actor_options={"num_cpus": 0})
+    trainer = TorchTrainer(
+        train_worker,
+        train_loop_config={"trial": config.model_dump_json(), "requests": requests, "answers": answers},
+        scaling_config=ScalingConfig(
+            num_workers=workers.count,
+            use_gpu=workers.gpus,
+            resources_per_worker={"CPU": workers.cpus, **({"GPU": 1} if workers.gpus else {})},
+        ),
+        torch_config=TorchConfig(backend="nccl" if workers.gpus else "gloo"),
+        run_config=RunConfig(
+            name=TRAIN_RUN_DIR,
+            storage_path=config.output_dir,
+            failure_config=FailureConfig(max_failures=workers.max_failures),
+        ),
+    )
+    outcome: dict[str, Any] = {}
+    job = threading.Thread(target=_fit, args=(trainer, outcome), name="ray-train-job", daemon=True)
+    job.start()
+    failed = _answer_reports(job, requests, answers, report, outcome)
+    job.join()
+    if failed is not None:
+        raise failed
+    if "error" in outcome:
+        raise outcome["error"]
+    return TrialResult.model_validate_json(outcome[RESULT])
+
+
+def clear_for_retry(output_dir: Path) -> None:
+    """Empties a sharded trial's folder for another attempt (Ray Tune's retry, or a rerun of the sweep) but for its
+    checkpoint, which the attempt resumes from: a checkpoint is used only whole and of this very trial config
+    (train_entry.sharded.checkpoint), so one torn by the crash is passed over."""
+    if not output_dir.is_dir():
+        return
+    for entry in output_dir.iterdir():
+        if entry.name == CHECKPOINT_DIR and entry.is_dir() and not entry.is_symlink():
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def _fit(trainer: TorchTrainer, outcome: dict[str, Any]) -> None:
+    try:
+        trainer.fit()
+    except Exception as error:  # noqa: BLE001 - raised again by run_sharded_job, in the Tune trial's own thread
+        outcome["error"] = error
+
+
+def _answer_reports(
+    job: threading.Thread, requests: Queue, answers: Queue, report: Report, outcome: dict[str, Any]
+) -> Exception | None:
+    """Answers rank 0's reports until the job ends, and keeps its result in `outcome`; returns the first exception
+    `report` raised, which rank 0 is told of."""
+    failed: Exception | None = None
+    while job.is_alive() or not requests.empty():
+        try:
+            request_id, message = requests.get(timeout=POLL_S)
+        except Empty:
+            continue
+        if request_id == RESULT:
+            outcome[RESULT] = message
+            continue
+        try:
+            answer: bool | str = bool(report(Metrics.model_validate_json(message)))
+        except Exception as error:  # noqa: BLE001 - the job must end: rank 0 raises it, then it is raised here
+            failed = failed or error
+            answer = f"the sweep's report failed: {type(error).__name__}: {error}"
+        answers.put((request_id, answer))
+    return failed
+
+
+def train_worker(loop_config: dict[str, Any]) -> None:
+    """Ray Train's train_loop_per_worker: the sharded trial on this worker, rank 0 reporting to the Tune trial."""
+    from train_entry.sharded.trial import run_sharded_trial  # imported on the worker, where torch runs
+
+    config = TrialConfig.model_validate_json(loop_config["trial"])
+    requests = loop_config["requests"]
+    result = run_sharded_trial(config, relay(requests, loop_config["answers"]))
+    if ray.train.get_context().get_world_rank() == 0:
+        requests.put((RESULT, result.model_dump_json()))
+
+
+def relay(requests: Queue, answers: Queue) -> Report:
+    """Rank 0's report callback: the evaluation to the Tune trial, and its answer back."""
+
+    def report(metrics: Metrics) -> bool:
+        request_id = uuid.uuid4().hex
+        requests.put((request_id, metrics.model_dump_json()))
+        while True:
+            answer_id, answer = answers.get()
+            if answer_id != request_id:
+                continue  # meant for a rank 0 that died before it read its answer
+            if isinstance(answer, str):
+                raise RuntimeError(answer)
+            return answer
+
+    return report

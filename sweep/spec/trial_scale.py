@@ -1,0 +1,196 @@
+"""How large one trial is: the workers it runs on and whether its base fits them (the spec's `execution` settings
+that size a trial, and their checks).
+
+A trial of one worker is the one-process trial of train_entry.proxy, on a CPU slot or a GPU (or a share of one).
+`execution.gpus` above 1, or `execution.workers` above 1 on CPU, makes each trial a Ray Train job of that many
+workers with the model sharded over them by FSDP2 (sweep.run.sharded_job, train_entry.sharded). Whether the trial fits
+its GPUs follows from the base's shape, the proxy's batch and sequence length and one GPU's memory
+(sweep.spec.trial_memory); a spec whose trial does not fit is refused with the figures and the setting that would.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from sweep.files.records import CorruptFile, read_model
+from sweep.ladder.config import HfModelConfig
+from sweep.spec.trial_memory import MAX_WORKERS, TrialMemory, gpus_needed, trial_memory
+from train_entry.builtin_base import BuiltinBaseConfig
+from train_entry.config import StrictConfig
+from train_entry.megatron.config import ModelShape
+from train_entry.trial_config import ProxyConfig
+
+DEFAULT_GPU_MEMORY_GB = 80.0
+"""An H100 SXM's 80 GB (sweep.promote.clusters' preset): the card the reference recipe ran on."""
+BUILTIN_PREFIX = "builtin:"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workers:
+    """What a sharded trial's Ray Train job runs on (sweep.run.sharded_job)."""
+
+    count: int
+    gpus: bool
+    """One GPU per worker (NCCL), or none (gloo on CPU)."""
+    cpus: int
+    """CPU slots per worker, also its torch threads."""
+    max_failures: int
+    """Restarts of the worker group after a failure, each resuming from the trial's checkpoint."""
+
+
+class TrialScale(StrictConfig):
+    """What one trial runs on: CPU slots, GPUs, workers; how it keeps its memory down and its place."""
+
+    cpus: int = Field(1, ge=1, le=1024)
+    """CPUs per trial (per worker, in a trial of several); also torch's thread count in each."""
+    gpus: float = Field(0, ge=0, le=MAX_WORKERS)
+    """GPUs per trial; a fraction shares one GPU between trials (0.5: two trials per GPU). Above 1, a whole number:
+    the trial is a Ray Train job of one worker per GPU, its model sharded over them (FSDP2)."""
+    workers: int | None = Field(None, ge=1, le=MAX_WORKERS)
+    """Processes per trial. Left out: one per GPU, or one on CPU. Above 1 on CPU (gpus 0), each trial is a Ray Train
+    job of that many workers sharding the model over gloo; with GPUs it can only say what gpus says."""
+    activation_checkpointing: bool = False
+    """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute, for
+    a base whose activations at the proxy's batch and sequence length do not fit beside its weights."""
+    checkpoint_interval: int | None = Field(None, gt=0)
+    """A sharded trial's steps between the checkpoints a restarted worker group resumes from, a multiple of
+    proxy.eval_interval; default every evaluation. Each writes 12 bytes per parameter (fp32 weights, Adam)."""
+    gpu_memory_gb: float = Field(DEFAULT_GPU_MEMORY_GB, gt=0.0, le=100_000.0)
+    """One GPU's memory in GB (1e9 bytes), as the vendor states it: what a trial's size is checked against."""
+
+    @model_validator(mode="after")
+    def _workers_match_gpus(self) -> TrialScale:
+        if self.gpus > 1 and not float(self.gpus).is_integer():
+            raise ValueError(f"gpus above 1 takes whole GPUs, one per worker of the trial, got gpus={self.gpus:g}")
+        if self.workers is None or self.workers == 1:
+            return self
+        if 0 < self.gpus < 1:
+            raise ValueError(f"a trial of {self.workers} workers takes a whole GPU per worker, got gpus={self.gpus:g}")
+        if self.gpus >= 1 and self.workers != self.gpus:
+            raise ValueError(
+                f"with GPUs a trial runs one worker per GPU: workers ({self.workers}) must equal gpus "
+                f"({self.gpus:g}), or be left out"
+            )
+        return self
+
+    @property
+    def trial_workers(self) -> int:
+        if self.workers is not None:
+            return self.workers
+        return int(self.gpus) if self.gpus >= 1 else 1
+
+    @property
+    def sharded(self) -> bool:
+        return self.trial_workers > 1
+
+    def job_workers(self, *, max_retries: int) -> Workers:
+        """A sharded trial's Ray Train workers; a failed group is restarted max_retries times."""
+        return Workers(count=self.trial_workers, gpus=self.gpus >= 1, cpus=self.cpus, max_failures=max_retries)
+
+
+def check_trial_fits(
+    scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | None, *, base: str, key: str = "execution.gpus"
+) -> None:
+    """ValueError naming the keys and figures unless a trial of `shape` splits and fits as `scale` says; `key` is
+    the setting that gave scale.gpus (a ladder's rung may name its own).
+
+    `shape` None (a base whose config names no Llama-family shape) skips the memory check.
+    """
+    workers = scale.trial_workers
+    if proxy.batch_size % workers:
+        raise ValueError(
+            f"proxy.batch_size ({proxy.batch_size}) must be a multiple of a trial's {workers} workers ({key} "
+            "or execution.workers): each trains on an equal part of every batch"
+        )
+    interval = scale.checkpoint_interval
+    if interval is not None and interval % proxy.eval_interval:
+        raise ValueError(
+            f"execution.checkpoint_interval ({interval}) must be a multiple of proxy.eval_interval "
+            f"({proxy.eval_interval}): a checkpoint follows its evaluation's report"
+        )
+    if scale.gpus == 0 or shape is None or fits(scale, proxy, shape):
+        return  # a CPU trial's memory is the machine's, not a GPU's
+    raise ValueError(f"{key} = {scale.gpus:g}: a trial of {base} needs {trial_size(scale, proxy, shape).line()}, "
+                     f"over the {gpu_capacity(scale):g} GB it has (execution.gpu_memory_gb); "
+                     f"{what_fits(scale, proxy, shape, key=key)}")  # fmt: skip
+
+
+def gpu_capacity(scale: TrialScale) -> float:
+    """GB of one GPU a trial has: all of it, or its share (gpus 0.5: half)."""
+    return scale.gpu_memory_gb * min(scale.gpus, 1.0)
+
+
+def fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> bool:
+    """Whether one GPU's memory in a trial as `scale` runs it is within what the trial has of a GPU."""
+    return trial_size(scale, proxy, shape).total_gb <= gpu_capacity(scale)
+
+
+def what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: str) -> str:
+    """The setting `key` that would hold a trial that does not fit, or what to change when no count of GPUs does."""
+    try:
+        needed = gpus_needed(shape, batch_size=proxy.batch_size, gpu_memory_gb=scale.gpu_memory_gb,
+                             activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
+    except ValueError:
+        advice = "lower proxy.batch_size or proxy.seq_len"
+        if not scale.activation_checkpointing:
+            advice += ", or set execution.activation_checkpointing: true"
+        return f"no number of GPUs up to {MAX_WORKERS} holds it: {advice}"
+    return f"{needed.workers} GPUs hold it ({needed.total_gb:.1f} GB each): set {key}: {needed.workers}"
+
+
+def trial_size(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> TrialMemory:
+    """One GPU's memory in a trial as `scale` runs it."""
+    return trial_memory(shape, batch_size=proxy.batch_size, workers=scale.trial_workers,
+                        activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
+
+
+class HfShape(HfModelConfig):
+    """A Llama-family config.json's shape, vocabulary and whether its output layer is its input embedding."""
+
+    vocab_size: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+
+    def shape(self, seq_len: int) -> ModelShape:
+        return self.model_shape(vocab_size=self.vocab_size, seq_len=seq_len, untied=not self.tie_word_embeddings)
+
+
+def base_shape(model: str, builtin: BuiltinBaseConfig | None, seq_len: int) -> ModelShape | None:
+    """The shape of a spec's base (`base.model`, and `base.builtin` for the built-in one); None when a Hugging Face
+    base's config.json gives none."""
+    if builtin is not None and model.startswith(BUILTIN_PREFIX):
+        return builtin_shape(builtin, seq_len)
+    return hf_shape(Path(model), seq_len)
+
+
+def hf_shape(model_dir: Path, seq_len: int) -> ModelShape | None:
+    """The shape of a Hugging Face base directory, or None when its config.json does not give one."""
+    try:
+        return read_model(model_dir / "config.json", HfShape, what="Hugging Face config", max_bytes=1 << 20).shape(
+            seq_len
+        )
+    except (CorruptFile, ValueError):
+        return None
+
+
+def builtin_shape(builtin: BuiltinBaseConfig, seq_len: int) -> ModelShape:
+    return ModelShape(
+        num_layers=builtin.num_layers,
+        hidden_size=builtin.hidden_size,
+        ffn_hidden_size=builtin.intermediate_size,
+        num_attention_heads=builtin.num_heads,
+        num_query_groups=builtin.num_kv_heads,
+        vocab_size=builtin.vocab_size,
+        seq_length=seq_len,
+        untie_embeddings_and_output_weights=False,  # train_entry.pretrain ties them
+    )
+
+
+def trials_at_once(scale: TrialScale, *, concurrency: int, max_gpus: int | None) -> int:
+    """Trials a sweep runs at once: `concurrency`, and no more than `max_gpus` GPUs hold together."""
+    if max_gpus is None or scale.gpus == 0:
+        return concurrency
+    return max(1, min(concurrency, math.floor(max_gpus / scale.gpus)))

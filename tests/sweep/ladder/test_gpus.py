@@ -1,0 +1,142 @@
+"""A ladder of one model family on GPUs: the shipped Llama 3 family spec gives each rung its GPUs per trial and
+trials at once, a rung left to the tool takes execution.gpus when they hold its trial and the fewest that do
+otherwise, and a rung whose trial its GPUs cannot hold is refused when the spec is read, naming the rung's key and
+the figures. The family's bases are stand-ins: their real config.json and an empty weights file."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli import main
+from sweep.files.config_file import SpecError
+from sweep.ladder.driver import gpu_plan
+from sweep.ladder.rungs import rung_specs
+from sweep.spec.spec import load_spec
+from tests.conftest import REPO
+from tests.hf_dirs import llama_family_dirs
+
+SHIPPED = REPO / "search_spaces" / "own_base" / "llama3_family_ladder.yaml"
+MODELS = "../../models/"
+"""Where the shipped spec expects the bases the user supplies."""
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory) -> Path:
+    return llama_family_dirs(tmp_path_factory.mktemp("models"))
+
+
+def shipped(family: Path) -> dict:
+    """The shipped spec with the stand-in bases and its data paths absolute."""
+    text = SHIPPED.read_text().replace(MODELS, f"{family}/").replace("../../data/", f"{REPO}/data/")
+    return yaml.safe_load(text)
+
+
+def family_spec(tmp_path: Path, family: Path, *, rungs: list[dict] | None = None, **changes) -> Path:
+    """The shipped spec (`shipped`) with other `rungs` and `changes` ({section: {key: value}}), under tmp_path."""
+    raw = shipped(family)
+    if rungs is not None:
+        raw["ladder"]["rungs"] = rungs
+    for section, values in changes.items():
+        raw[section] = {**raw[section], **values}
+    path = tmp_path / "family.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def unnamed(family: Path) -> list[dict]:
+    """The shipped rungs without their GPUs."""
+    return [{key: value for key, value in rung.items() if key != "gpus"} for rung in shipped(family)["ladder"]["rungs"]]
+
+
+def plan(path: Path, *, max_gpus: int) -> list[tuple[float, int]]:
+    """(GPUs per trial, trials at once) of each rung, read back from the ladder's plan."""
+    lines = gpu_plan(rung_specs(load_spec(path)), max_gpus=max_gpus)[1:]
+    pattern = r"([\d.]+) GPU\(s\) per trial, (\d+) trial\(s\) at once, ([\d.]+) GB per GPU"
+    found = [re.search(pattern, line) for line in lines]
+    assert all(match and float(match[3]) <= 80 for match in found), lines
+    return [(float(match[1]), int(match[2])) for match in found]
+
+
+def test_the_shipped_family_ladder_runs_each_rung_on_the_gpus_that_hold_its_trial(family, tmp_path):
+    assert plan(family_spec(tmp_path, family), max_gpus=8) == [(1, 8), (2, 4), (4, 2)]
+    rungs = rung_specs(load_spec(family_spec(tmp_path, family)))
+    assert gpu_plan(rungs, max_gpus=8) == [
+        "ladder plan (trials at once: at most execution.concurrency, 8 GPUs here):",
+        "  rung Llama-3.2-1B: 1.24B parameters, 1 GPU(s) per trial, 8 trial(s) at once, 52.4 GB per GPU",
+        "  rung Llama-3.2-3B: 3.21B parameters, 2 GPU(s) per trial, 4 trial(s) at once, 47.3 GB per GPU",
+        "  rung Llama-3.1-8B: 8.03B parameters, 4 GPU(s) per trial, 2 trial(s) at once, 53.8 GB per GPU",
+    ]
+    unknown = gpu_plan(rungs, max_gpus=None)  # a cluster's GPUs are known once a rung's sweep joins it
+    assert unknown[-1].endswith("4 GPU(s) per trial, at most 8 trial(s) at once, 53.8 GB per GPU")
+    # Checkpoints follow as many evaluations at every rung: the 1B's proxy takes fewer steps, evaluated as often.
+    assert all(r.spec.execution.checkpoint_interval == r.spec.proxy.eval_interval for r in rungs)
+    assert rungs[0].spec.proxy.steps < rungs[-1].spec.proxy.steps == 400
+
+
+def test_rungs_left_to_the_tool_take_execution_gpus_when_they_hold_their_trial_else_the_fewest_that_do(
+    family, tmp_path
+):
+    assert plan(family_spec(tmp_path, family, rungs=unnamed(family)), max_gpus=8) == [(1, 8), (2, 4), (4, 2)]
+    two = family_spec(tmp_path, family, rungs=unnamed(family), execution={"gpus": 2})
+    assert plan(two, max_gpus=8) == [(2, 4), (2, 4), (4, 2)]
+    without = family_spec(tmp_path, family, rungs=unnamed(family), execution={"activation_checkpointing": False})
+    assert plan(without, max_gpus=8) == [(1, 8), (2, 4), (4, 2)]  # 79.8, 75.9 and 79.0 GB per GPU of 80
+
+
+def test_a_rung_whose_gpus_cannot_hold_its_trial_is_refused_naming_its_key_and_figures(family, tmp_path):
+    rungs = shipped(family)["ladder"]["rungs"]
+    rungs[2]["gpus"] = 2
+    with pytest.raises(SpecError) as refused:
+        load_spec(family_spec(tmp_path, family, rungs=rungs))
+    message = str(refused.value)
+    assert "ladder.rungs.2.gpus = 2: a trial of rung Llama-3.1-8B (" in message
+    assert "per GPU over 2 GPU(s) for a 8.03B-parameter model" in message and "over the 80 GB it has" in message
+    assert message.endswith("4 GPUs hold it (53.8 GB each): set ladder.rungs.2.gpus: 4")
+    assert len(message.splitlines()) == 1
+    with pytest.raises(SpecError, match="ladder.rungs.1.gpus = 2: a rung's GPUs apply to trials on GPUs"):
+        load_spec(family_spec(tmp_path, family, execution={"gpus": 0}))
+    with pytest.raises(SpecError, match=r"rungs.0.gpus: rung Llama-3.2-1B .* not fit GPUs of 10 GB: .*; no number of"):
+        load_spec(family_spec(tmp_path, family, rungs=unnamed(family), execution={"gpu_memory_gb": 10}))
+
+
+def test_a_base_too_large_for_its_gpus_stops_sweep_run_before_anything_is_written(
+    family, tmp_path, monkeypatch, capsys
+):
+    raw = yaml.safe_load(family_spec(tmp_path, family).read_text())
+    del raw["ladder"]
+    raw["base"] = {"model": str(family / "Llama-3.1-8B"), "max_lr": 3e-4}
+    path = tmp_path / "eight.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+
+    assert main(["run", str(path)]) == 2
+
+    error = capsys.readouterr().err
+    eight = family / "Llama-3.1-8B"
+    assert f"{path}: (top level): execution.gpus = 1: a trial of {eight} needs 179.7 GB per GPU over 1 GPU(s)" in error
+    assert "weights, gradients and Adam 144.5, gathered weights 0.0, activations 8.1, logits 21.0, reserve 6.0" in error
+    assert error.rstrip().endswith("4 GPUs hold it (53.8 GB each): set execution.gpus: 4")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
+
+
+def test_sweep_trial_runs_one_process_and_refuses_a_trial_one_gpu_cannot_hold(family, tmp_path, monkeypatch, capsys):
+    raw = yaml.safe_load(family_spec(tmp_path, family).read_text())
+    del raw["ladder"]
+    raw["base"] = {"model": str(family / "Llama-3.1-8B"), "max_lr": 3e-4}
+    raw["execution"]["gpus"] = 4
+    path = tmp_path / "eight-on-four.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+
+    error = capsys.readouterr().err
+    assert "`sweep trial` runs one process on one GPU, and a trial of" in error and "179.7 GB per GPU" in error
+    assert error.rstrip().endswith("over its 80 GB; `sweep run` runs its trials over execution.gpus = 4")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()

@@ -1,0 +1,129 @@
+"""A sharded trial as a Ray Train job of two CPU workers (gloo) on a local Ray, driven the way a Tune trial drives it:
+rank 0's reports answered here, a worker killed with SIGKILL mid-trial restarted by Ray Train and resumed from the
+trial's checkpoint with no step trained twice, and a report that stops the trial stopping every worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+import ray
+
+from sweep.run.prepare import prepare
+from sweep.run.sharded_job import clear_for_retry, run_sharded_job
+from sweep.spec.spec import load_spec
+from sweep.spec.trial_scale import Workers
+from train_entry.mix import MixRatio
+from train_entry.proxy import run_trial
+from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
+
+TOLERANCE = 1e-5
+"""As tests/train_entry/sharded/test_trial.py: two gloo workers against one process, float32 on CPU."""
+TWO_CPU_WORKERS = Workers(count=2, gpus=False, cpus=1, max_failures=1)
+
+
+@pytest.fixture(scope="module")
+def config(tiny_spec_path, tmp_path_factory) -> TrialConfig:
+    prepared = prepare(load_spec(tiny_spec_path))
+    config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path_factory.mktemp("one"))
+    return config.model_copy(update={"proxy": config.proxy.model_copy(update={"eval_interval": 10})})
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    # Two workers and their queues; the driver (this process) takes none.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, configure_logging=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def train_workers() -> list[int]:
+    """The process ids of this Ray's Ray Train workers: this process's descendants named after RayTrainWorker."""
+    children: dict[int, list[int]] = {}
+    titles: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            titles[int(entry.name)] = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(parent, []).append(int(entry.name))
+    found, stack = [], [os.getpid()]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            stack.append(child)
+            if "RayTrainWorker" in titles.get(child, ""):
+                found.append(child)
+    return found
+
+
+class Answers:
+    """The Tune trial's side, scripted: records each report; kills a worker at `kill_at`, stops at `stop_at`."""
+
+    def __init__(self, *, kill_at: int | None = None, stop_at: int | None = None) -> None:
+        self.kill_at, self.stop_at = kill_at, stop_at
+        self.steps: list[int] = []
+        self.killed: list[int] = []
+
+    def __call__(self, metrics: Metrics) -> bool:
+        self.steps.append(metrics.step)
+        if metrics.step == self.kill_at and not self.killed:
+            self.killed = train_workers()[:1]
+            os.kill(self.killed[0], signal.SIGKILL)
+        return metrics.step == self.stop_at
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_trial_is_restarted_and_resumes_from_the_checkpoint(config, local_ray, tmp_path):
+    one = run_trial(config, lambda metrics: False)
+    answers = Answers(kill_at=30)
+
+    result = run_sharded_job(config.model_copy(update={"output_dir": str(tmp_path)}), answers, TWO_CPU_WORKERS)
+
+    assert answers.killed, "no Ray Train worker was found to kill"
+    # Killed at step 30's report, before its checkpoint: the restarted group resumed from step 20's and
+    # reported step 30 again (the study keeps the first of two reports of a step), then 40.
+    assert answers.steps == [10, 20, 30, 30, 40]
+    assert result.status is TrialStatus.COMPLETED and result.steps == config.proxy.steps
+    assert [m.step for m in result.history] == [10, 20, 30, 40]
+    assert result.tokens_seen == one.tokens_seen
+    for ours, theirs in zip(result.history, one.history):
+        assert ours.domain_loss == pytest.approx(theirs.domain_loss, rel=TOLERANCE)
+        assert ours.general_loss == pytest.approx(theirs.general_loss, rel=TOLERANCE)
+        assert ours.train_loss == pytest.approx(theirs.train_loss, rel=TOLERANCE)
+
+
+@pytest.mark.slow
+def test_a_report_that_prunes_the_trial_stops_every_worker(config, local_ray, tmp_path):
+    answers = Answers(stop_at=20)
+
+    result = run_sharded_job(config.model_copy(update={"output_dir": str(tmp_path)}), answers, TWO_CPU_WORKERS)
+
+    # Every worker called Ray Train's closing report (a barrier): none trained on past step 20.
+    assert result.status is TrialStatus.STOPPED and result.steps == 20 and answers.steps == [10, 20]
+    assert not train_workers()  # the job's workers are gone with it
+
+
+def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
+    trial, elsewhere = tmp_path / "trial", tmp_path / "elsewhere"
+    saved = trial / "checkpoint" / "step_0000020"
+    saved.mkdir(parents=True)
+    (saved / "progress.json").write_text("{}")
+    for folder in ("megatron_index", "ray_train", "wandb"):
+        (trial / folder).mkdir()
+        (trial / folder / "half-written").write_bytes(b"\0")
+    (trial / "result.json").write_text("{}")
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("not the trial's")
+    (trial / "linked").symlink_to(elsewhere)
+
+    clear_for_retry(trial)
+
+    assert sorted(path.name for path in trial.iterdir()) == ["checkpoint"]
+    assert (saved / "progress.json").is_file() and (elsewhere / "keep").is_file()  # a link is removed, not followed
+    clear_for_retry(tmp_path / "never-started")  # a first attempt has no folder yet

@@ -1,0 +1,162 @@
+"""A sharded trial's checkpoint: its model and optimizer shards, saved by torch.distributed.checkpoint, and its place.
+
+<output_dir>/checkpoint/step_0000040/ holds DCP's files (each worker's shards, rank 0's .metadata) and
+progress.json, which rank 0 writes once every worker's shards are on disk: the digest of the trial
+config, the steps done, the first step's loss (divergence is measured against it), the wall time so far
+and the evaluations so far. A folder without a valid progress.json is a save that did not finish, or not
+this config's, and is passed over. Only the newest finished checkpoint is kept, and none once the trial
+ends: at 12 bytes per parameter (fp32 weights and Adam's two moments) an 8B trial's is ~96 GB.
+
+A retry of the same trial config (Ray Train restarting its workers, or a rerun of the sweep) resumes from it
+with the same weights, Adam state (step counts included), schedule position and history: it trains each
+step after the checkpoint once and reports each evaluation after it once.
+
+The folder is read back as untrusted input: DCP's .metadata is a pickle, which is unpickled here with only
+the classes DCP's own metadata is made of (a planted one that names anything else is refused unbuilt), and
+the objects among the shards are read by DCP with torch.load(weights_only=True).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import sys
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torch.distributed.checkpoint as dcp
+from pydantic import ConfigDict, Field, ValidationError
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from train_entry.config import StrictConfig
+from train_entry.group import Group
+from train_entry.trial_config import Metrics, TrialConfig
+
+CHECKPOINT_DIR = "checkpoint"
+PROGRESS_JSON = "progress.json"
+FORMAT_VERSION = 1
+MAX_PROGRESS_BYTES = 64 * 1024**2
+"""progress.json holds one small record per evaluation: far below this even at a million steps."""
+
+
+class SavedProgress(StrictConfig):
+    """progress.json: where a checkpointed trial stood."""
+
+    model_config = ConfigDict(allow_inf_nan=True)  # an evaluation may have measured a non-finite loss
+
+    format_version: Literal[1] = FORMAT_VERSION
+    config_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    steps_done: int = Field(gt=0)
+    first_loss: float
+    wall_seconds: float = Field(ge=0.0)
+    """The trial's training time up to the checkpoint, over all its attempts."""
+    history: list[Metrics]
+
+
+def config_digest(config: TrialConfig) -> str:
+    return hashlib.sha256(config.model_dump_json().encode()).hexdigest()
+
+
+def save_checkpoint(
+    output_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, saved: SavedProgress, group: Group
+) -> Path:
+    """Saves the shards (every worker) and progress.json (rank 0, last); removes the checkpoint it replaces."""
+    path = output_dir / CHECKPOINT_DIR / f"step_{saved.steps_done:07d}"
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=path)
+    if group.is_leader:
+        # dcp.save returns on the coordinator after every rank's write is done and .metadata is written.
+        partial = path / f"{PROGRESS_JSON}.partial"
+        partial.write_text(saved.model_dump_json())
+        os.replace(partial, path / PROGRESS_JSON)
+        for older in (output_dir / CHECKPOINT_DIR).glob("step_*"):
+            if older != path:
+                shutil.rmtree(older, ignore_errors=True)
+    return path
+
+
+def resume(
+    config: TrialConfig, model: torch.nn.Module, optimizer: torch.optim.Optimizer, group: Group
+) -> SavedProgress | None:
+    """Loads this config's newest finished checkpoint into the model and optimizer; None when there is none.
+
+    Rank 0 chooses it and every worker loads the same one, also where workers see the folder differently.
+    """
+    found = _newest(Path(config.output_dir), config_digest(config)) if group.is_leader else None
+    found = group.share(found)
+    if found is None:
+        return None
+    path, saved = found
+    model_state, optimizer_state = get_state_dict(model, optimizer)
+    state = {"model": model_state, "optimizer": optimizer_state}
+    dcp.load(state, storage_reader=MetadataCheckingReader(path))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    return saved
+
+
+def remove_checkpoints(output_dir: Path, group: Group) -> None:
+    """The trial has ended: nothing will resume it."""
+    if group.is_leader:
+        shutil.rmtree(output_dir / CHECKPOINT_DIR, ignore_errors=True)
+
+
+def _newest(output_dir: Path, digest: str) -> tuple[Path, SavedProgress] | None:
+    for path in sorted((output_dir / CHECKPOINT_DIR).glob("step_*"), reverse=True):
+        saved = _read_progress(path / PROGRESS_JSON)
+        if saved is not None and saved.config_digest == digest:
+            return path, saved
+    return None
+
+
+def _read_progress(path: Path) -> SavedProgress | None:
+    """progress.json if it is whole and valid; a torn or foreign one means that checkpoint is not resumed from."""
+    try:
+        if path.stat().st_size > MAX_PROGRESS_BYTES:
+            raise ValueError(f"larger than {MAX_PROGRESS_BYTES} bytes")
+        return SavedProgress.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, ValidationError) as error:
+        first = str(error).splitlines()[0]
+        print(f"checkpoint {path.parent} is not resumed from: {path.name} is unreadable ({first})", file=sys.stderr)
+        return None
+
+
+class MetadataUnpickler(pickle.Unpickler):
+    """Builds only what DCP's metadata holds: its own dataclasses, torch sizes, dtypes and layouts, paths."""
+
+    MODULES = ("torch.distributed.checkpoint.metadata", "torch.distributed.checkpoint.filesystem")
+    NAMES = frozenset({("torch", "Size"), ("torch.serialization", "_get_layout"), ("pathlib", "PosixPath")})
+
+    def find_class(self, module: str, name: str):
+        found = super().find_class(module, name) if self._allowed(module, name) else None
+        if found is None:
+            raise pickle.UnpicklingError(
+                f"a checkpoint's .metadata names {module}.{name}, which DCP metadata never holds"
+            )
+        return found
+
+    def _allowed(self, module: str, name: str) -> bool:
+        if (module, name) in self.NAMES or module in self.MODULES:
+            return True
+        return module == "torch" and isinstance(getattr(torch, name, None), torch.dtype)
+
+
+class MetadataCheckingReader(dcp.FileSystemReader):
+    """DCP's file-system reader, unpickling .metadata with MetadataUnpickler instead of pickle.load."""
+
+    def read_metadata(self, *args, **kwargs) -> Metadata:
+        with self.fs.create_stream(self._get_metadata_path(kwargs.get("rank")), "rb") as stream:
+            metadata = MetadataUnpickler(stream).load()
+        if not isinstance(metadata, Metadata):
+            raise pickle.UnpicklingError(
+                f"a checkpoint's .metadata holds a {type(metadata).__name__}, not DCP Metadata"
+            )
+        if getattr(metadata, "storage_meta", None) is None:
+            metadata.storage_meta = StorageMeta()
+        metadata.storage_meta.load_id = self.load_id
+        return metadata
