@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     status = _RunStatus(run_dir)
     title = f"sweep {status.record.study_name} ({args.run})"
     notes = [note for note in [replicates_note(status.rows, top=status.plan.search.replicates.top)] if note]
-    print_outcome(console, status.selection, status.rows, title=title, pick=status.pick, notes=notes)
+    print_outcome(console, status.selection, status.rows, title=title, summary=status.summary, notes=notes)
     console.print(status.progress())
     return 0
 
@@ -57,9 +57,8 @@ class _RunStatus:
         self.rows = trial_rows(sweep)
         self.plan = sweep.plan
         self.selection = select(self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space)
-        summary = best_summary(self.selection, self.rows, self.plan)
-        self.pick = summary.pick
-        self.expected = trials_expected(summary, self.rows, self.plan)
+        self.summary = best_summary(self.selection, self.rows, self.plan)
+        self.expected = trials_expected(self.summary, self.rows, self.plan)
 
     def progress(self) -> str:
         from reports.tables import progress_line
@@ -74,8 +73,8 @@ class _RunStatus:
 
 def _print_ladder(console, run_dir) -> None:
     """Each planned rung in order (N, progress, and its pick once it finished), then the prediction."""
+    from reports.decision import pick_lines
     from reports.ladder_report import prediction_lines
-    from reports.tables import pick_lines
     from sweep.ladder.record import read_ladder
 
     summary = read_ladder(run_dir)
@@ -93,8 +92,8 @@ def _print_ladder(console, run_dir) -> None:
             continue
         status = _RunStatus(rung)
         console.print(head + status.progress(), highlight=False)
-        if name in finished and status.pick is not None:
-            for line in pick_lines(status.pick):
+        if name in finished:
+            for line in pick_lines(status.summary.pick):
                 console.print(f"  {line}", highlight=False)
     for line in prediction_lines(summary):
         console.print(line, highlight=False)

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from sweep.choice.confirmation import Confirmation, Outcome, confirmation_state
+from sweep.choice.confirmation import OFF, Confirmation, Outcome, confirmation_state
 from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import Surrogate, fit_surrogate
@@ -117,7 +117,7 @@ def _pick_and_confirmation(
         config=plan.pick,
         observed=selection.best_observed,
     )
-    return {"pick": pick, "confirmation": Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")}
+    return {"pick": pick, "confirmation": OFF}
 
 
 def trials_expected(summary: BestSummary, rows: list[TrialRow], plan: SweepPlan) -> int:

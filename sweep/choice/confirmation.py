@@ -95,6 +95,10 @@ class Confirmation(StrictConfig):
         return self.rounds[-1] if self.outcome is Outcome.CONFIRMED else None
 
 
+OFF = Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")
+"""The record of a sweep that confirms nothing."""
+
+
 @dataclass(frozen=True)
 class Due:
     """Confirmation trials to enqueue: `seeds` at `params`, round `round`."""
@@ -139,7 +143,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
     config = setting.config
     if config.seeds == 0:
         pick = _pick(rows, setting, observed, excluded=set())
-        return State(Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0"), pick, None)
+        return State(OFF, pick, None)
     rounds: list[ConfirmedPoint] = []
     for round_ in range(config.candidates):
         before = [*searched, *(row for row in rows if row.confirms is not None and row.confirms < round_)]

@@ -3,10 +3,9 @@ a diverged re-run), and the searcher enqueueing it in a real study, never pruned
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from ray.tune.search import Searcher
-from scripted import STEPS, scripted
+from scripted import STEPS, scripted, smooth_rows
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, trials_expected
@@ -18,7 +17,6 @@ from sweep.spec.space import SearchSpace
 from sweep.study.record import Attr, Status
 from sweep.study.searcher import NUMBER, StudySearcher, enqueue_confirmations, is_confirmation
 from sweep.study.trial import run_study_trial
-from train_entry.mix import MixRatio
 
 MIXES = ["4:1", "1:1", "1:4"]
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2, "log": True}, "mix": MIXES})
@@ -29,16 +27,7 @@ SETTING = Setting(
 
 
 def searched() -> list:
-    """12 completed trials (4 lr_fractions x 3 mixes): gain and forgetting rise with the LR and the domain share,
-    smooth enough that the surrogate picks between them."""
-    rng = np.random.default_rng(1)
-    rows = []
-    for lr in np.geomspace(0.05, 0.2, 4):
-        for mix in MIXES:
-            share = MixRatio.parse(mix).domain_share
-            gain = 0.1 + 0.05 * np.log(lr / 0.05) + 0.1 * share + rng.normal(0, 0.001)
-            rows.append(row(len(rows), float(lr), mix, float(gain), float(0.2 * lr * share + rng.normal(0, 4e-4))))
-    return rows
+    return smooth_rows(0.2, MIXES, forgetting_slope=0.2)
 
 
 def confirmations(state, round_, forgetting, *, first=100, status=Status.COMPLETED) -> list:
