@@ -75,7 +75,7 @@ class ConfirmedPoint(StrictConfig):
     seeds: list[int]
     predicted_gain: float | None
     predicted_forgetting: float | None
-    """The pick's surrogate means when it was chosen (None: an observed-optimum pick, no surrogate)."""
+    """The pick's surrogate means when it was chosen (None: a pick at the best observed trial without a surrogate)."""
     probability_within_budget: float | None
     gain: Measured | None
     forgetting: Measured | None
@@ -137,7 +137,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
     """Replays the rounds over the rows: the confirmed point, the next round due, or why there is none.
 
     Enqueue what it says is due only once the searched trials and the replicates have finished: before, the
-    pick it confirms could still change. The pick's fallback is the observed optimum of the searched trials."""
+    pick it confirms could still change. The pick's fallback is the best observed trial of the searched trials."""
     searched = [row for row in rows if row.confirms is None]
     observed = best_observed(searched, setting.budget)
     config = setting.config

@@ -117,7 +117,7 @@ def test_the_searcher_confirms_the_pick_after_the_main_trials_never_prunes_it_an
     _finish(sweep, mains[1], gain=0.1, forgetting=0.005)
     first = searcher.suggest("confirm-0")[NUMBER]
     frozen = sweep.frozen(first)
-    assert frozen.params == sweep.frozen(mains[0]).params  # the pick: the observed optimum with 2 points
+    assert frozen.params == sweep.frozen(mains[0]).params  # the pick: the best observed trial with 2 points
     assert frozen.user_attrs[Attr.CONFIRMS.value] == 0 and frozen.user_attrs[Attr.SEED.value] == 1
     # Over the budget at every evaluation, with a zero guard margin: a main trial would be stopped at once.
     assert _finish(sweep, first, gain=0.2, forgetting=0.05) is Status.COMPLETED
