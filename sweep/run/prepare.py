@@ -97,7 +97,7 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
     when they are the spec's (sweep.run.shipped_base; None: never)."""
     root = root or cache_root()
     data = spec.data
-    ready = shipped_base(spec, shipped) if shipped is not None else None
+    ready, why_not_shipped = shipped_base(spec, shipped) if shipped is not None else (None, "")
     tokenizer_dir = ready or _tokenizer_dir(spec.base, data, root)
     corpora = data.corpora()
     max_tokens = sample_tokens(spec)
@@ -115,7 +115,7 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
     _warn_short_validation(spec, corpora, indexed)
-    base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root)
+    base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root, why_not_shipped)
     return Prepared(
         spec=spec,
         tokenizer_dir=tokenizer_dir,
@@ -170,12 +170,19 @@ def _tokenizer_dir(base: BaseConfig, data: DataConfig, root: Path) -> Path:
 
 
 def _base_dir(
-    base: BaseConfig, tokenizer_dir: Path, prefixes: dict[str, CorpusPrefixes], non_english_share: float, root: Path
+    base: BaseConfig,
+    tokenizer_dir: Path,
+    prefixes: dict[str, CorpusPrefixes],
+    non_english_share: float,
+    root: Path,
+    why_not_shipped: str,
 ) -> Path:
-    """The base's Hugging Face directory; the built-in base is pretrained on the general side the first time."""
+    """The base's Hugging Face directory; the built-in base is pretrained on the general side the first time,
+    saying first why the shipped one is not used."""
     if not base.is_builtin:
         return Path(base.model)
-    with step_progress("pretraining builtin:tiny-llama", base.builtin.pretrain_steps, lazy=True) as on_step:
+    label, steps = "pretraining builtin:tiny-llama", base.builtin.pretrain_steps
+    with step_progress(label, steps, lazy=True, note=why_not_shipped) as on_step:
         return ensure_builtin_base(
             base.builtin,
             max_lr=base.max_lr,

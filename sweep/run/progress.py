@@ -18,11 +18,12 @@ OnStep = Callable[[int, float], None]
 
 
 @contextlib.contextmanager
-def step_progress(label: str, total: int, *, lazy: bool = False) -> Iterator[OnStep]:
-    """Yields on_step; with lazy=True nothing is shown unless a step is reported (cache hits stay silent)."""
+def step_progress(label: str, total: int, *, lazy: bool = False, note: str = "") -> Iterator[OnStep]:
+    """Yields on_step; with lazy=True nothing is shown unless a step is reported (cache hits stay silent). A note
+    (why this work is done at all) is a line of its own before the first step's."""
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield _log_lines(label, total)
+        yield _noted(note, _log_lines(label, total))
         return
     progress = Progress(
         TextColumn(label),
@@ -42,9 +43,25 @@ def step_progress(label: str, total: int, *, lazy: bool = False) -> Iterator[OnS
     if not lazy:
         progress.start()
     try:
-        yield on_step
+        yield _noted(note, on_step)
     finally:
         progress.stop()
+
+
+def _noted(note: str, on_step: OnStep) -> OnStep:
+    """on_step that prints the note (when there is one) on stderr before the first step it is told of."""
+    if not note:
+        return on_step
+    said = False
+
+    def noting(step: int, loss: float) -> None:
+        nonlocal said
+        if not said:
+            print(note, file=sys.stderr, flush=True)
+            said = True
+        on_step(step, loss)
+
+    return noting
 
 
 def _log_lines(label: str, total: int) -> OnStep:

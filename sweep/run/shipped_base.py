@@ -4,7 +4,7 @@ spec's built-in base and every file is the one the manifest hashes.
 The manifest records the recipe the base was made with (every spec key and tool version that changes what
 pretraining writes), the corpora it was made from (each file's size, sha256 and tokens) and the sha256 of every
 file of the directory. A spec with another recipe or other corpora gets its base built into the cache as before,
-with one line saying why. The manifest and the files are untrusted input: an unreadable manifest, a missing,
+with one line saying why when it is pretrained. The manifest and the files are untrusted input: an unreadable manifest, a missing,
 extra or changed file is refused with a warning naming it, and the base is built into the cache instead; only
 JSON and safetensors files are ever listed, so nothing shipped is unpickled. sweep.run.ship writes the directory.
 """
@@ -123,28 +123,25 @@ def file_sha256(path: Path) -> str:
         return hashlib.file_digest(stream, "sha256").hexdigest()
 
 
-def shipped_base(spec: SweepSpec, directory: Path) -> Path | None:
-    """`directory` when it holds the spec's built-in base, every file checked against the manifest; else None,
-    with one line on stderr saying why (a warning when the directory is damaged)."""
+def shipped_base(spec: SweepSpec, directory: Path) -> tuple[Path | None, str]:
+    """(`directory`, "") when it holds the spec's built-in base, every file checked against the manifest; else
+    (None, why not), said by whoever pretrains the cache's base instead, only if it must (a cached one is silent).
+    A damaged directory is also a warning on stderr at once: the project's own files were changed."""
     if not spec.base.is_builtin:
-        return None
+        return None, ""
     try:
         manifest = read_manifest(directory)
         mismatch = spec_mismatch(manifest, spec)
         if mismatch is None:
             check_files(directory, manifest)
-            return directory
+            return directory, ""
     except ShippedBaseError as error:
         print(
             f"warning: the shipped {BUILTIN_BASE} is refused: {error}; pretraining it into the cache instead",
             file=sys.stderr,
         )
-        return None
-    print(
-        f"{BUILTIN_BASE}: not the shipped one ({directory}): {mismatch}; the cache's is used (pretrained once)",
-        file=sys.stderr,
-    )
-    return None
+        return None, f"{BUILTIN_BASE}: the shipped one is refused (see the warning above)"
+    return None, f"{BUILTIN_BASE}: not the shipped one ({directory}): {mismatch}; pretraining the cache's (once)"
 
 
 def read_manifest(directory: Path) -> ShippedManifest:
