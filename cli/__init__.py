@@ -10,9 +10,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cli import base, jobs, promote, report, run, status, trial
+from cli import base, jobs, law, promote, report, run, status, trial
 
-VERBS = (base, trial, run, status, report, promote, jobs)
+VERBS = (base, trial, run, status, report, promote, jobs, law)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,7 @@ from sweep.choice.best import NoBestSummary
 from sweep.files.config_file import SpecError
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDirError
+from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch
 from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
@@ -29,5 +30,6 @@ INPUT_ERRORS = (
     AddressError,
     StudyMismatch,
     LadderMismatch,
+    LawInputError,
     ClusterTooSmall,
 )

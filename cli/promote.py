@@ -25,7 +25,8 @@ def add_parser(verbs) -> None:
         help="turn the sweep's pick into the full run's plan, then submit or rehearse it",
         description=(
             "plan: the full run of RUN's pick (best.json's: the surrogate's point, else the best observed trial's; "
-            "--observed takes the best observed trial) on a target model and cluster (peak LR, schedule, Megatron blend "
+            "--observed takes the best observed trial; of a ladder, its loss law's optimum at the target, refused "
+            "when the law gives none) on a target model and cluster (peak LR, schedule, Megatron blend "
             "weights, iterations, the fastest 3D layout that fits in GPU memory, the run's cost), checked with "
             "megatron-core's own configs and written to RUN/promotion/<id>/. submit: plan, then submit it as a Ray "
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
@@ -66,7 +67,7 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         "--observed",
         action="store_true",
         help="promote the best observed trial (the best feasible completed trial) instead of best.json's pick, "
-        "the surrogate's point",
+        "the surrogate's point; of a ladder, its largest rung's own pick instead of the law's optimum",
     )
     parser.add_argument(
         "--unconfirmed",

@@ -91,18 +91,21 @@ def _check_storage_driver(path: Path, storage: str | None) -> None:
 
 
 def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
-    """Every rung's sweep, smallest first, then the fits across them; a report per rung and one of the ladder."""
+    """Every rung's sweep, smallest first, then the law across them; a report per rung and one of the ladder."""
     from reports.ladder_report import print_ladder, write_ladder_report
     from reports.report import write_run_report
     from sweep.files.config_file import SpecError
     from sweep.ladder.driver import run_ladder
+    from sweep.promote.config import PromotionConfig
     from sweep.promote.errors import PromotionError
+    from sweep.promote.ladder import ladder_target
     from sweep.promote.targets import load_target
     from sweep.run.driver import run_sweep
     from sweep.run.trial_slots import local_gpus
 
-    try:
-        load_target(spec.ladder.target)  # before any compute: the report's band reaches to it
+    try:  # before any compute: the rungs are matched to the target's pretraining tokens
+        full_run = PromotionConfig(tokens=spec.ladder.full_run_tokens)
+        target = ladder_target(load_target(spec.ladder.target), full_run, spec.proxy)
     except PromotionError as exc:
         raise SpecError(f"{args.spec}: ladder.target: {exc}") from None
 
@@ -115,17 +118,16 @@ def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
             wandb=wandb,
             view=view,
             study_name=start.study_name,
-            first_points=start.first_points,
         )
 
     # A Ray of our own is given this machine's GPUs; a cluster's are known once each rung's sweep joins it.
     max_gpus = local_gpus() if address is None and spec.execution.gpus else None
-    outcome = run_ladder(spec, run_dir, fresh=args.fresh, view=view, run_rung=run_rung, max_gpus=max_gpus)
+    outcome = run_ladder(spec, run_dir, target, fresh=args.fresh, view=view, run_rung=run_rung, max_gpus=max_gpus)
     for name in outcome.outcomes:
         write_run_report(run_dir.rung(name).path)
     print_ladder(console, outcome.summary)
     console.print(f"report: {write_ladder_report(run_dir.path)}")
-    if outcome.unfinished or not outcome.summary.finished:
+    if outcome.unfinished or not outcome.summary.is_finished:
         console.print("some rungs did not finish; run the same command again", style="red")
         return 1
     return 0

@@ -1,5 +1,5 @@
-"""`sweep status RUN`: the trials table, best observed trial and pick of a running or finished sweep, from its study; of a ladder
-(runs/<ladder>/), each rung's progress and pick in order and the largest rung's prediction.
+"""`sweep status RUN`: the trials table, best observed trial and pick of a running or finished sweep, from its study;
+of a ladder (runs/<ladder>/), each rung's progress and pick in order and the law once every rung has finished.
 
 Reads only the studies and ladder.json, so it shows the same thing from any terminal while `sweep run` goes on,
 and creates nothing.
@@ -16,9 +16,9 @@ def add_parser(verbs) -> None:
         "status",
         help="print the trials table of a running or finished sweep, or each rung of a ladder",
         description=(
-            "A sweep's run directory: its trials, best observed trial, pick and progress. A ladder's (runs/<ladder>/): each "
-            "rung's progress and, once it finished, its pick, and the largest rung's prediction against what it "
-            "measured; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
+            "A sweep's run directory: its trials, best observed trial, pick and progress. A ladder's "
+            "(runs/<ladder>/): each rung's progress and, once it finished, its pick, and the loss law over every "
+            "rung once all have finished; `sweep status runs/<ladder>/rungs/<rung>` shows a rung's trials."
         ),
     )
     parser.add_argument("run", type=Path, help="run directory, e.g. runs/lr_mix or runs/lr_mix_ladder")
@@ -72,29 +72,26 @@ class _RunStatus:
 
 
 def _print_ladder(console, run_dir) -> None:
-    """Each planned rung in order (N, progress, and its pick once it finished), then the prediction."""
+    """Each planned rung in order (N, progress, and its pick once it finished), then the law once fitted."""
     from reports.decision import pick_lines
-    from reports.ladder_report import prediction_lines
+    from reports.ladder_report import print_ladder
     from sweep.ladder.record import read_ladder
 
     summary = read_ladder(run_dir)
-    finished = {rung.name for rung in summary.rungs}
-    sizes = summary.sizes | {rung.name: rung.parameters for rung in summary.rungs}
+    finished = {rung.name for rung in summary.finished}
     console.print(f"ladder {run_dir.path.name} ({run_dir.path}): {len(finished)} of {len(summary.planned)} rungs "
                   f"finished", style="bold", highlight=False)  # fmt: skip
-    for index, name in enumerate(summary.planned):
-        rung = run_dir.rung(name)
+    for index, design in enumerate(summary.rungs):
+        rung = run_dir.rung(design.name)
         run_dir.inside(rung.path)  # a rung folder that is a symlink out of the ladder is refused, not read
-        size = f"N {sizes[name]:,}" if name in sizes else "N unknown"
-        head = f"rung {name} ({index + 1} of {len(summary.planned)}), {size}: "
+        head = f"rung {design.name} ({index + 1} of {len(summary.rungs)}), N {design.parameters:,}: "
         if not rung.run_json.exists():
             console.print(head + "not started", highlight=False)
             continue
         status = _RunStatus(rung)
         console.print(head + status.progress(), highlight=False)
-        if name in finished:
+        if design.name in finished:
             for line in pick_lines(status.summary.pick):
                 console.print(f"  {line}", highlight=False)
-    for line in prediction_lines(summary):
-        console.print(line, highlight=False)
+    print_ladder(console, summary)
     console.print(f"a rung's trials: sweep status {run_dir.rungs}/<rung>", highlight=False)

@@ -1,185 +1,213 @@
-"""The report of a ladder run: the picks against parameter count with the lines extrapolated to the target, the
-prediction of the largest rung against what it measured, and the extrapolation at the target's size.
+"""The report of a ladder run: how each rung is matched to the target (the dimensionless ratios side by side), the
+design every rung ran, the loss law with its fit per loss and per rung, its optimum at the target with intervals or
+its refusal, leave-one-rung-out against the ladder's targets, and the critical share's trend beside the published one.
 
 A pure reader of runs/<ladder>/ladder.json (each rung's own report is its run directory's, `sweep report
-runs/<ladder>/rungs/<rung>`); the target's N is counted as the rungs' were (sweep.scale).
+runs/<ladder>/rungs/<rung>`).
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, write_page
 from sweep.files.rundir import RunDir
-from sweep.ladder.fit import Interval, Quantity
-from sweep.ladder.record import LadderSummary, RungResult, read_ladder
-from sweep.promote.targets import load_target
-from sweep.scale import non_embedding_params
+from sweep.ladder.law_runs import LawFitReport, report_lines
+from sweep.ladder.law_validate import (
+    FORGETTING_ERROR,
+    GAIN_SHORTFALL,
+    LR_RATIO,
+    SHARE_ERROR,
+    UNCOVERED_FOLDS,
+    LeaveOneRungOut,
+)
+from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
 
-LABELS = {
-    Quantity.LOG_LR_FRACTION: "lr_fraction",
-    Quantity.LOG_MIX_RATIO: "mix general:domain",
-    Quantity.GAIN: "domain_gain at the pick",
-    Quantity.FORGETTING: "forgetting at the pick",
-    Quantity.REFERENCE_GAIN: "domain_gain at the reference point",
-    Quantity.REFERENCE_FORGETTING: "forgetting at the reference point",
-}
-
-
-def shown(quantity: Quantity, value: float | None) -> str:
-    """A quantity as a person reads it: lr_fraction and the ratio back from their logs."""
-    if value is None:
-        return "—"
-    if quantity is Quantity.LOG_LR_FRACTION:
-        return f"{math.exp(value):.4g}"
-    if quantity is Quantity.LOG_MIX_RATIO:
-        ratio = math.exp(value)
-        return f"{ratio:.3g}:1" if ratio >= 1 else f"1:{1 / ratio:.3g}"
-    return f"{value:.4f}"
-
-
-def interval_text(quantity: Quantity, interval: Interval) -> str:
-    if interval.low is None:
-        return f"{shown(quantity, interval.mean)} (no interval: 0 degrees of freedom)"
-    low, high = sorted((interval.low, interval.high))
-    if quantity is Quantity.LOG_MIX_RATIO:  # the larger log ratio is the more general-heavy mix
-        low, high = high, low
-    return f"{shown(quantity, interval.mean)} [{shown(quantity, low)}, {shown(quantity, high)}]"
+MET = {True: "yes", False: "NO", None: "—"}
 
 
 def write_ladder_report(run_dir: Path, output: Path | None = None) -> Path:
     """Writes the ladder's report (default RUN/report/); returns the path of its index.html."""
     summary = read_ladder(RunDir(run_dir))
-    target = load_target(summary.target)
-    target_n = non_embedding_params(target.model)
     plot_list = []
-    if summary.rungs:
-        plot_list.append(
+    if summary.fit is not None:
+        fit = summary.fit
+        plot_list = [
             make_plot(
-                "optimum_vs_size",
-                "the pick against parameter count",
-                f"Each rung's pick (dots) against its non-embedding parameter count N, the least-squares line in log N "
-                f"and its 90 % prediction band out to {target.name} (N {target_n:,}, dotted line). Open diamond: the "
-                "largest rung as predicted from the smaller ones before its trials ran, with its interval.",
-                lambda: ladder_plots.ladder_figure(summary, target_n=target_n, target_name=target.name),
-            )
-        )
-    context = {"ladder": _context(summary, run_dir, target.name, target_n), "plots": plot_list}
+                "law_fit",
+                "the law against every evaluation",
+                "Each evaluation's measured forgetting and domain_gain against the law's value at its N, LR area and "
+                "share, one colour per rung; on the diagonal the law is exact.",
+                lambda: ladder_plots.fit_figure(summary.table(), fit.law),
+            ),
+            make_plot(
+                "critical_share",
+                "the critical domain share against N",
+                f"The largest domain share whose forgetting the law keeps within the budget, at each rung's N and at "
+                f"{fit.prediction.target.name}'s, at the rungs' median final LR area; the published direction is "
+                "that it grows with N.",
+                lambda: ladder_plots.trend_figure(fit.trend),
+            ),
+        ]
+    context = {"ladder": _context(summary, run_dir), "plots": plot_list}
     return write_page(output or run_dir / REPORT_DIR, "ladder", context, plot_list)
 
 
-def _context(summary: LadderSummary, run_dir: Path, target: str, target_n: int) -> dict[str, Any]:
-    at_target = summary.extrapolate(target_n)
-    dof = next(iter(at_target.values())).dof if at_target else None
+def _context(summary: LadderSummary, run_dir: Path) -> dict[str, Any]:
+    fit = summary.fit
     return {
         "name": run_dir.name,
         "run_dir": str(run_dir),
-        "finished": summary.finished,
-        "done": len(summary.rungs),
+        "finished": summary.is_finished,
+        "done": len(summary.finished),
         "planned": summary.planned,
-        "target": target,
-        "target_n": f"{target_n:,}",
+        "target": summary.at_target.scale.name,
         "budget": f"{summary.forgetting_budget:g}",
-        "reference": f"lr_fraction {summary.reference_lr_fraction:.4g}, mix {summary.reference_mix}",
-        "tokens_per_parameter": f"{summary.trial_tokens_per_parameter:.3g}",
-        "pretrain_tokens_per_parameter": (
-            "" if summary.pretrain_tokens_per_parameter is None else f"{summary.pretrain_tokens_per_parameter:.3g}"
-        ),
-        "rungs": [_rung_row(rung) for rung in summary.rungs],
-        "prediction": _prediction_rows(summary),
-        "prediction_note": summary.prediction_note,
-        "extrapolation": [
-            {"quantity": LABELS[quantity], "value": interval_text(quantity, interval)}
-            for quantity, interval in at_target.items()
-        ],
-        "dof": dof,
-        "warnings": _warnings(summary, at_target),
+        "design": design_line(summary),
+        "ratios": _ratio_rows(summary),
+        "mismatches": mismatches(summary.rungs, summary.at_target.ratios),
+        "rungs": [_rung_row(summary, rung.name, rung.trials, rung.evaluations) for rung in summary.finished],
+        "runs": summary.runs,
+        "note": summary.note,
+        "law": report_lines(fit) if fit is not None else [],
+        "residuals": _residual_rows(fit) if fit is not None else [],
+        "folds": _fold_rows(fit.validation) if fit is not None and fit.validation is not None else [],
+        "targets": _targets(fit.validation) if fit is not None and fit.validation is not None else "",
     }
 
 
-def _rung_row(rung: RungResult) -> dict[str, str]:
+def design_line(summary: LadderSummary) -> str:
+    """The design every rung ran and how each is matched, in one sentence."""
+    search, space = summary.search, summary.space
+    pruner, replicates = search.pruner.model_dump_json(), search.replicates.model_dump_json()
+    guard = search.forgetting_guard.model_dump_json() if search.forgetting_guard is not None else "none"
+    return (
+        f"every rung runs the same grid, lr_fraction {space.lr_fraction} x mix {[str(m) for m in space.mix]}, with "
+        f"pruner {pruner}, forgetting guard {guard}, replicates {replicates}; the same steps and schedule with a "
+        f"batch in proportion to N, trials reading {summary.at_target.cpt_share:.3g} of their base's pretraining "
+        "tokens (the full run's share of the target's), each base pretrained at its own peak LR"
+    )
+
+
+def _rung_row(summary: LadderSummary, name: str, trials: int, evaluations: int) -> dict[str, Any]:
+    """A finished rung's share of the law's rows, and its base's losses: how far from converged each base is."""
+    first = next((row for row in summary.observations if row.rung == name), None)
+    base = "—" if first is None else f"{first.base_general_loss:.3f} / {first.base_domain_loss:.3f}"
+    return {"name": name, "trials": trials, "evaluations": evaluations, "base": base}
+
+
+def _ratio_rows(summary: LadderSummary) -> list[dict[str, str]]:
+    target = summary.at_target
+    rows = [
+        _ratio_row(rung.name, rung.parameters, rung.ratios, target.ratios, f"{rung.max_lr:.4g}", rung.batch_size)
+        for rung in summary.rungs
+    ]
+    scale = target.scale
+    return rows + [_ratio_row(f"{scale.name} (target)", scale.parameters, target.ratios, None, "—", None)]
+
+
+def _ratio_row(
+    name: str, parameters: float, ratios: Ratios, target: Ratios | None, max_lr: str, batch: int | None
+) -> dict[str, str]:
+    def cell(field: str, digits: str) -> str:
+        value = float(getattr(ratios, field))
+        text = f"{value:{digits}}"
+        if target is not None:
+            theirs = float(getattr(target, field))
+            far = value <= 0 or theirs <= 0 or max(value / theirs, theirs / value) > MISMATCH
+            text += " (>2x)" if far and value != theirs else ""
+        return text
+
     return {
-        "name": rung.name,
-        "parameters": f"{rung.parameters:,}",
-        "tokens": f"{rung.trial_tokens:,}",
-        "source": rung.pick_source.value if rung.pick_source is not None else "no pick",
-        **{quantity.value: shown(quantity, rung.values.get(quantity)) for quantity in Quantity},
+        "name": name,
+        "parameters": f"{parameters:,.0f}",
+        "max_lr": max_lr,
+        "batch": "—" if batch is None else str(batch),
+        "pretrain": cell("pretrain_tokens_per_parameter", ".3g"),
+        "cpt": cell("tokens_per_parameter", ".3g"),
+        "share": cell("cpt_share", ".3g"),
+        "steps": cell("steps", ",.0f"),
+        "warmup": cell("warmup_share", ".3g"),
     }
 
 
-def _prediction_rows(summary: LadderSummary) -> list[dict[str, str]]:
-    """Predicted against measured at the largest rung, one row per quantity."""
-    prediction, validation = summary.prediction, summary.validation
-    if prediction is None:
-        return []
+def _residual_rows(fit: LawFitReport) -> list[dict[str, str]]:
+    law = fit.law
+    domain = {residual.rung: residual for residual in law.domain_quality.rungs}
+    return [
+        {
+            "rung": general.rung,
+            "rows": str(general.rows),
+            "general": f"{general.mean:+.2g} / {general.rms:.2g}",
+            "domain": f"{domain[general.rung].mean:+.2g} / {domain[general.rung].rms:.2g}",
+        }
+        for general in law.general_quality.rungs
+    ]
+
+
+def _fold_rows(validation: LeaveOneRungOut) -> list[dict[str, str]]:
     rows = []
-    for quantity, interval in prediction.estimates.items():
-        measured = validation.measured.get(quantity) if validation else None
-        at_point = validation.at_predicted_point.get(quantity) if validation else None
-        surrogate = validation.surrogate_at_predicted_point.get(quantity) if validation else None
-        inside = validation.within_interval.get(quantity) if validation else None
+    for fold in validation.folds:
+        errors, predicted, own = fold.errors, fold.predicted, fold.own
+        there = fold.measured_at_predicted or fold.own_at_predicted
+        met = errors.met
+        point = predicted.optimum
         rows.append(
             {
-                "quantity": LABELS[quantity],
-                "predicted": interval_text(quantity, interval),
-                "measured": shown(quantity, measured),
-                "inside": {True: "yes", False: "NO", None: "—"}[inside],
-                "at_point": shown(quantity, at_point) if at_point is not None else "—",
-                "surrogate": shown(quantity, surrogate) if surrogate is not None else "—",
+                "rung": fold.rung,
+                "predicted": "refused: " + predicted.refusal.message if predicted.refusal else _point(point),
+                "own": _point(own) + (" (outside the box)" if fold.own_toward else ""),
+                "lr": _value(errors.lr_ratio, "x{:.2f}") + f" {MET[met['lr_fraction']]}",
+                "share": _value(errors.share_error, "{:+.3f}") + f" {MET[met['domain_share']]}",
+                "forgetting": (
+                    f"{point.forgetting:.4f} vs {there.forgetting:.4f}: {errors.forgetting_error:+.4f} "
+                    f"{MET[met['forgetting']]}"
+                    if point and there
+                    else "—"
+                ),
+                "gain": _value(errors.gain_shortfall, "{:.4f}") + f" {MET[met['domain_gain']]}",
+                "covered": MET[fold.coverage.complete],
             }
         )
     return rows
 
 
-def _warnings(summary: LadderSummary, at_target: dict[Quantity, Interval]) -> list[str]:
-    warnings = []
-    forgetting = at_target.get(Quantity.FORGETTING)
-    if forgetting is not None and forgetting.high is not None and forgetting.high > summary.forgetting_budget:
-        warnings.append(
-            f"The extrapolated forgetting's 90 % interval [{forgetting.low:.4f}, {forgetting.high:.4f}] crosses the "
-            f"forgetting budget {summary.forgetting_budget:g}."
-        )
-    if at_target and next(iter(at_target.values())).dof <= 1:
-        warnings.append(
-            f"{len(summary.rungs)} rungs leave {max(len(summary.rungs) - 2, 0)} degree(s) of freedom: the intervals "
-            "are wide (t quantile 6.31 at 90 % with one) and say how little three sizes can pin down."
-        )
-    return warnings
+def _point(point) -> str:
+    if point is None:
+        return "none"
+    return f"lr_fraction {point.lr_fraction:.3g}, share {point.domain_share:.3f}"
+
+
+def _value(value: float | None, form: str) -> str:
+    return "—" if value is None else form.format(value)
+
+
+def _targets(validation: LeaveOneRungOut) -> str:
+    return (
+        f"Targets per fold: lr_fraction within x{LR_RATIO}, domain share within ±{SHARE_ERROR}, forgetting at the "
+        f"predicted point within ±{FORGETTING_ERROR} of the rung's there, the rung's gain there at most "
+        f"{GAIN_SHORTFALL} below its own optimum's; 90 % intervals covering in all folds but at most "
+        f"{UNCOVERED_FOLDS}: {validation.covered} of {len(validation.folds)} covered "
+        f"({'met' if validation.coverage_met else 'NOT met'})."
+    )
 
 
 def print_ladder(console: Console, summary: LadderSummary) -> None:
-    """The rungs' picks and the prediction of the largest, as `sweep run` ends a ladder."""
-    table = Table(title="ladder: each rung's pick")
-    for column in ("rung", "N", "trial tokens", "source", "lr_fraction", "mix", "domain_gain", "forgetting"):
-        table.add_column(column, justify="left" if column in ("rung", "source", "mix") else "right")
-    for rung in summary.rungs:
-        row = _rung_row(rung)
-        table.add_row(
-            *(row[key] for key in ("name", "parameters", "tokens", "source")),
-            *(row[quantity.value] for quantity in list(Quantity)[:4]),
-        )
-    console.print(table)
-    for line in prediction_lines(summary):
+    """The law, its answer at the target and its folds, as `sweep run` ends a ladder and `sweep status` shows one."""
+    for line in ladder_lines(summary):
         console.print(line, highlight=False)
 
 
-def prediction_lines(summary: LadderSummary) -> list[str]:
-    """Whether the largest rung's prediction is written yet and, once that rung is measured, predicted against
-    measured: for the end of `sweep run` and for `sweep status` of a ladder."""
-    largest = summary.planned[-1]
-    prediction = summary.prediction
-    if prediction is None:
-        note = summary.prediction_note or f"not written yet (it is written before {largest} starts)"
-        return [f"prediction of {largest}: {note}"]
-    written = f"{prediction.written_at:%Y-%m-%d %H:%M} UTC from {', '.join(prediction.from_rungs)}"
-    lines = [f"prediction of {largest}: written {written}, enqueued as its first trial: {prediction.enqueued}"]
-    for row in _prediction_rows(summary):
-        measured = f", measured {row['measured']} (inside the interval: {row['inside']})" if summary.validation else ""
-        lines.append(f"  {largest} {row['quantity']}: predicted {row['predicted']}{measured}")
-    return lines
+def ladder_lines(summary: LadderSummary) -> list[str]:
+    lines = [f"matched to {summary.at_target.scale.name} only in part: {line}" for line in mismatches(
+        summary.rungs, summary.at_target.ratios)]  # fmt: skip
+    if summary.fit is not None:
+        return lines + report_lines(summary.fit)
+    if summary.is_finished:
+        return lines + [summary.note or "no law"]
+    return lines + [f"law: fitted once every rung has finished ({len(summary.finished)} of {len(summary.rungs)})"]

@@ -24,7 +24,7 @@ def layer_norm_params(model: ModelShape) -> int:
 
 
 def non_embedding_params(model: ModelShape) -> int:
-    """N of the ladder's fits: every parameter but the embedding and output matrices (layers and the final
+    """N of the ladder's law: every parameter but the embedding and output matrices (layers and the final
     norm). Kaplan et al. 2020 (arXiv:2001.08361) found scaling cleaner in it; at the proxies' sizes the
     embedding is 40 % of the total and would bend the axis, at 70B it is 3 %."""
     return model.num_layers * (layer_matrix_params(model) + layer_norm_params(model)) + model.hidden_size

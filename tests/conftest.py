@@ -149,6 +149,22 @@ def once_per_session(tmp_path_factory, name: str) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
+def scripted_ladder_run(tiny_corpora, tmp_path_factory) -> Path:
+    """runs/ladder/ of one ladder of scripted rungs (tests/sweep/ladder_runs.py): stopped after its second rung (that
+    ladder.json kept as ../../stopped.json), then run again to its end. Read it, or copy it to change it."""
+    from tests.sweep.ladder.ladder_runs import stopped_then_finished, write_ladder_spec
+
+    with once_per_session(tmp_path_factory, "scripted-ladder") as root:
+        run = root / "runs" / "ladder"
+        if not (run / "ladder.json").is_file() or not (root / "finished").is_file():
+            spec = write_ladder_spec(lambda name, **overrides: write_spec(tiny_corpora, name, **overrides),
+                                     "scripted_ladder.yaml")  # fmt: skip
+            stopped_then_finished(spec, root)
+            (root / "finished").touch()
+    return run
+
+
+@pytest.fixture(scope="session")
 def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
     """The run directory of one finished tiny sweep tracked in W&B, whose runs tests read back.
 

@@ -59,7 +59,7 @@ class PickSource(str, enum.Enum):
     OBSERVED = "observed"
     """The best feasible completed trial, when the surrogate cannot pick."""
     LADDER = "ladder"
-    """A ladder's picks extrapolated to a promotion target's size (a plan's, never a sweep's best.json)."""
+    """A ladder's loss law's optimum at a promotion target's size (a plan's, never a sweep's best.json)."""
 
 
 class PickedPoint(StrictConfig):

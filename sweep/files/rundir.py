@@ -117,7 +117,7 @@ class RunDir:
     report = In("report", "index.html, a PNG per plot and report.md.")
     wandb_dashboard = In("wandb_dashboard.json", "The W&B view's definition (and its URL once published).")
     promotion = In(PROMOTION_DIR, "One folder per promotion plan.")
-    ladder_json = In("ladder.json", "A ladder run's rungs, their fits across sizes and the prediction of the largest.")
+    ladder_json = In("ladder.json", "A ladder run's matched rungs, their evaluations and the loss law fitted to them.")
     rungs = In("rungs", "A ladder run's rungs, each a run directory of its own.")
 
     def trial(self, number: int) -> Path:

@@ -1,40 +1,40 @@
-"""The proxy ladder (the spec's `ladder:` section): the same search at several proxy sizes, smallest to largest.
+"""The proxy ladder (the spec's `ladder:` section): the same fixed design at several proxy sizes, smallest to largest,
+whose dimensionless ratios match each other and the target's (sweep.ladder.rungs), and the continued-pretraining
+loss law fitted over every evaluation of every trial of every rung (sweep.ladder).
 
-A rung is a built-in base shape (a preset name, `xs`, `s`, `m`, or a shape of its own) pretrained on a token
-budget proportional to its parameter count, or a Hugging Face base directory of one model family with its own
-max_lr. How each rung's pick moves with its parameter count N is fitted and extrapolated to a target's N
-(sweep.ladder.fit); N is counted without the embedding, the same way for proxies and targets (sweep.scale).
+A rung is a built-in base shape (a preset name, `xxs`, `xs`, `s`, `m`, or a shape of its own), pretrained for the
+ladder at its own peak LR, or a Hugging Face base directory of one model family with its own max_lr and pretraining
+tokens. N is counted without the embedding, the same way for proxies and targets (sweep.scale).
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from sweep.choice.pick import ratio_of
-from sweep.choice.surrogate import Box
 from sweep.files.config_file import resolve_path
 from sweep.files.records import CorruptFile, read_model
+from sweep.ladder.law_csv import read_runs_csv
+from sweep.ladder.law_fit import LawSettings
+from sweep.ladder.law_table import LawInputError
 from sweep.scale import non_embedding_params
-from sweep.spec.space import LRFraction, SearchSpace
 from sweep.spec.trial_memory import MAX_WORKERS
+from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig, shown
 from train_entry.megatron.config import ModelShape
-from train_entry.mix import Mix
 
-MIN_RUNGS = 3
-"""A line through the rungs' picks with one degree of freedom left to judge it by; two would fit any two points."""
+MIN_RUNGS = 4
+"""Leave-one-rung-out predicts the largest rung from three others, which span two size ratios to fit N's
+exponent by and one to check it against."""
 MAX_RUNGS = 8
 """Each rung is a whole sweep: eight is far beyond a day's ladder, far below a typo."""
+MIN_SPAN = 10.0
+"""The largest rung's N over the smallest's: a decade at least, or N's exponent is fitted over noise."""
 RungName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")]
 """A rung's name names its run directory (runs/<ladder>/rungs/<name>/) and its study."""
-
-DEFAULT_BUILTIN_PRETRAIN_TOKENS = 1200 * 16 * 128
-"""What today's default builtin:tiny-llama (the `m` preset) pretrains on: 1200 steps x 16 x 128 tokens."""
 
 
 class BuiltinRung(StrictConfig):
@@ -59,35 +59,35 @@ class BuiltinRung(StrictConfig):
 
     @property
     def parameters(self) -> int:
-        return non_embedding_params(self.shape(vocab_size=1, seq_len=1))
+        return non_embedding_params(builtin_shape(self, vocab_size=1, seq_len=1))
 
-    def shape(self, *, vocab_size: int, seq_len: int) -> ModelShape:
-        return ModelShape(
-            num_layers=self.num_layers,
-            hidden_size=self.hidden_size,
-            ffn_hidden_size=self.intermediate_size,
-            num_attention_heads=self.num_heads,
-            num_query_groups=self.num_kv_heads,
-            vocab_size=vocab_size,
-            seq_length=seq_len,
-        )
+
+def builtin_shape(shape: BuiltinRung | BuiltinBaseConfig, *, vocab_size: int, seq_len: int) -> ModelShape:
+    """The model a built-in shape (a rung's, or base.builtin's own) builds, as train_entry.pretrain builds it."""
+    return ModelShape(
+        num_layers=shape.num_layers,
+        hidden_size=shape.hidden_size,
+        ffn_hidden_size=shape.intermediate_size,
+        num_attention_heads=shape.num_heads,
+        num_query_groups=shape.num_kv_heads,
+        vocab_size=vocab_size,
+        seq_length=seq_len,
+        untie_embeddings_and_output_weights=False,  # train_entry.pretrain ties them
+    )
 
 
 PRESETS: dict[str, BuiltinRung] = {
     rung.name: rung
     for rung in (
-        # A head dimension of 32 throughout; width and depth grow together, ~3 x N per step.
+        # A head dimension of 32 throughout; xxs to xs doubles the depth, then width and depth grow together.
+        BuiltinRung(name="xxs", hidden_size=64, num_layers=1, num_heads=2, num_kv_heads=1, intermediate_size=176),
         BuiltinRung(name="xs", hidden_size=64, num_layers=2, num_heads=2, num_kv_heads=1, intermediate_size=176),
         BuiltinRung(name="s", hidden_size=96, num_layers=3, num_heads=3, num_kv_heads=1, intermediate_size=264),
         # Exactly today's default builtin:tiny-llama.
         BuiltinRung(name="m", hidden_size=128, num_layers=4, num_heads=4, num_kv_heads=2, intermediate_size=352),
     )
 }
-"""Built-in presets by name: N (non-embedding) 92 480, 302 496 and 738 432."""
-
-DEFAULT_PRETRAIN_TOKENS_PER_PARAMETER = DEFAULT_BUILTIN_PRETRAIN_TOKENS / PRESETS["m"].parameters
-"""3.33 pretraining tokens per non-embedding parameter: the `m` preset's, so it pretrains exactly as
-builtin:tiny-llama does (1200 steps), `s` for 492 steps and `xs` for 150."""
+"""Built-in presets by name: N (non-embedding) 46 272, 92 480, 302 496 and 738 432."""
 
 
 class HfModelConfig(BaseModel):
@@ -122,6 +122,8 @@ class HfRung(StrictConfig):
     model: Path
     max_lr: float = Field(gt=0.0, le=1.0)
     """This base's own pretraining peak LR: its trials' peak LR is lr_fraction x this."""
+    pretrain_tokens: float = Field(gt=0.0, le=1e15)
+    """The tokens this base was pretrained on: the law counts its trials' LR area in them."""
     tokenizer: Path | None = None
     """Default: the base's own."""
     gpus: int | None = Field(None, ge=1, le=MAX_WORKERS)
@@ -157,49 +159,27 @@ def _preset(value: Any) -> Any:
 
 
 Rung = Annotated[BuiltinRung | HfRung, BeforeValidator(_preset)]
-"""A preset name (`xs`, `s`, `m`), a built-in shape {name, hidden_size, ...}, or {name, model, max_lr}."""
-
-
-class ReferencePoint(StrictConfig):
-    """The fixed point at which every rung's surrogate gives domain_gain and forgetting, to fit how they move."""
-
-    lr_fraction: LRFraction
-    mix: Mix
-
-    def check_inside(self, space: SearchSpace) -> None:
-        """ValueError naming the key and the searched range unless the point lies in the space's box: the rungs'
-        surrogates are fitted over that box, and outside it they only extrapolate."""
-        box = Box.of(space)
-        slack = 1e-9  # a bound written back from its log is off in the last digit
-        problems = []
-        lr_low, lr_high = box.log_lr
-        if not lr_low - slack <= math.log(self.lr_fraction) <= lr_high + slack:
-            problems.append(
-                f"ladder.reference.lr_fraction = {self.lr_fraction:g} lies outside the searched space.lr_fraction, "
-                f"{math.exp(lr_low):g} to {math.exp(lr_high):g}"
-            )
-        mix_low, mix_high = box.log_ratio
-        if not mix_low - slack <= self.mix.log_ratio <= mix_high + slack:
-            problems.append(
-                f"ladder.reference.mix = '{self.mix}' lies outside the searched space.mix, {ratio_of(mix_high)} to "
-                f"{ratio_of(mix_low)} (general:domain)"
-            )
-        if problems:
-            raise ValueError("; ".join(problems))
+"""A preset name (`xxs`, `xs`, `s`, `m`), a built-in shape {name, hidden_size, ...}, or {name, model, max_lr,
+pretrain_tokens}."""
 
 
 class LadderConfig(StrictConfig):
-    """Rungs smallest to largest; the same space, objective, search and execution run at each."""
+    """Rungs smallest to largest; the same space, objective, search and execution run at each, and the rungs'
+    trials continue-pretrain on the target's share of their own pretraining tokens (docs/ladder.md)."""
 
     rungs: list[Rung] = Field(min_length=MIN_RUNGS, max_length=MAX_RUNGS)
     target: str = Field("llama3.1-70b", min_length=1, max_length=1000)
-    """The promotion target (a preset name, or a target YAML file relative to the spec's folder) the report's
-    extrapolation band reaches to; `sweep promote` extrapolates to its own --target."""
-    reference: ReferencePoint | None = None
-    """Where gain and forgetting are compared across rungs; default the centre of the space (log scales)."""
-    pretrain_tokens_per_parameter: float = Field(DEFAULT_PRETRAIN_TOKENS_PER_PARAMETER, gt=0.0, le=10_000.0)
-    """Built-in rungs pretrain on this many tokens per non-embedding parameter (default 3.33: the `m` preset,
-    today's builtin:tiny-llama, pretrains for its 1200 steps)."""
+    """The promotion target (a preset name, or a target YAML file relative to the spec's folder): its pretraining
+    tokens set the rungs' share, and the law's optimum is predicted at its N. `sweep promote` predicts at its own
+    --target from the same law."""
+    full_run_tokens: int = Field(10**12, gt=0, le=10**15)
+    """The full run's continued-pretraining tokens (default the reference recipe's 1 T): over the target's
+    pretraining tokens, the share of its own pretraining every rung's trials continue-pretrain on."""
+    runs: Path | None = None
+    """A CSV of a team's earlier runs (`sweep law fit`'s columns, docs/ladder.md), relative to the spec's folder:
+    their evaluations enter the law at their own N beside the rungs'."""
+    law: LawSettings = LawSettings()
+    """How the law is fitted and how many bootstrap refits give its intervals."""
 
     @field_validator("target")
     @classmethod
@@ -210,6 +190,18 @@ class LadderConfig(StrictConfig):
             return str(resolve_path(Path(target), info))
         return target
 
+    @field_validator("runs")
+    @classmethod
+    def _runs_file(cls, runs: Path | None, info: ValidationInfo) -> Path | None:
+        if runs is None:
+            return None
+        path = resolve_path(runs, info)
+        try:
+            read_runs_csv(path)  # validated once, with the spec: a bad row is said before any rung trains
+        except LawInputError as exc:
+            raise ValueError(str(exc)) from None
+        return path
+
     @model_validator(mode="after")
     def _ordered(self) -> LadderConfig:
         names = [rung.name for rung in self.rungs]
@@ -218,11 +210,36 @@ class LadderConfig(StrictConfig):
         if len({type(rung) for rung in self.rungs}) > 1:
             raise ValueError("rungs are all built-in shapes or all Hugging Face directories, not both")
         sizes = [rung.parameters for rung in self.rungs]
+        shown_sizes = ", ".join(f"{name} {size:,}" for name, size in zip(names, sizes))
         if any(small >= large for small, large in itertools.pairwise(sizes)):
-            shown_sizes = ", ".join(f"{name} {size:,}" for name, size in zip(names, sizes))
             raise ValueError(f"rungs must grow, smallest first; non-embedding parameters: {shown_sizes}")
+        if sizes[-1] < MIN_SPAN * sizes[0]:
+            raise ValueError(
+                f"rungs must span at least a decade of N (the largest {MIN_SPAN:g} x the smallest), got "
+                f"{sizes[-1] / sizes[0]:.2f} x: {shown_sizes}"
+            )
+        self._runs_are_other_rungs(names)
         return self
+
+    def _runs_are_other_rungs(self, names: list[str]) -> None:
+        if self.runs is None:
+            return
+        shared = sorted(set(read_runs_csv(self.runs).rungs) & set(names))
+        if shared:
+            raise ValueError(
+                f"ladder.runs {self.runs} names rung(s) {', '.join(shared)} of the ladder itself; name earlier runs' "
+                "models otherwise"
+            )
 
     @property
     def builtin(self) -> bool:
         return isinstance(self.rungs[0], BuiltinRung)
+
+    def batch_sizes(self, batch_size: int) -> list[int]:
+        """Each rung's trial batch before it is split over its workers: in proportion to N, the largest rung's
+        being the proxy's `batch_size`, so that every rung runs the same steps (docs/ladder.md, "Matched rungs")."""
+        largest = self.rungs[-1].parameters
+        return [
+            batch_size if rung is self.rungs[-1] else max(1, round(batch_size * rung.parameters / largest))
+            for rung in self.rungs
+        ]

@@ -1,35 +1,26 @@
-"""`sweep run` of a spec with a ladder: every rung's sweep in turn, smallest first, then the fits across them.
+"""`sweep run` of a spec with a ladder: every rung's sweep in turn, smallest first, then the loss law over all of them.
 
-Each rung is a whole sweep in runs/<ladder>/rungs/<rung>/ (resumable after kill -9 as any sweep: its study is
-its only state), so `sweep status`, `sweep report` and promotion work on a rung alone. Before the largest rung
-starts, the smaller rungs' lines predict its pick; the prediction is written to ladder.json and its point
-enqueued as the largest rung's first trial, and a rerun keeps the prediction it finds there. ladder.json is
-rewritten after every rung, so it always holds what has finished.
+Each rung is a whole sweep in runs/<ladder>/rungs/<rung>/ (resumable after kill -9 as any sweep: its study is its
+only state), so `sweep status`, `sweep report` and promotion work on a rung alone. ladder.json is written when the
+ladder starts and after every rung with the evaluations read from its study, so it always holds what has finished;
+once the last rung has finished, the law is fitted to every evaluation (and a team's earlier runs), predicted at the
+target with bootstrap intervals, and each rung is predicted from the others.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from sweep.choice.pick import ratio_of
-from sweep.files.rundir import RunDir, check_run_name
+from sweep.files.rundir import RunDir, check_run_name, open_run
 from sweep.ladder.gpus import rung_gpus
-from sweep.ladder.record import (
-    LadderMismatch,
-    LadderSummary,
-    RungResult,
-    fit_rungs,
-    predict,
-    read_ladder,
-    reference_point,
-    rung_result,
-    validate,
-    write_ladder,
-)
-from sweep.ladder.rungs import RungSpec, rung_specs
+from sweep.ladder.law_csv import read_runs_csv
+from sweep.ladder.law_runs import fit_table
+from sweep.ladder.law_study import study_observations
+from sweep.ladder.law_table import LawInputError
+from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
+from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.spec import SweepSpec
 from sweep.spec.trial_scale import base_shape
@@ -41,12 +32,10 @@ class RungStart:
 
     study_name: str
     fresh: bool
-    first_points: Sequence[dict[str, Any]]
-    """Trial params enqueued before the sampler's: the predicted point, at the largest rung."""
 
 
 RungRunner = Callable[[RungSpec, RunDir, RungStart], SweepOutcome]
-"""Runs (or resumes) one rung's sweep to its end: sweep.run.driver.run_sweep in `sweep run`, scripted trials in tests."""
+"""Runs (or resumes) one rung's sweep to its end: sweep.driver.run_sweep in `sweep run`, scripted trials in tests."""
 
 
 @dataclass(frozen=True)
@@ -62,105 +51,97 @@ class LadderOutcome:
 
 
 def run_ladder(
-    spec: SweepSpec, run: RunDir, *, fresh: bool, view: SweepView, run_rung: RungRunner, max_gpus: int | None = None
+    spec: SweepSpec,
+    run: RunDir,
+    target: LadderTarget,
+    *,
+    fresh: bool,
+    view: SweepView,
+    run_rung: RungRunner,
+    max_gpus: int | None = None,
 ) -> LadderOutcome:
-    """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, and fits across them; `max_gpus`
-    is the cluster's GPUs when known, for the plan of trials at once shown before the first rung."""
-    rungs = rung_specs(spec)
+    """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, matched to `target`, and fits the
+    law over them; `max_gpus` is the cluster's GPUs when known, for the plan of trials at once shown before the
+    first rung."""
+    rungs = rung_specs(spec, target.cpt_share)
     names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
     with locked(run):
         if fresh and (trash := run.move_to_trash(keep=run.lock)) is not None:
             view.message(f"--fresh: the previous ladder is kept in {trash}")
-        summary = _start(spec, run, rungs)
+        summary = _start(spec, run, rungs, target)
         write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
         for line in gpu_plan(rungs, max_gpus=max_gpus):
             view.message(line)
         outcomes: dict[str, SweepOutcome] = {}
-        results: list[RungResult] = []
         for index, (rung, study_name) in enumerate(zip(rungs, names)):
-            first: list[dict[str, Any]] = []
-            if rung is rungs[-1]:
-                summary = _predicted(summary, results, rung, run, view)
-                first = [summary.prediction.enqueued] if summary.prediction is not None else []
             view.message(_rung_line(rung, index, len(rungs)))
-            start = RungStart(study_name=study_name, fresh=fresh, first_points=first)
-            outcome = run_rung(rung, run.rung(rung.name), start)
+            outcome = run_rung(rung, run.rung(rung.name), RungStart(study_name=study_name, fresh=fresh))
             outcomes[rung.name] = outcome
             if outcome.finished < outcome.planned:
                 view.message(f"rung {rung.name}: {outcome.planned - outcome.finished} trial(s) unfinished; stopping")
                 break
-            results.append(rung_result(rung, outcome.summary, outcome.rows, _reference(summary)))
-            summary = summary.model_copy(update={"rungs": list(results)})
+            summary = _with_rung(summary, rung, run.rung(rung.name))
             write_ladder(run, summary)
-        summary = _finished(summary, rungs[-1], outcomes)
-        write_ladder(run, summary)
+        if summary.is_finished:
+            view.message(f"fitting the law to {len(summary.observations)} evaluations ({summary.settings.refits} "
+                         "bootstrap refits, each rung held out in turn)")  # fmt: skip
+            summary = _fitted(spec, summary)
+            write_ladder(run, summary)
     return LadderOutcome(summary=summary, outcomes=outcomes)
 
 
-def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec]) -> LadderSummary:
-    """The ladder.json a run starts from: the one there (its prediction kept) or a new one."""
+def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec], target: LadderTarget) -> LadderSummary:
+    """The ladder.json a run starts from: a new one, whose finished rungs are read again from their studies."""
     planned = [rung.name for rung in rungs]
-    sizes = {rung.name: rung.parameters for rung in rungs}
-    if run.ladder_json.exists():
-        stored = read_ladder(run)
-        if stored.planned != planned:
-            raise LadderMismatch(
-                f"{run.ladder_json} is a ladder of rungs {stored.planned}, not {planned}; rerun with --fresh to "
-                "start over, or --name for a new ladder"
-            )
-        return stored.model_copy(
-            update={"rungs": [], "fits": {}, "validation": None, "sizes": sizes, "space": spec.space}
+    if run.ladder_json.exists() and (stored := read_ladder(run)).planned != planned:
+        raise LadderMismatch(
+            f"{run.ladder_json} is a ladder of rungs {stored.planned}, not {planned}; rerun with --fresh to start "
+            "over, or --name for a new ladder"
         )
     ladder = spec.ladder
-    reference = ladder.reference
-    lr, log_mix = reference_point(spec.space, None if reference is None else (reference.lr_fraction, reference.mix))
-    largest = rungs[-1]
     return LadderSummary(
         target=ladder.target,
+        at_target=target,
         forgetting_budget=spec.objective.forgetting_budget,
-        reference_lr_fraction=lr,
-        reference_mix=ratio_of(log_mix) if reference is None else reference.mix,
-        trial_tokens_per_parameter=largest.trial_tokens / largest.parameters,
-        pretrain_tokens_per_parameter=ladder.pretrain_tokens_per_parameter if ladder.builtin else None,
-        planned=planned,
         space=spec.space,
-        sizes=sizes,
-        rungs=[],
+        search=spec.search,
+        rungs=[rung.design for rung in rungs],
+        runs=None if ladder.runs is None else str(ladder.runs),
+        settings=ladder.law,
     )
 
 
-def _reference(summary: LadderSummary) -> tuple[float, float]:
-    return summary.reference_lr_fraction, summary.reference_mix.log_ratio
+def _with_rung(summary: LadderSummary, rung: RungSpec, rung_run: RunDir) -> LadderSummary:
+    """The summary with a finished rung's evaluations, read from its study."""
+    _, sweep = open_run(rung_run)
+    design = rung.design
+    rows = study_observations(
+        sweep, rung=rung.name, parameters=design.parameters, pretrain_tokens=design.pretrain_tokens
+    )
+    result = RungResult(name=rung.name, trials=len({row.trial for row in rows}), evaluations=len(rows))
+    return summary.model_copy(
+        update={"finished": [*summary.finished, result], "observations": [*summary.observations, *rows]}
+    )
 
 
-def _predicted(
-    summary: LadderSummary, smaller: list[RungResult], largest: RungSpec, run: RunDir, view: SweepView
-) -> LadderSummary:
-    """The summary with the largest rung's prediction, written before that rung starts (kept when already there)."""
-    if summary.prediction is None:
-        prediction, note = predict(smaller, largest)
-        summary = summary.model_copy(update={"prediction": prediction, "prediction_note": note})
-        write_ladder(run, summary)
-    if summary.prediction is None:
-        view.message(f"rung {largest.name}: {summary.prediction_note}")
-    else:
-        view.message(
-            f"rung {largest.name}: predicted from {', '.join(summary.prediction.from_rungs)} and enqueued "
-            f"first: {summary.prediction.enqueued} (written to {run.ladder_json.name} before it runs)"
+def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
+    """The law over every rung (and the earlier runs), or a note saying why there is none."""
+    ladder = spec.ladder
+    try:  # the earlier runs' file was read with the spec, hours ago: a file changed since is a note, not a crash
+        earlier = list(read_runs_csv(ladder.runs).rows) if ladder.runs is not None else []
+        summary = summary.model_copy(update={"observations": summary.observations + earlier})
+        fit = fit_table(
+            summary.table(),
+            summary.at_target.scale,
+            budget=summary.forgetting_budget,
+            settings=summary.settings,
+            box=summary.box,
+            validate=True,
+            source="the ladder's rungs" + (f" and {ladder.runs}" if ladder.runs is not None else ""),
         )
-    return summary
-
-
-def _finished(summary: LadderSummary, largest: RungSpec, outcomes: dict[str, SweepOutcome]) -> LadderSummary:
-    """The fits over every rung and the validation of the prediction, once the last rung has finished."""
-    if not summary.finished:
-        return summary
-    fits = fit_rungs(summary.rungs)
-    validation = None
-    if summary.prediction is not None:
-        rows = outcomes[largest.name].rows
-        validation = validate(summary.prediction, summary.rungs[-1], rows, largest.spec.space)
-    return summary.model_copy(update={"fits": fits, "validation": validation})
+    except LawInputError as exc:
+        return summary.model_copy(update={"note": f"no law: {exc}"})
+    return summary.model_copy(update={"fit": fit})
 
 
 def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
@@ -180,9 +161,10 @@ def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
 
 
 def _rung_line(rung: RungSpec, index: int, count: int) -> str:
-    proxy = rung.spec.proxy
+    design = rung.design
     return (
         f"rung {rung.name} ({index + 1} of {count}): {rung.parameters:,} non-embedding parameters "
-        f"(log N {math.log(rung.parameters):.2f}); trials of {proxy.steps} steps x {proxy.batch_size} x "
-        f"{proxy.seq_len} = {rung.trial_tokens:,} tokens"
+        f"(log N {math.log(rung.parameters):.2f}), base pretrained on {design.pretrain_tokens:,.0f} tokens at peak LR "
+        f"{design.max_lr:.4g}; trials of {design.steps} steps x {design.batch_size} x "
+        f"{rung.spec.proxy.seq_len} = {design.trial_tokens:,} tokens"
     )

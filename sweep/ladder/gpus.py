@@ -1,7 +1,7 @@
 """A ladder's GPUs: for each rung, the GPUs one trial takes and how many trials run at once.
 
-A ladder of one model family grows from a rung that fits one GPU (Llama 3.2 1B) to one that does not (Llama 3.1 8B
-needs ~145 GB for its weights, gradients and Adam state alone). On GPUs (execution.gpus above 0) each rung's trial
+A ladder of one model family grows from a rung that fits one GPU (Qwen2.5 0.5B) to one that does not (Qwen2.5 7B
+needs ~137 GB for its weights, gradients and Adam state alone). On GPUs (execution.gpus above 0) each rung's trial
 takes the GPUs the rung names (`ladder.rungs[i].gpus`), else execution.gpus when they hold it, else the fewest that
 do (sweep.spec.trial_memory.gpus_needed); a rung that no count of GPUs holds, or not the count it names, is refused with
 the figures when the spec is read. Each rung runs as many trials at once as the cluster's GPUs hold:
@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sweep.ladder.config import BuiltinRung, HfRung
+from sweep.ladder.config import BuiltinRung, HfRung, builtin_shape
 from sweep.spec.trial_memory import TrialMemory, gpus_needed
 from sweep.spec.trial_scale import (
     TrialScale,
-    builtin_shape,
     check_trial_fits,
     fits,
     hf_shape,
@@ -35,17 +34,37 @@ def rung_shape(rung: BuiltinRung | HfRung, builtin: BuiltinBaseConfig | None, se
         return hf_shape(rung.model, seq_len)
     if builtin is None:
         return None  # refused by the spec: built-in rungs need the built-in base
-    return builtin_shape(builtin.model_copy(update=rung.model_dump(exclude={"name"})), seq_len)
+    return builtin_shape(rung, vocab_size=builtin.vocab_size, seq_len=seq_len)
 
 
-def rung_execution_gpus(
-    index: int, rung: BuiltinRung | HfRung, scale: TrialScale, proxy: ProxyConfig, builtin: BuiltinBaseConfig | None
-) -> float:
-    """GPUs per trial of the ladder's rung `index` (sweep.ladder.rungs gives the rung's sweep these)."""
+@dataclass(frozen=True)
+class RungTrial:
+    """How one rung's trials run: the GPUs each takes and its batch."""
+
+    gpus: float
+    batch_size: int
+
+
+def rung_trial(
+    index: int,
+    rung: BuiltinRung | HfRung,
+    batch_size: int,
+    scale: TrialScale,
+    proxy: ProxyConfig,
+    builtin: BuiltinBaseConfig | None,
+) -> RungTrial:
+    """GPUs per trial of the ladder's rung `index` and its batch: `batch_size` (the rung's share of the proxy's,
+    LadderConfig.batch_sizes) rounded up to a multiple of the workers the rung names (or execution's), each of which
+    trains an equal part of it. ValueError naming the rung's key and the figures when no GPUs hold its trial, or not
+    those it names."""
     named = rung.gpus if isinstance(rung, HfRung) else None
+    workers = on_gpus(scale, named).trial_workers if named is not None else scale.trial_workers
+    batch_size = -(-batch_size // workers) * workers
     base = f"rung {rung.name} ({rung.model})" if isinstance(rung, HfRung) else f"rung {rung.name}"
+    sized = proxy.model_copy(update={"batch_size": batch_size})
     shape = rung_shape(rung, builtin, proxy.seq_len)
-    return rung_trial_gpus(scale, proxy, shape, named=named, key=f"ladder.rungs.{index}.gpus", base=base)
+    gpus = rung_trial_gpus(scale, sized, shape, named=named, key=f"ladder.rungs.{index}.gpus", base=base)
+    return RungTrial(gpus=gpus, batch_size=batch_size)
 
 
 def rung_trial_gpus(

@@ -1,118 +1,214 @@
-"""Each rung of a ladder as a sweep spec of its own: the ladder's spec with the rung's base and a proxy budget
-scaled to the rung's parameter count, and the search space's bounds and points that the fits read and write.
+"""Each rung of a ladder as a sweep spec of its own, matched to the other rungs and to the target (docs/ladder.md,
+"Matched rungs").
 
-Trial tokens scale with N (D proportional to N) at the ratio of the largest rung, which runs the spec's own
-proxy: a smaller rung takes proportionally fewer steps (never fewer than MIN_RUNG_STEPS), is evaluated as
-often per run, and its pruner's and guard's step settings shrink with its steps.
+Every rung's trials run the spec's proxy as written (its steps, warmup, schedule and evaluations) with a batch in
+proportion to N, the largest rung's being the spec's own (rounded up to a multiple of a sharded rung's workers,
+sweep.ladder.gpus): so trial tokens grow with N at one step count. A built-in
+rung's base is pretrained on its trials' tokens over the target's continued-pretraining share (the full run's tokens
+over the target's pretraining tokens), so every rung's trials read that share of their own base's pretraining, as
+the full run will of the target's; and at its own peak LR by a stated rule (MAX_LR_EXPONENT), so that lr_fraction
+means a fraction of a tuned peak LR at every rung, as it does at the target.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.choice.surrogate import Box
-from sweep.ladder.config import BuiltinRung, HfRung, LadderConfig
-from sweep.ladder.gpus import rung_execution_gpus
-from sweep.spec.space import LRFractionRange, MixRange, Param, SearchSpace
-from sweep.spec.spec import BUILTIN_BASE, SweepSpec
+from pydantic import Field
 
-MIN_RUNG_STEPS = 20
-"""A rung's trials take at least this many optimizer steps: a few evaluations and a warmup even for the smallest."""
-SCALED_STEP_KEYS = ("n_warmup_steps", "interval_steps", "min_steps")
-"""Step settings of the pruner and the forgetting guard, shrunk with a rung's steps."""
+from sweep.ladder.config import BuiltinRung, HfRung, RungName
+from sweep.ladder.gpus import RungTrial, rung_trial
+from sweep.ladder.law_optimum import TargetScale
+from sweep.spec.spec import BUILTIN_BASE, SweepSpec
+from train_entry.config import StrictConfig
+
+MAX_LR_EXPONENT = 0.125
+"""A built-in rung's base is pretrained at base.max_lr x (C / C_largest)^-0.125, C = N x its pretraining tokens: the
+compute exponent of DeepSeek LLM's fitted optimal peak LR, eta_opt = 0.3118 C^-0.1250 (arXiv:2401.02954, section
+3.1, Eq. 1), anchored at the largest rung, whose base pretrains at base.max_lr itself (at the `m` preset's size and
+tokens, today's builtin:tiny-llama). With pretraining tokens in proportion to N it is N^-0.25: the `xxs` base pretrains
+at 2.0 x the `m` base's peak LR."""
+MISMATCH = 2.0
+"""A rung's ratio more than this factor from the target's is a warning in the report."""
+
+
+class Ratios(StrictConfig):
+    """The dimensionless ratios that make a rung like the target: the report shows them side by side."""
+
+    pretrain_tokens_per_parameter: float = Field(gt=0.0)
+    tokens_per_parameter: float = Field(gt=0.0)
+    """Continued-pretraining tokens per parameter (a trial's, or the full run's)."""
+    cpt_share: float = Field(gt=0.0)
+    """Continued-pretraining tokens over the base's pretraining tokens."""
+    steps: int = Field(gt=0)
+    """Optimizer steps of the continued pretraining."""
+    warmup_share: float = Field(ge=0.0, le=1.0)
+    """Warmup steps over steps."""
+
+
+class RungDesign(StrictConfig):
+    """How one rung is matched: its size, its base's pretraining and peak LR, its trials' batch and tokens."""
+
+    name: RungName
+    parameters: int = Field(gt=0)
+    """Non-embedding parameters (sweep.scale.non_embedding_params)."""
+    pretrain_tokens: float = Field(gt=0.0)
+    max_lr: float = Field(gt=0.0, le=1.0)
+    """The base's own pretraining peak LR."""
+    batch_size: int = Field(gt=0)
+    steps: int = Field(gt=0)
+    warmup_steps: int = Field(ge=0)
+    trial_tokens: int = Field(gt=0)
+
+    @property
+    def ratios(self) -> Ratios:
+        return Ratios(
+            pretrain_tokens_per_parameter=self.pretrain_tokens / self.parameters,
+            tokens_per_parameter=self.trial_tokens / self.parameters,
+            cpt_share=self.trial_tokens / self.pretrain_tokens,
+            steps=self.steps,
+            warmup_share=self.warmup_steps / self.steps,
+        )
+
+
+class LadderTarget(StrictConfig):
+    """The target as a ladder is designed for it: the law's target scale and the full run's steps."""
+
+    scale: TargetScale
+    steps: int = Field(gt=0)
+    warmup_steps: int = Field(ge=0)
+
+    @property
+    def cpt_share(self) -> float:
+        return self.scale.tokens / self.scale.pretrain_tokens
+
+    @property
+    def ratios(self) -> Ratios:
+        scale = self.scale
+        return Ratios(
+            pretrain_tokens_per_parameter=scale.pretrain_tokens / scale.parameters,
+            tokens_per_parameter=scale.tokens / scale.parameters,
+            cpt_share=self.cpt_share,
+            steps=self.steps,
+            warmup_share=self.warmup_steps / self.steps,
+        )
+
+
+def mismatches(rungs: Sequence[RungDesign], target: Ratios) -> list[str]:
+    """One line per ratio in which a rung differs from the target's by more than MISMATCH: those rungs' values and
+    the target's."""
+    lines = []
+    for name in Ratios.model_fields:
+        theirs = float(getattr(target, name))
+        far = [(rung.name, float(getattr(rung.ratios, name))) for rung in rungs]
+        far = [(rung, mine) for rung, mine in far if not _within(mine, theirs)]
+        if far:
+            values = [mine for _, mine in far]
+            shown = f"{min(values):.3g}" if min(values) == max(values) else f"{min(values):.3g} to {max(values):.3g}"
+            lines.append(f"{name} {shown} at rung(s) {', '.join(rung for rung, _ in far)}, {theirs:.3g} at the target")
+    return lines
+
+
+def _within(mine: float, theirs: float) -> bool:
+    if mine <= 0 or theirs <= 0:
+        return mine == theirs
+    return max(mine / theirs, theirs / mine) <= MISMATCH
 
 
 @dataclass(frozen=True)
 class RungSpec:
-    name: str
-    parameters: int
-    """Non-embedding parameters (sweep.scale.non_embedding_params)."""
+    design: RungDesign
     spec: SweepSpec
     """The rung's own sweep: no ladder section, so it loads and runs as any spec does."""
 
     @property
-    def trial_tokens(self) -> int:
-        proxy = self.spec.proxy
-        return proxy.steps * proxy.batch_size * proxy.seq_len
+    def name(self) -> str:
+        return self.design.name
+
+    @property
+    def parameters(self) -> int:
+        return self.design.parameters
 
 
-def rung_specs(spec: SweepSpec) -> list[RungSpec]:
-    """The ladder's rungs, smallest first, each with its sweep spec."""
+def rung_specs(spec: SweepSpec, cpt_share: float) -> list[RungSpec]:
+    """The ladder's rungs, smallest first, each with its sweep spec, its trials reading `cpt_share` of their base's
+    pretraining tokens (built-in rungs; a Hugging Face base's pretraining is what it was)."""
     ladder = spec.ladder
     if ladder is None:
         raise ValueError("the spec has no ladder section")
-    largest = ladder.rungs[-1].parameters
-    return [_rung_spec(spec, ladder, index, rung.parameters / largest) for index, rung in enumerate(ladder.rungs)]
+    batches = ladder.batch_sizes(spec.proxy.batch_size)
+    trials = [
+        rung_trial(index, rung, batch, spec.execution, spec.proxy, spec.base.builtin)
+        for index, (rung, batch) in enumerate(zip(ladder.rungs, batches))
+    ]
+    designs = [_design(spec, rung, trial.batch_size, cpt_share) for rung, trial in zip(ladder.rungs, trials)]
+    if ladder.builtin:
+        anchor = designs[-1].parameters * designs[-1].pretrain_tokens
+        designs = [
+            design.model_copy(update={"max_lr": _max_lr(spec, design.parameters * design.pretrain_tokens / anchor)})
+            for design in designs
+        ]
+    return [
+        RungSpec(design=design, spec=_rung_spec(spec, rung, design, trial))
+        for rung, design, trial in zip(ladder.rungs, designs, trials)
+    ]
 
 
-def _rung_spec(spec: SweepSpec, ladder: LadderConfig, index: int, factor: float) -> RungSpec:
-    rung = ladder.rungs[index]
+def _design(spec: SweepSpec, rung: BuiltinRung | HfRung, batch: int, share: float) -> RungDesign:
+    proxy = spec.proxy
+    trial_tokens = proxy.steps * batch * proxy.seq_len
+    if isinstance(rung, HfRung):
+        pretrain_tokens, max_lr = rung.pretrain_tokens, rung.max_lr
+    else:
+        template = spec.base.builtin
+        pretrain_tokens = _pretrain_steps(spec, trial_tokens / share) * template.batch_size * template.seq_len
+        max_lr = spec.base.max_lr  # until rung_specs scales it by the rule
+    return RungDesign(
+        name=rung.name,
+        parameters=rung.parameters,
+        pretrain_tokens=pretrain_tokens,
+        max_lr=max_lr,
+        batch_size=batch,
+        steps=proxy.steps,
+        warmup_steps=proxy.warmup_steps,
+        trial_tokens=trial_tokens,
+    )
+
+
+def _pretrain_steps(spec: SweepSpec, tokens: float) -> int:
+    template = spec.base.builtin
+    return max(2, round(tokens / (template.batch_size * template.seq_len)))
+
+
+def _max_lr(spec: SweepSpec, compute_ratio: float) -> float:
+    """MAX_LR_EXPONENT's rule, to four significant digits (a cached base's key)."""
+    return float(f"{spec.base.max_lr * compute_ratio**-MAX_LR_EXPONENT:.4g}")
+
+
+def _rung_spec(spec: SweepSpec, rung: BuiltinRung | HfRung, design: RungDesign, trial: RungTrial) -> SweepSpec:
     raw = spec.model_dump(mode="json")
     raw["ladder"] = None
-    raw["base"] = _base(spec, ladder, rung)
-    proxy = spec.proxy
-    steps = proxy.steps if factor == 1.0 else max(MIN_RUNG_STEPS, round(proxy.steps * factor))
-    shrink = steps / proxy.steps
-    evaluations = max(1, proxy.steps // proxy.eval_interval)
-    eval_interval = max(1, steps // evaluations)
-    raw["proxy"] |= {
-        "steps": steps,
-        "eval_interval": eval_interval,
-        "warmup_steps": min(round(proxy.warmup_steps * shrink), steps - 1),
-    }
-    execution = spec.execution
-    # GPUs per trial rung by rung (one worker per GPU), and checkpoints after as many evaluations as the spec's.
-    raw["execution"]["gpus"] = rung_execution_gpus(index, rung, execution, proxy, spec.base.builtin)
-    if raw["execution"]["gpus"] > 0:
+    raw["base"] = _base(spec, rung, design)
+    raw["proxy"]["batch_size"] = design.batch_size
+    raw["execution"]["gpus"] = trial.gpus  # the rung's own, one worker per GPU
+    if trial.gpus > 0:
         raw["execution"]["workers"] = None
-    if execution.checkpoint_interval is not None:
-        raw["execution"]["checkpoint_interval"] = execution.checkpoint_interval // proxy.eval_interval * eval_interval
-    for section in ("pruner", "forgetting_guard"):
-        settings = raw["search"].get(section)
-        for key in SCALED_STEP_KEYS:
-            if isinstance(settings, dict) and key in settings:
-                settings[key] = max(1 if key != "n_warmup_steps" else 0, round(settings[key] * shrink))
-    return RungSpec(name=rung.name, parameters=rung.parameters, spec=SweepSpec.model_validate(raw))
+    return SweepSpec.model_validate(raw)
 
 
-def _base(spec: SweepSpec, ladder: LadderConfig, rung: BuiltinRung | HfRung) -> dict[str, Any]:
+def _base(spec: SweepSpec, rung: BuiltinRung | HfRung, design: RungDesign) -> dict[str, Any]:
     if isinstance(rung, HfRung):
         tokenizer = None if rung.tokenizer is None else str(rung.tokenizer)
         return {"model": str(rung.model), "max_lr": rung.max_lr, "tokenizer": tokenizer, "builtin": None}
     template = spec.base.builtin
-    tokens_per_step = template.batch_size * template.seq_len
-    pretrain_steps = max(2, round(ladder.pretrain_tokens_per_parameter * rung.parameters / tokens_per_step))
+    pretrain_steps = _pretrain_steps(spec, design.pretrain_tokens)
     warmup = min(round(template.warmup_steps * pretrain_steps / template.pretrain_steps), pretrain_steps - 1)
     shape = rung.model_dump(exclude={"name"})
     return {
         "model": BUILTIN_BASE,
-        "max_lr": spec.base.max_lr,
+        "max_lr": design.max_lr,
         "tokenizer": None if spec.base.tokenizer is None else str(spec.base.tokenizer),
         "builtin": template.model_dump() | shape | {"pretrain_steps": pretrain_steps, "warmup_steps": warmup},
     }
-
-
-# ------------------------------------------------------------------------------------ points in the space
-
-
-def centre(space: SearchSpace) -> tuple[float, float]:
-    """(lr_fraction, log mix ratio) at the middle of both log axes of the space: the default reference point."""
-    box = Box.of(space)
-    return math.exp(sum(box.log_lr) / 2), sum(box.log_ratio) / 2
-
-
-def space_params(space: SearchSpace, lr_fraction: float, log_mix: float) -> dict[str, Any]:
-    """The trial params nearest to (lr_fraction, log mix ratio) inside the space: clipped to a range, the nearest
-    listed value (in log) otherwise. What a predicted point is enqueued as."""
-    lr = space.lr_fraction
-    if isinstance(lr, LRFractionRange):
-        lr_value = min(max(lr_fraction, lr.low), lr.high)
-    else:
-        lr_value = min(lr, key=lambda value: abs(math.log(value) - math.log(lr_fraction)))
-    if isinstance(space.mix, MixRange):
-        low, high = sorted((space.mix.low.log_ratio, space.mix.high.log_ratio))
-        return {Param.LR_FRACTION.value: lr_value, Param.MIX_LOG_RATIO.value: min(max(log_mix, low), high)}
-    mix = min(space.mix, key=lambda ratio: abs(ratio.log_ratio - log_mix))
-    return {Param.LR_FRACTION.value: lr_value, Param.MIX.value: str(mix)}

@@ -1,41 +1,59 @@
-"""A ladder run promoted: its lines extrapolated to the target's parameter count, with their intervals and the
-warnings a reader must see before trusting them (sweep.promote.point turns this into the plan's PromotedPoint)."""
+"""A ladder promoted: the loss law's constrained optimum at the promotion target's N, pretraining tokens and full-run
+tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.point
+turns the point into the plan's PromotedPoint).
+"""
 
 from __future__ import annotations
 
 import math
 
-from sweep.choice.pick import ratio_of
-from sweep.choice.surrogate import Box
+from pydantic import Field
+
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
-from sweep.ladder.fit import Interval, Quantity
+from sweep.ladder.law import Law
+from sweep.ladder.law_optimum import TargetScale
+from sweep.ladder.law_predict import TargetPrediction, predict
+from sweep.ladder.law_table import LawInputError, lr_mean
+from sweep.ladder.law_validate import FoldErrors
 from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import LadderTarget, mismatches
+from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import Target
 from sweep.scale import non_embedding_params
-from sweep.spec.space import SearchSpace
 from train_entry.config import StrictConfig
-from train_entry.mix import Mix
-
-NEEDED = (Quantity.LOG_LR_FRACTION, Quantity.LOG_MIX_RATIO, Quantity.GAIN, Quantity.FORGETTING)
+from train_entry.optimizer import OptimizerConfig
 
 
-class LadderPoint(StrictConfig):
-    """The ladder's lines at the target's N: the point, the gain and forgetting expected there, and how sure."""
+class LawPoint(StrictConfig):
+    """What a plan records of the ladder's law: the law, where it was evaluated, its prediction there with its
+    intervals, how well it predicted each rung from the others, and what a reader must see before trusting it."""
 
-    lr_fraction: float
-    mix: Mix
-    """The point promoted: the lines' point, clipped into the searched space (a warning says when)."""
-    parameters: int
-    """The target's non-embedding parameters, counted as the rungs' were."""
-    rungs: list[str]
-    dof: int
-    """Degrees of freedom of the lines (rungs - 2): 1 with three rungs, t quantile 6.31 at 90 %."""
-    lr_fraction_interval: tuple[float, float] | None
-    mix_interval: tuple[Mix, Mix] | None
-    """90 % prediction intervals of the point's coordinates; None with no degree of freedom."""
+    target: TargetScale
+    law: Law
+    prediction: TargetPrediction
+    """Its optimum is the promoted point; every figure of it is evaluated there."""
+    folds: list[FoldErrors] = Field(default_factory=list)
+    """Leave-one-rung-out: each rung's optimum and losses predicted from the others, against its own."""
     warnings: list[str]
+
+
+def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConfig) -> LadderTarget:
+    """The full run as the law sees it: N counted as the rungs' is, the base's pretraining tokens, the run's tokens,
+    and the mean of the LR schedule the plan gives it (the proxy's decay shape and floor after the promotion's
+    warmup, as sweep.promote.plan schedules it)."""
+    steps = config.train_iters()
+    warmup = config.warmup_iters(steps)
+    schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
+    scale = TargetScale(
+        name=target.name,
+        parameters=non_embedding_params(target.model),
+        pretrain_tokens=target.pretrain_tokens,
+        tokens=config.tokens,
+        lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),
+    )
+    return LadderTarget(scale=scale, steps=steps, warmup_steps=warmup)
 
 
 def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
@@ -44,8 +62,8 @@ def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
         summary = read_ladder(run)
     except CorruptFile as exc:
         raise PromotionError(str(exc)) from None
-    if not summary.finished:
-        done = [rung.name for rung in summary.rungs]
+    if not summary.is_finished:
+        done = [rung.name for rung in summary.finished]
         raise PromotionError(
             f"{run.path} is an unfinished ladder: rungs {done or 'none'} of {summary.planned} have finished "
             "(run `sweep run SPEC` to the end first)"
@@ -53,76 +71,42 @@ def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
     return summary, run.rung(summary.planned[-1])
 
 
-def extrapolate(summary: LadderSummary, target: Target, run: RunDir) -> tuple[dict[Quantity, Interval], LadderPoint]:
-    """The lines at the target's N, the point clipped into the rungs' searched space (nothing was measured
-    outside it); PromotionError when a line is missing (a rung without a pick)."""
-    parameters = non_embedding_params(target.model)
-    estimates = summary.extrapolate(parameters)
-    missing = [quantity.value for quantity in NEEDED if quantity not in estimates]
-    if missing:
-        raise PromotionError(
-            f"{run.ladder_json}: no line for {', '.join(missing)} (fewer than two rungs have a pick); promote one "
-            f"rung instead, e.g. {run.rung(summary.planned[-1]).path}"
-        )
-    lr, mix = estimates[Quantity.LOG_LR_FRACTION], estimates[Quantity.LOG_MIX_RATIO]
-    if summary.space is None:
-        log_lr, log_ratio = lr.mean, mix.mean
-        clipped = [f"{run.ladder_json} does not record the searched space: the lines' point is not clipped into it"]
-    else:
-        log_lr, log_ratio, clipped = _within(summary.space, lr.mean, mix.mean)
-    point = LadderPoint(
-        lr_fraction=float(f"{math.exp(log_lr):.4g}"),
-        mix=ratio_of(log_ratio),
-        parameters=parameters,
-        rungs=[rung.name for rung in summary.rungs],
-        dof=lr.dof,
-        lr_fraction_interval=None if lr.low is None else (math.exp(lr.low), math.exp(lr.high)),
-        mix_interval=None if mix.low is None else (ratio_of(mix.high), ratio_of(mix.low)),
-        warnings=_warnings(summary, estimates, target, parameters) + clipped,
+def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir) -> LawPoint:
+    """The law's prediction at `at` (the one ladder.json holds when it was made for the same target and tokens,
+    else refitted from its evaluations); PromotionError with the law's refusal when it has no credible point."""
+    fit = summary.fit
+    observed = f"promote the largest rung's own pick with --observed ({run.rung(summary.planned[-1]).path})"
+    if fit is None:
+        raise PromotionError(f"{run.ladder_json}: {summary.note or 'no law was fitted'}; {observed}")
+    prediction = fit.prediction
+    if prediction.target != at.scale:
+        try:
+            table = summary.table()
+        except LawInputError as exc:
+            raise PromotionError(f"{run.ladder_json}: {exc}") from None
+        prediction = predict(table, fit.law, at.scale, summary.box, summary.forgetting_budget, summary.settings)
+    if prediction.refusal is not None or prediction.optimum is None:
+        why = prediction.refusal.message if prediction.refusal else "no optimum"
+        raise PromotionError(f"{run.ladder_json}: {why}; nothing is promoted from this ladder, or {observed}")
+    folds = [fold.errors for fold in fit.validation.folds] if fit.validation else []
+    return LawPoint(
+        target=at.scale, law=fit.law, prediction=prediction, folds=folds, warnings=_warnings(summary, at, folds)
     )
-    return estimates, point
 
 
-def _within(space: SearchSpace, log_lr: float, log_ratio: float) -> tuple[float, float, list[str]]:
-    """The point clipped into the space's box (log lr_fraction, log general:domain), and a warning per clip."""
-    box = Box.of(space)
-    warnings = []
-    lr = min(max(log_lr, box.log_lr[0]), box.log_lr[1])
-    if lr != log_lr:
-        warnings.append(
-            f"the lines' lr_fraction at the target, {math.exp(log_lr):.4g}, lies outside the searched "
-            f"{math.exp(box.log_lr[0]):g}-{math.exp(box.log_lr[1]):g}: clipped to {math.exp(lr):.4g}, as nothing "
-            "was measured beyond it (widen space.lr_fraction and rerun the ladder to follow the trend further)"
-        )
-    ratio = min(max(log_ratio, box.log_ratio[0]), box.log_ratio[1])
-    if ratio != log_ratio:
-        warnings.append(
-            f"the lines' mix at the target, {ratio_of(log_ratio)}, lies outside the searched {ratio_of(box.log_ratio[1])} "
-            f"to {ratio_of(box.log_ratio[0])}: clipped to {ratio_of(ratio)} (widen space.mix and rerun the ladder to "
-            "follow the trend further); the gain and forgetting shown are the lines' at the target, not at the clip"
-        )
-    return lr, ratio, warnings
-
-
-def _warnings(
-    summary: LadderSummary, estimates: dict[Quantity, Interval], target: Target, parameters: int
-) -> list[str]:
-    budget = summary.forgetting_budget
-    forgetting = estimates[Quantity.FORGETTING]
-    largest = summary.rungs[-1].parameters
-    reach = (
-        f"extrapolated {math.log10(parameters / largest):.1f} orders of magnitude beyond the largest rung "
-        f"({largest:,} to {parameters:,} non-embedding parameters of {target.name}) on {len(summary.rungs)} rungs"
+def _warnings(summary: LadderSummary, at: LadderTarget, folds: list[FoldErrors]) -> list[str]:
+    largest = summary.rungs[-1]
+    reach = math.log10(at.scale.parameters / largest.parameters)
+    beyond = (
+        f"predicted {reach:.1f} orders of magnitude beyond the largest rung ({largest.parameters:,} to "
+        f"{at.scale.parameters:,.0f} non-embedding parameters of {at.scale.name}) by a law fitted to "
+        f"{len(summary.rungs)} rungs"
     )
-    warnings = [reach]
-    if forgetting.low is None:
-        warnings.append("no interval: two rungs leave no degree of freedom to judge the lines by")
-    elif forgetting.high > budget:
+    warnings = [beyond]
+    warnings += [f"matched only in part: {line}" for line in mismatches(summary.rungs, at.ratios)]
+    uncovered = [fold.rung for fold in folds if not fold.covered]
+    if uncovered:
         warnings.append(
-            f"the extrapolated forgetting's 90 % interval [{forgetting.low:.4f}, {forgetting.high:.4f}] crosses the "
-            f"forgetting budget {budget:g}: the ladder cannot promise the full run stays within it"
+            f"leave-one-rung-out: the intervals missed rung(s) {', '.join(uncovered)} when predicted from the others"
         )
-    lr = math.exp(estimates[Quantity.LOG_LR_FRACTION].mean)
-    if not 0.0 < lr <= 1.0:
-        warnings.append(f"the extrapolated lr_fraction {lr:.4g} is outside (0, 1]: the lines do not hold that far")
     return warnings

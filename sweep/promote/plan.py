@@ -116,7 +116,7 @@ def make_plan(
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
-    promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target)
+    promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target, config=config)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
         "global_batch_size": _global_batch_size(config, target.model),

@@ -1,8 +1,8 @@
 """The promoted point: which point of a finished sweep (or ladder) the full run is planned at, and why.
 
 best.json's pick by default (the surrogate's point, or the best observed trial's when the surrogate could
-not pick), the best observed trial's point when asked (--observed), and for a ladder its picks
-extrapolated to the target's size. With the point comes the resolved config a proxy trial at it runs,
+not pick), the best observed trial's point when asked (--observed), and for a ladder its loss law's optimum at
+the target's size and tokens (or the law's refusal; the largest rung's pick when asked). With the point comes the resolved config a proxy trial at it runs,
 from which the plan (sweep/promote/plan.py) takes the schedule and the non-English share.
 """
 
@@ -16,12 +16,12 @@ from sweep.choice.confirmation import Confirmation, Outcome
 from sweep.choice.pick import Pick, PickSource
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
-from sweep.ladder.fit import Quantity
+from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.ladder import LadderPoint, extrapolate, finished_ladder
+from sweep.promote.ladder import LawPoint, finished_ladder, ladder_target, law_point
 from sweep.promote.targets import Target
 from train_entry.config import StrictConfig
-from train_entry.mix import Mix
+from train_entry.mix import Mix, MixRatio
 from train_entry.trial_config import TrialConfig
 
 
@@ -30,7 +30,7 @@ class PromotedPoint(StrictConfig):
 
     source: PickSource
     """surrogate: the surrogate's pick under the sweep's rule; observed: the best observed trial's point;
-    ladder: a ladder's picks extrapolated to the target's size."""
+    ladder: a ladder's loss law's optimum at the target's size and tokens."""
     trial: int | None
     """The completed trial run at this point (the first, with replicates); None between tried points."""
     lr_fraction: float
@@ -42,11 +42,12 @@ class PromotedPoint(StrictConfig):
     """90 % interval of the smooth domain_gain at the point, from the surrogate; None without one."""
     forgetting_interval: tuple[float, float] | None = None
     probability_within_budget: float | None = None
-    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate."""
+    """P(a proxy re-run at the point ends within the forgetting budget), from the surrogate; of a ladder's law, the
+    share of its bootstrap refits that keep the budget there."""
     reason: str
     """Why this point and not another: the pick's outcome, or the request for the best observed trial."""
-    ladder: LadderPoint | None = None
-    """For source ladder: the target's N, the lines' degrees of freedom, the point's intervals and warnings."""
+    ladder: LawPoint | None = None
+    """For source ladder: the law, its prediction at the target with intervals, its fold errors and warnings."""
 
     @property
     def warnings(self) -> list[str]:
@@ -54,16 +55,21 @@ class PromotedPoint(StrictConfig):
 
 
 def read_promoted(
-    run_dir: Path, *, observed: bool = False, unconfirmed: bool = False, target: Target | None = None
+    run_dir: Path,
+    *,
+    observed: bool = False,
+    unconfirmed: bool = False,
+    target: Target | None = None,
+    config: PromotionConfig | None = None,
 ) -> tuple[PromotedPoint, TrialConfig]:
-    """The point to promote from best.json (its pick; the best observed trial's when `observed`) and the
-    resolved config a proxy trial at that point runs: a completed trial's, whose blend and schedule every trial
-    shares, at the point's lr_fraction and mix. Of a ladder: its lines at the target's size (the largest rung's
-    pick when `observed`). PromotionError when there is no point, when the pick is not confirmed at fresh seeds
-    (unless `unconfirmed`), or when a file is not what the sweep wrote."""
+    """The point to promote from best.json (its pick; the best observed trial's when `observed`) and the resolved
+    config a proxy trial at that point runs: a completed trial's, whose blend and schedule every trial shares, at
+    the point's lr_fraction and mix. Of a ladder: its law's optimum at the target's size and the request's tokens
+    (the largest rung's pick when `observed`). PromotionError when there is no point, when the pick is not
+    confirmed at fresh seeds (unless `unconfirmed`), or when a file is not what the sweep wrote."""
     run = RunDir(run_dir)
     if run.is_ladder:
-        return _ladder_point(run, target, observed=observed)
+        return _ladder_point(run, target, config or PromotionConfig(), observed=observed)
     try:
         best = read_best(run)
     except NoBestSummary as exc:
@@ -75,9 +81,11 @@ def read_promoted(
     return point, _trial_config(run, best, point)
 
 
-def _ladder_point(run: RunDir, target: Target | None, *, observed: bool) -> tuple[PromotedPoint, TrialConfig]:
-    """The ladder's extrapolation to the target's N, or (observed) its largest rung's pick, with that rung's
-    resolved trial config at the point."""
+def _ladder_point(
+    run: RunDir, target: Target | None, config: PromotionConfig, *, observed: bool
+) -> tuple[PromotedPoint, TrialConfig]:
+    """The ladder's law at the target's N and the request's tokens, or (observed) its largest rung's pick, with that
+    rung's resolved trial config at the point."""
     summary, largest = finished_ladder(run)
     # The ladder's point is extrapolated, never run: a rung's confirmation does not carry over to it.
     picked, trial = read_promoted(largest.path, unconfirmed=True)
@@ -85,25 +93,40 @@ def _ladder_point(run: RunDir, target: Target | None, *, observed: bool) -> tupl
         reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {picked.reason}"
         return picked.model_copy(update={"reason": reason}), trial
     if target is None:
-        raise PromotionError("a ladder is extrapolated to the target's size: name a --target (or --observed)")
-    estimates, point = extrapolate(summary, target, run)
-    gain, forgetting = estimates[Quantity.GAIN], estimates[Quantity.FORGETTING]
+        raise PromotionError("a ladder's law is predicted at the target's size: name a --target (or --observed)")
+    point = law_point(summary, ladder_target(target, config, trial.proxy), run)
+    prediction = point.prediction
+    found, intervals = prediction.optimum, prediction.intervals
     promoted = PromotedPoint(
         source=PickSource.LADDER,
         trial=None,
-        lr_fraction=point.lr_fraction,
-        mix=point.mix,
-        domain_gain=gain.mean,
-        forgetting=forgetting.mean,
-        gain_interval=None if gain.low is None else (gain.low, gain.high),
-        forgetting_interval=None if forgetting.low is None else (forgetting.low, forgetting.high),
+        lr_fraction=found.lr_fraction,
+        mix=MixRatio.parse(found.mix),
+        domain_gain=found.domain_gain,
+        forgetting=found.forgetting,
+        gain_interval=None if intervals is None else (intervals.domain_gain.low, intervals.domain_gain.high),
+        forgetting_interval=None if intervals is None else (intervals.forgetting.low, intervals.forgetting.high),
+        probability_within_budget=prediction.within_budget,
         reason=(
-            f"the ladder's lines over rungs {', '.join(point.rungs)} (least squares on log N, {point.dof} degree(s) "
-            f"of freedom) at {target.name}'s {point.parameters:,} non-embedding parameters; 90 % prediction intervals"
+            f"the loss law over rungs {', '.join(point.law.rungs)} ({point.law.rows} evaluations of {point.law.trials} "
+            f"trials): its highest domain_gain with forgetting within {prediction.budget:g} at {target.name}'s "
+            f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens; 90 % "
+            f"intervals over {prediction.refits} bootstrap refits"
         ),
         ladder=point,
     )
     return promoted, trial.model_copy(update={"lr_fraction": promoted.lr_fraction, "mix": promoted.mix})
+
+
+def proxy_trial(run_dir: Path, point: PromotedPoint) -> TrialConfig:
+    """The resolved config of a proxy trial at the plan's promoted point (of a ladder, at its largest rung): what a
+    rehearsal trains, whichever way the point was chosen, without predicting the law again."""
+    run = RunDir(run_dir)
+    if run.is_ladder:
+        run = finished_ladder(run)[1]
+    # The plan was made from this point, confirmed then or let through by --unconfirmed.
+    _, trial = read_promoted(run.path, observed=point.source is PickSource.OBSERVED, unconfirmed=True)
+    return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})
 
 
 def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> PromotedPoint:

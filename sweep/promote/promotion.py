@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.address import security_warnings
-from sweep.choice.pick import PickSource
 from sweep.files.records import write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
 from sweep.promote.plan import Plan, make_plan, plan_dir
-from sweep.promote.point import read_promoted
+from sweep.promote.point import proxy_trial
 from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
 from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.request import PromotionRequest, Rehearsal, Submission
@@ -94,11 +93,7 @@ def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, 
     """The plan's job path at toy scale on a local 2-node cluster, with the proxy's own model and data."""
     plan = promotion.plan
     # The point the plan promotes, which --observed may have made the best observed trial rather than the pick.
-    promoted = plan.sweep.promoted
-    # The plan was made from this point, confirmed then or let through by --unconfirmed.
-    observed = promoted.source is PickSource.OBSERVED
-    _, trial = read_promoted(run_dir, observed=observed, unconfirmed=True, target=plan.target)
-    trial = trial.model_copy(update={"lr_fraction": promoted.lr_fraction, "mix": promoted.mix})
+    trial = proxy_trial(run_dir, plan.sweep.promoted)
     if not Path(trial.base_dir).is_dir():
         raise PromotionError(
             f"the proxy base {trial.base_dir} the sweep trained from is gone; rebuild it with `sweep base "

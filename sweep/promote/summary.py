@@ -9,6 +9,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from sweep.choice.pick import PickSource
+from sweep.ladder.law_validate import FoldErrors
 from sweep.promote.layout import RankedLayout, describe
 from sweep.promote.plan import Plan
 from sweep.promote.point import PromotedPoint
@@ -86,7 +87,7 @@ def _run_table(plan: Plan) -> Table:
 def _point(point: PromotedPoint) -> str:
     """The promoted point's gain and forgetting: measured at a trial, or predicted by the surrogate."""
     if point.source is PickSource.LADDER:
-        text = "ladder extrapolation to the target's size: predicted"
+        text = "the ladder's loss law at the target's size: predicted"
     elif point.source is PickSource.SURROGATE:
         where = f"at trial {point.trial}" if point.trial is not None else "between tried points"
         text = f"surrogate pick {where}: predicted"
@@ -101,23 +102,41 @@ def _certainty(point: PromotedPoint) -> list[tuple[str, str]]:
         return []
     (gain_low, gain_high), (forget_low, forget_high) = point.gain_interval, point.forgetting_interval
     text = f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, {forget_high:.4f}]"
-    if point.probability_within_budget is not None:  # a ladder's lines give intervals, no probability
-        text += f"; P(re-run within budget) {point.probability_within_budget:.2f}"
+    if point.probability_within_budget is not None:
+        what = "share of refits within budget" if point.ladder is not None else "P(re-run within budget)"
+        text += f"; {what} {point.probability_within_budget:.2f}"
     return [("certainty", text)]
 
 
 def _ladder(point: PromotedPoint) -> list[tuple[str, str]]:
-    """The ladder's intervals of the point itself and its warnings, for a plan extrapolated from a ladder."""
+    """The law's fit, the intervals of the point itself, its fold errors and its warnings, for a ladder's plan."""
     ladder = point.ladder
     if ladder is None:
         return []
-    if ladder.lr_fraction_interval is None or ladder.mix_interval is None:
-        where = "no intervals of the point (no degree of freedom)"
-    else:
-        (lr_low, lr_high), (mix_low, mix_high) = ladder.lr_fraction_interval, ladder.mix_interval
-        where = f"90 % intervals of the point: lr_fraction [{lr_low:.4g}, {lr_high:.4g}], mix [{mix_low}, {mix_high}]"
-    rows = [("ladder", f"rungs {', '.join(ladder.rungs)}, {ladder.dof} degree(s) of freedom; {where}")]
+    law, prediction = ladder.law, ladder.prediction
+    fit = (
+        f"over rungs {', '.join(law.rungs)}: R2 {law.general_quality.r2:.3f} (forgetting), "
+        f"{law.domain_quality.r2:.3f} (domain_gain)"
+    )
+    intervals = prediction.intervals
+    if intervals is not None:
+        lr, share = intervals.lr_fraction, intervals.domain_share
+        fit += f"; 90 % intervals of the point: lr_fraction [{lr.low:.4g}, {lr.high:.4g}], domain share "
+        fit += f"[{share.low:.3f}, {share.high:.3f}]"
+    rows = [("law", fit)]
+    if ladder.folds:
+        rows.append(("folds", "; ".join(_fold_text(fold) for fold in ladder.folds)))
     return rows + [("WARNING", warning) for warning in ladder.warnings]
+
+
+def _fold_text(fold: FoldErrors) -> str:
+    """One rung predicted from the others, against its own: x lr_fraction, +- share and forgetting, gain short."""
+    if fold.lr_ratio is None:
+        return f"{fold.rung} no optimum to compare"
+    text = f"{fold.rung} lr x{fold.lr_ratio:.2f}, share {fold.share_error:+.3f}"
+    if fold.forgetting_error is not None:
+        text += f", forgetting {fold.forgetting_error:+.4f}, gain short {fold.gain_shortfall:.4f}"
+    return text + ("" if fold.covered else " (NOT covered)")
 
 
 def _blend_table(plan: Plan) -> Table:

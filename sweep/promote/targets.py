@@ -4,7 +4,8 @@ Presets are Meta's Llama 3.1 base models. Shapes and peak LRs are from "The Llam
 Models" (Dubey et al., 2024, arXiv:2407.21783), Table 3 (layers, model dimension, FFN dimension,
 attention heads, key/value heads, peak learning rate, vocabulary 128K, RoPE base 500 000) and
 the released checkpoints' config.json (vocab_size 128256, rope_theta 500000, rms_norm_eps 1e-5,
-rope_scaling factor 8, untied embeddings); sequences are the reference recipe's 8192 tokens.
+rope_scaling factor 8, untied embeddings); sequences are the reference recipe's 8192 tokens. Pretraining tokens:
+15.6T for the 405B (the paper); 15T for 8B and 70B (Meta's Llama 3.1 model card: "over 15 trillion tokens").
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ class Target(StrictConfig):
     model: ModelShape
     max_lr: float = Field(gt=0.0, le=1.0)
     """The base's own pretraining peak LR: the plan's peak LR is the promoted point's lr_fraction x this."""
+    pretrain_tokens: float = Field(gt=0.0, le=1e15)
+    """Tokens the base was pretrained on: a ladder's law counts the full run's continued pretraining in them, and
+    a ladder's rungs continue-pretrain on the same share of their own (docs/ladder.md)."""
     source: str = ""
     """Where the shape and max_lr come from (paper, model card), shown in the summary."""
 
@@ -43,9 +47,9 @@ LLAMA_3_1_405B = ModelShape(
 PRESETS: dict[str, Target] = {
     target.name: target
     for target in (
-        Target(name="llama3.1-8b", model=LLAMA_3_1_8B, max_lr=3e-4, source=_LLAMA3_PAPER),
-        Target(name="llama3.1-70b", model=LLAMA_3_1_70B, max_lr=1.5e-4, source=_LLAMA3_PAPER),
-        Target(name="llama3.1-405b", model=LLAMA_3_1_405B, max_lr=8e-5, source=_LLAMA3_PAPER),
+        Target(name="llama3.1-8b", model=LLAMA_3_1_8B, max_lr=3e-4, pretrain_tokens=15e12, source=_LLAMA3_PAPER),
+        Target(name="llama3.1-70b", model=LLAMA_3_1_70B, max_lr=1.5e-4, pretrain_tokens=15e12, source=_LLAMA3_PAPER),
+        Target(name="llama3.1-405b", model=LLAMA_3_1_405B, max_lr=8e-5, pretrain_tokens=15.6e12, source=_LLAMA3_PAPER),
     )
 }
 

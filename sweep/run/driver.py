@@ -17,11 +17,11 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 import optuna
 import ray
@@ -87,13 +87,11 @@ def run_sweep(
     wandb: WandbTarget | None,
     view: SweepView,
     study_name: str | None = None,
-    first_points: Sequence[dict[str, Any]] = (),
 ) -> SweepOutcome:
     """Runs (or resumes) the sweep in `run`; the caller has checked the run name and the address.
 
-    The study is named `study_name` (default the run directory's name); `first_points` are enqueued as its first
-    trials (a ladder's predicted point). The storage URL and its environment are checked before the run
-    directory is created or touched.
+    The study is named `study_name` (default the run directory's name). The storage URL and its environment are
+    checked before the run directory is created or touched.
     """
     record = RunRecord(study_name=study_name or run.path.name, storage=spec.execution.storage)
     url = record.url(run)  # an unset ${NAME} in the storage URL stops here, before anything is written
@@ -102,7 +100,7 @@ def run_sweep(
             _discard(run, url=url, name=record.study_name, view=view)
         log = _log_handler(run.inside(run.driver_log))
         _route_logs(log)
-        sweep = open_study(spec, url=url, name=record.study_name, first=first_points)  # refuses another spec's
+        sweep = open_study(spec, url=url, name=record.study_name)  # refuses another spec's
         run.write_spec_copy(spec)
         run.write_record(record)
         searcher = StudySearcher(sweep)

@@ -26,7 +26,7 @@ from sweep.choice.confirmation import ConfirmationConfig
 from sweep.choice.pick import PickConfig
 from sweep.files.config_file import load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig
-from sweep.ladder.gpus import rung_execution_gpus
+from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.space import SearchSpace
 from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
@@ -273,7 +273,8 @@ class SweepSpec(StrictConfig):
     execution: ExecutionConfig = ExecutionConfig()
     tracking: TrackingConfig = TrackingConfig()
     ladder: LadderConfig | None = None
-    """The same search at several proxy sizes, fitted across them (sweep/ladder/config.py); None: one sweep of `base`."""
+    """The same design at several matched proxy sizes and the loss law fitted across them (sweep/ladder/); None: one
+    sweep of `base`."""
 
     @model_validator(mode="before")
     @classmethod
@@ -301,10 +302,14 @@ class SweepSpec(StrictConfig):
         if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
             raise ValueError(
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
-                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr}}"
+                f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr, pretrain_tokens}}"
             )
-        if self.ladder is not None and self.ladder.reference is not None:
-            self.ladder.reference.check_inside(self.space)
+        if self.ladder is not None and self.search.sampler != "grid":
+            # The law is checked by predicting each rung from the others: that needs the same points at every rung.
+            raise ValueError(
+                f"a ladder runs the same fixed design at every rung: set search.sampler grid (got "
+                f"{self.search.sampler}) and list space.lr_fraction and space.mix"
+            )
         self._trials_fit()
         return self
 
@@ -314,8 +319,8 @@ class SweepSpec(StrictConfig):
             shape = base_shape(self.base.model, self.base.builtin, self.proxy.seq_len)
             check_trial_fits(self.execution, self.proxy, shape, base=self.base.model)
             return
-        for index, rung in enumerate(self.ladder.rungs):
-            rung_execution_gpus(index, rung, self.execution, self.proxy, self.base.builtin)
+        for index, (rung, batch) in enumerate(zip(self.ladder.rungs, self.ladder.batch_sizes(self.proxy.batch_size))):
+            rung_trial(index, rung, batch, self.execution, self.proxy, self.base.builtin)
 
     def _bpe_has_text(self) -> None:
         """The built-in base's BPE is trained on the general side's text, which a Megatron prefix does not hold."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from sweep.files.records import CorruptFile, read_model
-from sweep.ladder.config import HfModelConfig
+from sweep.ladder.config import HfModelConfig, builtin_shape
 from sweep.spec.trial_memory import MAX_WORKERS, TrialMemory, gpus_needed, trial_memory
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
@@ -162,7 +162,7 @@ def base_shape(model: str, builtin: BuiltinBaseConfig | None, seq_len: int) -> M
     """The shape of a spec's base (`base.model`, and `base.builtin` for the built-in one); None when a Hugging Face
     base's config.json gives none."""
     if builtin is not None and model.startswith(BUILTIN_PREFIX):
-        return builtin_shape(builtin, seq_len)
+        return builtin_shape(builtin, vocab_size=builtin.vocab_size, seq_len=seq_len)
     return hf_shape(Path(model), seq_len)
 
 
@@ -174,19 +174,6 @@ def hf_shape(model_dir: Path, seq_len: int) -> ModelShape | None:
         )
     except (CorruptFile, ValueError):
         return None
-
-
-def builtin_shape(builtin: BuiltinBaseConfig, seq_len: int) -> ModelShape:
-    return ModelShape(
-        num_layers=builtin.num_layers,
-        hidden_size=builtin.hidden_size,
-        ffn_hidden_size=builtin.intermediate_size,
-        num_attention_heads=builtin.num_heads,
-        num_query_groups=builtin.num_kv_heads,
-        vocab_size=builtin.vocab_size,
-        seq_length=seq_len,
-        untie_embeddings_and_output_weights=False,  # train_entry.pretrain ties them
-    )
 
 
 def trials_at_once(scale: TrialScale, *, concurrency: int, max_gpus: int | None) -> int:

@@ -9,7 +9,6 @@ pruner, built from the spec.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,10 +228,8 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str, Any]] = ()) -> SweepStudy:
-    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun.
-
-    `first`: points (trial params) enqueued before any other, once each: a ladder's predicted point."""
+def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
+    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
     storage = open_storage(url, creating=True)
     plan = SweepPlan.from_spec(spec)
     study = optuna.create_study(
@@ -255,6 +252,6 @@ def open_study(spec: SweepSpec, *, url: str, name: str, first: Sequence[dict[str
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
     # Enqueued points are WAITING trials in storage, so they survive a crash; on a rerun skip_if_exists
     # enqueues only the points a crash kept from being enqueued (or that have not run yet).
-    for params in [*first, *(plan.space.grid() if spec.search.sampler == "grid" else [])]:
+    for params in plan.space.grid() if spec.search.sampler == "grid" else []:
         sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
     return sweep

@@ -1,28 +1,28 @@
-"""The ladder's report: a pure reader of ladder.json, with the pick against N and its band to the target, and
-the largest rung predicted against measured, in the page and in markdown."""
+"""The ladder's report: a pure reader of ladder.json, with the matched ratios of every rung beside the target's, the
+law with its fit per loss and per rung, its answer at the target and leave-one-rung-out against the ladder's targets,
+in the page and in markdown."""
 
 from __future__ import annotations
 
 from cli import main
 from reports.ladder_report import write_ladder_report
 from reports.report import REPORT_MD
-from sweep.files.rundir import RunDir
-from sweep.ladder.driver import run_ladder
-from sweep.spec.spec import load_spec
-from tests.sweep.ladder.test_ladder import LADDER, Quiet, ScriptedRungs
 
 
-def test_the_ladder_report_plots_the_pick_against_size_and_tables_predicted_against_measured(write_tiny_spec, tmp_path):
-    spec = load_spec(write_tiny_spec("ladder.yaml", ladder=LADDER))
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-
-    index = write_ladder_report(run.path)
+def test_the_ladder_report_tables_the_matched_rungs_the_law_and_its_folds(scripted_ladder_run, tmp_path):
+    index = write_ladder_report(scripted_ladder_run, tmp_path / "report")
     html = index.read_text()
-    assert (index.parent / "optimum_vs_size.png").read_bytes().startswith(b"\x89PNG")
-    assert "Predicted against measured: m" in html and "llama3.1-70b" in html
+    for figure in ("law_fit.png", "critical_share.png"):
+        assert (index.parent / figure).read_bytes().startswith(b"\x89PNG")
+    assert "Matched rungs" in html and "llama3.1-70b (target)" in html and "Leave-one-rung-out" in html
     markdown = (index.parent / REPORT_MD).read_text()
-    assert "| lr_fraction |" in markdown and "predicted (90 % interval)" in markdown
-    assert "(no interval: 0 degrees of freedom)" in markdown  # two smaller rungs predict the largest
-    assert "1 degree(s) of freedom" in markdown  # three rungs extrapolate to the target
-    assert main(["report", str(run.path)]) == 0  # `sweep report` of a ladder directory writes the same
+    assert "| pretraining tokens / N | CPT tokens / N | CPT / pretraining tokens | steps | warmup share |" in markdown
+    assert "| xxs | 46,272 | 0.006001 | 1 |" in markdown and "(>2x)" in markdown
+    assert "forgetting = (N / " in markdown and "R2 " in markdown and "| m | 27 |" in markdown
+    assert (
+        "Evaluations the law sees: xxs 27 evaluations of 9 trials (base general / domain loss 3.200 / 3.900)"
+        in markdown
+    )
+    assert "Targets per fold: lr_fraction within x1.3, domain share within ±0.07" in markdown
+    assert "published: grows" in markdown
+    assert main(["report", str(scripted_ladder_run), "--output", str(tmp_path / "again")]) == 0

@@ -1,40 +1,44 @@
-"""The proxy ladder: its spec section, each rung's sweep spec, the fit across sizes with its interval, and the
-driver's order (the largest rung predicted, written and enqueued before its trials run), all with scripted
-rungs and no training; one slow end-to-end ladder trains a micro ladder."""
+"""The proxy ladder: its spec section, each rung matched to the others and to the target, and the driver (every rung's
+evaluations read from its study, the law fitted over all of them and a team's earlier runs, its prediction at the
+target or its refusal, each rung predicted from the others), all with scripted rungs and no training; one slow
+end-to-end ladder trains a micro ladder."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
+import shutil
 import subprocess
 import sys
 
-import numpy as np
-import optuna
 import pytest
-from scipy import stats
 
-from sweep.choice.best import best_summary_with
-from sweep.choice.observed import select
-from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction
 from sweep.files.config_file import SpecError
-from sweep.files.rundir import RunDir, RunRecord, open_run
+from sweep.files.rundir import RunDir
 from sweep.ladder.config import PRESETS, LadderConfig
-from sweep.ladder.driver import RungStart, run_ladder
-from sweep.ladder.fit import Quantity, fit_line
-from sweep.ladder.record import LadderMismatch, read_ladder
-from sweep.ladder.rungs import RungSpec, rung_specs
+from sweep.ladder.law_optimum import constrained_optimum
+from sweep.ladder.record import LadderMismatch, LadderSummary, read_ladder
+from sweep.ladder.rungs import MAX_LR_EXPONENT, rung_specs
 from sweep.promote.targets import load_target
-from sweep.run.driver import SweepOutcome
 from sweep.spec.spec import load_spec
-from sweep.study.study import SweepPlan, open_study
-from sweep.study.trial import run_study_trial
-from tests.sweep.scripted import STEPS, scripted, trial_row
+from tests.sweep.ladder.ladder_runs import (
+    GENTLE,
+    LADDER,
+    STOPPED,
+    LawRungs,
+    Quiet,
+    scripted_ladder,
+    write_ladder_spec,
+)
+from tests.sweep.ladder.synthetic import TRUTH, as_csv, draw
+from tests.sweep.ladder.test_ladder_files import snapshot
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.megatron.config import LLAMA_3_1_8B
-from train_entry.mix import MixRatio
 
-LADDER = {"rungs": ["xs", "s", "m"]}
+NARROW = {"name": "s2", "hidden_size": 128, "num_layers": 3, "num_heads": 4, "num_kv_heads": 2,
+          "intermediate_size": 352}  # fmt: skip
+"""Between s and m: with xs, s and m a ladder spanning 8x in N."""
 ODD = {"name": "odd", "hidden_size": 100, "num_layers": 4, "num_heads": 3, "num_kv_heads": 1, "intermediate_size": 300}
 """A shape whose heads do not divide its width."""
 
@@ -48,86 +52,89 @@ def test_the_presets_grow_and_m_is_todays_builtin_base(write_tiny_spec):
     assert (m.hidden_size, m.num_layers, m.num_heads, m.num_kv_heads, m.intermediate_size) == (
         default.hidden_size, default.num_layers, default.num_heads, default.num_kv_heads, default.intermediate_size
     )  # fmt: skip
-    assert [rung.parameters for rung in PRESETS.values()] == [92_480, 302_496, 738_432]
-    spec = load_spec(write_tiny_spec("ladder.yaml", ladder=LADDER))
-    assert [rung.name for rung in spec.ladder.rungs] == ["xs", "s", "m"]
+    assert [rung.parameters for rung in PRESETS.values()] == [46_272, 92_480, 302_496, 738_432]
+    spec = load_spec(write_ladder_spec(write_tiny_spec, "presets.yaml"))
+    assert [rung.name for rung in spec.ladder.rungs] == ["xxs", "xs", "s", "m"]
 
 
-def test_the_shipped_ladder_pretrains_m_as_today_and_scales_tokens_with_n():
+def test_the_shipped_ladder_matches_its_rungs_to_each_other_and_to_the_target():
+    """The same steps, warmup, schedule and evaluations at every rung; a batch in proportion to N; every rung's
+    trials read 1/15 of their base's pretraining tokens (Llama 3.1 70B's 1 T of 15 T); every base pretrains on the
+    same tokens per parameter within 8 %, at its own peak LR by the stated rule; the m rung's base is today's
+    builtin:tiny-llama."""
     spec = load_spec("search_spaces/lr_mix_ladder.yaml")
-    rungs = rung_specs(spec)
+    target = load_target(spec.ladder.target)
+    share = spec.ladder.full_run_tokens / target.pretrain_tokens
+    rungs = rung_specs(spec, share)
+    assert [rung.design.batch_size for rung in rungs] == [1, 2, 7, 16]
+    for rung in rungs:
+        proxy = rung.spec.proxy
+        assert proxy == spec.proxy.model_copy(update={"batch_size": rung.design.batch_size})
+        assert rung.spec.ladder is None and rung.spec.space == spec.space and rung.spec.search == spec.search
+        assert rung.design.trial_tokens / rung.design.pretrain_tokens == pytest.approx(1 / 15)
+    per_parameter = [rung.design.pretrain_tokens / rung.parameters for rung in rungs]
+    assert max(per_parameter) / min(per_parameter) < 1.08
     m = rungs[-1]
-    assert m.spec.base.builtin.pretrain_steps == BuiltinBaseConfig().pretrain_steps == 1200
-    assert m.spec.proxy == spec.proxy  # the largest rung runs the spec's own proxy
-    ratios = [rung.trial_tokens / rung.parameters for rung in rungs]
-    assert max(ratios) / min(ratios) < 1.01  # D proportional to N
-    pretrain = [rung.spec.base.builtin.pretrain_steps / rung.parameters for rung in rungs]
-    assert max(pretrain) / min(pretrain) < 1.01
-    assert all(rung.spec.ladder is None and rung.spec.space == spec.space for rung in rungs)
-    assert [rung.spec.search.pruner.n_warmup_steps for rung in rungs] == [12, 41, 100]  # shrunk with the steps
+    assert m.spec.base.builtin == BuiltinBaseConfig() and m.spec.base.max_lr == spec.base.max_lr == 3e-3
+    for rung in rungs:
+        compute = rung.parameters * rung.design.pretrain_tokens / (m.parameters * m.design.pretrain_tokens)
+        assert rung.spec.base.max_lr == pytest.approx(3e-3 * compute**-MAX_LR_EXPONENT, rel=1e-3)
+    assert rungs[0].spec.base.max_lr == pytest.approx(6.0e-3, rel=0.01)
 
 
 @pytest.mark.parametrize(
     ("ladder", "message"),
     [
-        ({"rungs": ["xs", "m"]}, "List should have at least 3 items"),
-        ({"rungs": ["xs", "xl", "m"]}, "unknown built-in preset 'xl'; valid: xs, s, m"),
-        ({"rungs": ["m", "s", "xs"]}, "rungs must grow, smallest first; non-embedding parameters: m 738,432"),
-        ({"rungs": ["xs", "s", "s"]}, "rung names must differ"),
-        ({"rungs": ["xs", "s", "m"], "pretrain_tokens_per_parameter": 0}, "ladder.pretrain_tokens_per_parameter = 0"),
-        ({"rungs": ["xs", "s", ODD]}, "num_heads must divide hidden_size"),
+        ({"rungs": ["xs", "s", "m"]}, "List should have at least 4 items"),
+        ({"rungs": ["xxs", "xs", "xl", "m"]}, "unknown built-in preset 'xl'; valid: xxs, xs, s, m"),
+        ({"rungs": ["m", "s", "xs", "xxs"]}, "rungs must grow, smallest first; non-embedding parameters: m 738,432"),
+        ({"rungs": ["xxs", "xs", "s", "s"]}, "rung names must differ"),
+        ({"rungs": ["xs", "s", NARROW, "m"]}, "rungs must span at least a decade of N (the largest 10 x the smallest)"),
+        ({"rungs": ["xxs", "xs", "s", ODD]}, "num_heads must divide hidden_size"),
+        ({"full_run_tokens": 0}, "ladder.full_run_tokens = 0"),
     ],
 )
 def test_a_bad_ladder_is_one_message_naming_the_key(write_tiny_spec, ladder, message):
-    path = write_tiny_spec("bad_ladder.yaml", ladder=ladder)
+    name = hashlib.sha256(repr(ladder).encode()).hexdigest()[:12]  # a file per case: workers share the folder
+    path = write_ladder_spec(write_tiny_spec, f"bad_ladder_{name}.yaml", **ladder)
     with pytest.raises(SpecError) as error:
         load_spec(path)
     assert str(path) in str(error.value) and message in str(error.value)
     assert "ladder" in str(error.value)
 
 
-@pytest.mark.parametrize(
-    ("reference", "message"),
-    [
-        (
-            {"lr_fraction": 0.5, "mix": "2:1"},
-            "ladder.reference.lr_fraction = 0.5 lies outside the searched space.lr_fraction, 0.05 to 0.3",
-        ),
-        (
-            {"lr_fraction": 0.1, "mix": "16:1"},
-            "ladder.reference.mix = '16:1' lies outside the searched space.mix, 8:1 to 1:2",
-        ),
-    ],
-)
-def test_a_reference_point_outside_the_space_is_one_message_naming_the_key_and_the_range(
-    write_tiny_spec, reference, message
-):
-    space = {"lr_fraction": {"low": 0.05, "high": 0.3}, "mix": ["8:1", "2:1", "1:2"]}
-    path = write_tiny_spec("far_reference.yaml", ladder=LADDER | {"reference": reference}, space=space)
-    with pytest.raises(SpecError) as error:
+def test_a_ladder_runs_a_fixed_design(write_tiny_spec):
+    path = write_tiny_spec("sampled_ladder.yaml", ladder=LADDER)  # the tiny spec samples with TPE
+    with pytest.raises(SpecError, match="a ladder runs the same fixed design at every rung: set search.sampler grid"):
         load_spec(path)
-    assert str(path) in str(error.value) and message in str(error.value)
-    assert len(str(error.value).splitlines()) == 1
-    edge = write_tiny_spec("edge_reference.yaml", ladder=LADDER | {"reference": {"lr_fraction": 0.3, "mix": "1:2"}},
-                           space=space)  # fmt: skip
-    assert load_spec(edge).ladder.reference.lr_fraction == 0.3  # bounds are inclusive
+
+
+def test_earlier_runs_are_checked_with_the_spec(write_tiny_spec, tmp_path):
+    runs = tmp_path / "earlier.csv"
+    runs.write_text(as_csv(draw(rungs={"m": 738_432})))
+    with pytest.raises(SpecError, match="names rung.s. m of the ladder itself"):
+        load_spec(write_ladder_spec(write_tiny_spec, "earlier.yaml", runs=str(runs)))
+    runs.write_text(as_csv(draw(rungs={"prior": 2_367_360})).replace(",8:1,", ",8-1,", 1))
+    with pytest.raises(SpecError, match=r"earlier.csv: line 2, column 'mix': mix ratio must be"):
+        load_spec(write_ladder_spec(write_tiny_spec, "earlier.yaml", runs=str(runs)))
 
 
 def test_a_target_file_resolves_against_the_spec_folder_not_the_working_directory(
     write_tiny_spec, tmp_path, monkeypatch
 ):
-    spec_path = write_tiny_spec("targeted_ladder.yaml", ladder=LADDER | {"target": "targets/mine.yaml"})
+    spec_path = write_ladder_spec(write_tiny_spec, "targeted_ladder.yaml", target="targets/mine.yaml")
     target_file = spec_path.parent / "targets" / "mine.yaml"
     target_file.parent.mkdir(exist_ok=True)
     model = LLAMA_3_1_8B.model_dump(mode="json")
-    target_file.write_text(json.dumps({"name": "mine", "model": model, "max_lr": 3e-4}))  # JSON is YAML
+    target = {"name": "mine", "model": model, "max_lr": 3e-4, "pretrain_tokens": 1e12}
+    target_file.write_text(json.dumps(target))  # JSON is YAML
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     ladder = load_spec(spec_path).ladder
     assert ladder.target == str(target_file.resolve())
     assert load_target(ladder.target).name == "mine"
-    preset = load_spec(write_tiny_spec("preset_ladder.yaml", ladder=LADDER | {"target": "llama3.1-8b"})).ladder
+    preset = load_spec(write_ladder_spec(write_tiny_spec, "preset_ladder.yaml", target="llama3.1-8b")).ladder
     assert preset.target == "llama3.1-8b"  # a preset name is not a path
 
 
@@ -144,277 +151,153 @@ def test_built_in_rungs_need_the_built_in_base(tmp_path):
 
 def test_hugging_face_rungs_are_counted_from_their_config(tmp_path):
     rungs = []
-    for name, hidden, layers in (("a", 64, 2), ("b", 128, 4), ("c", 256, 8)):
+    for name, hidden, layers in (("a", 64, 2), ("b", 128, 4), ("c", 256, 8), ("d", 512, 8)):
         folder = tmp_path / name
         folder.mkdir()
         config = {"model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers,
                   "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": hidden * 3}  # fmt: skip
         (folder / "config.json").write_text(json.dumps(config))
-        rungs.append({"name": name, "model": str(folder), "max_lr": 3e-4})
+        rungs.append({"name": name, "model": str(folder), "max_lr": 3e-4, "pretrain_tokens": 1e9})
     ladder = LadderConfig.model_validate({"rungs": rungs})
     assert not ladder.builtin
     h, kv = 64, 2 * 16
     assert ladder.rungs[0].parameters == 2 * (2 * h * h + 2 * h * kv + 3 * h * 3 * h + 2 * h) + h
 
 
-# ------------------------------------------------------------------------------------------------ the fit
-
-
-def test_the_fit_is_least_squares_on_log_n_with_a_t_prediction_interval():
-    sizes, values = [1e5, 3e5, 1e6, 3e6], [0.30, 0.21, 0.17, 0.10]
-    fit = fit_line(sizes, values)
-    x = np.log(sizes)
-    slope, intercept = np.polyfit(x, values, 1)
-    assert (fit.slope, fit.intercept, fit.dof) == (pytest.approx(slope), pytest.approx(intercept), 2)
-    at = 7e10
-    residual = np.sqrt(np.sum((np.array(values) - intercept - slope * x) ** 2) / 2)
-    half = (
-        stats.t.ppf(0.95, 2)
-        * residual
-        * np.sqrt(1 + 1 / 4 + (np.log(at) - x.mean()) ** 2 / np.sum((x - x.mean()) ** 2))
-    )
-    interval = fit.predict(at)
-    assert interval.mean == pytest.approx(intercept + slope * np.log(at))
-    assert (interval.low, interval.high) == (pytest.approx(interval.mean - half), pytest.approx(interval.mean + half))
-
-
-def test_three_rungs_leave_one_degree_of_freedom_and_two_none():
-    three = fit_line([1e5, 3e5, 1e6], [0.3, 0.2, 0.16])
-    assert three.dof == 1 and three.predict(1e6).low is not None
-    wide = three.predict(7e10)
-    assert wide.high - wide.low > 5 * (three.predict(1e6).high - three.predict(1e6).low) / 5  # wider far out
-    two = fit_line([1e5, 3e5], [0.3, 0.2]).predict(1e6)
-    assert (two.low, two.high, two.dof) == (None, None, 0)
-    assert fit_line([1e5], [0.3]) is None and fit_line([1e5, 1e5], [0.3, 0.2]) is None
-
-
 # --------------------------------------------------------------------------------------------- the driver
 
 
-def law_lr(parameters: float) -> float:
-    """The scripted optimum: lr_fraction falls as N^-0.2, the mix grows more domain-heavy with N."""
-    return 0.25 * (parameters / 1e5) ** -0.2
+def test_every_rung_runs_in_order_and_the_law_is_fitted_over_every_evaluation(scripted_ladder_run):
+    """4 rungs x 9 grid trials x 3 evaluations enter the law; its optimum at Llama 3.1 70B is the known law's within
+    the ladder's own tolerances (x1.3 in lr_fraction, 0.07 in share), and every rung is predicted from the others."""
+    run = RunDir(scripted_ladder_run)
+    summary = read_ladder(run)
+    assert [rung.name for rung in summary.finished] == ["xxs", "xs", "s", "m"] and summary.is_finished
+    assert json.loads(run.ladder_json.read_text())["format_version"] == 1
+    assert [(rung.trials, rung.evaluations) for rung in summary.finished] == [(9, 27)] * 4
+    fit = summary.fit
+    assert fit.law.rows == 108 and fit.law.rungs == ["xxs", "xs", "s", "m"]
+    assert fit.law.general_quality.r2 > 0.95 and fit.law.domain_quality.r2 > 0.95
+    prediction = fit.prediction
+    assert prediction.credible and prediction.target == summary.at_target.scale
+    truth = constrained_optimum(GENTLE, summary.at_target.scale, summary.box, summary.forgetting_budget).point
+    assert abs(math.log(prediction.optimum.lr_fraction / truth.lr_fraction)) < math.log(1.3)
+    assert abs(prediction.optimum.domain_share - truth.domain_share) < 0.07
+    assert [fold.rung for fold in fit.validation.folds] == ["xxs", "xs", "s", "m"]
 
 
-def law_log_mix(parameters: float) -> float:
-    return math.log(4.0) - 0.4 * math.log(parameters / 1e5)
+def test_ladder_json_is_written_as_each_rung_finishes_and_a_rerun_reads_the_rungs_again(scripted_ladder_run):
+    """Stopped in its third rung, the ladder held the first two rungs' evaluations and no law; run again, it read
+    them again from their studies (every trial once) and fitted the law over all four."""
+    stopped = LadderSummary.model_validate_json((scripted_ladder_run.parents[1] / STOPPED).read_text())
+    assert [rung.name for rung in stopped.finished] == ["xxs", "xs"] and stopped.fit is None
+    assert {row.rung for row in stopped.observations} == {"xxs", "xs"}
+    assert stopped.planned == ["xxs", "xs", "s", "m"] and stopped.rungs[-1].batch_size == 16
+    finished = read_ladder(RunDir(scripted_ladder_run))
+    assert [row for row in finished.observations if row.rung in ("xxs", "xs")] == stopped.observations
+    assert len({(row.rung, row.trial) for row in finished.observations}) == 36
 
 
-def _pick(parameters: int) -> Pick:
-    lr, mix = law_lr(parameters), MixRatio(math.exp(law_log_mix(parameters)), 1.0)
-    estimate = Prediction(
-        mean=0.2, sd=0.01, noise_sd=0.01, low=0.18, high=0.22, remeasured_low=0.17, remeasured_high=0.23
-    )
-    forgetting = Prediction(mean=0.001 * math.log(parameters), sd=0.001, noise_sd=0.001, low=0.0, high=0.03,
-                          remeasured_low=0.0, remeasured_high=0.03)  # fmt: skip
-    point = PickedPoint(lr_fraction=lr, mix=str(mix), domain_share=mix.domain_share, trials=[], measured_gain=None,
-                        measured_forgetting=None)  # fmt: skip
-    return Pick(source=PickSource.SURROGATE, point=point, reason="scripted", rule="scripted", gain=estimate,
-                forgetting=forgetting, probability_within_budget=0.95)  # fmt: skip
-
-
-class ScriptedRungs:
-    """A RungRunner with no training: it opens the rung's real study (enqueueing what the ladder asks), records
-    what it saw when it started, and ends with rows around the scripted optimum."""
-
-    def __init__(self, ladder_dir: RunDir) -> None:
-        self.ladder = ladder_dir
-        self.started: list[dict] = []
-
-    def __call__(self, rung: RungSpec, run: RunDir, start: RungStart) -> SweepOutcome:
-        run.path.mkdir(parents=True, exist_ok=True)
-        url = f"sqlite:///{run.path / 'optuna.db'}"
-        sweep = open_study(rung.spec, url=url, name=start.study_name, first=start.first_points)
-        prediction = read_ladder(self.ladder).prediction if self.ladder.ladder_json.exists() else None
-        first = sweep.ask()
-        self.started.append({"rung": rung.name, "prediction": prediction, "first": first.params})
-        rows = [
-            trial_row(k, lr, mix, 0.1 + 0.02 * k, 0.002 * k)
-            for k, (lr, mix) in enumerate([(0.05, "8:1"), (0.3, "1:2"), (0.1, "2:1"), (0.2, "4:1"), (0.07, "1:1")])
-        ]
-        point = rung.spec.space.point(first.params)
-        row = trial_row(5, point.lr_fraction, str(point.mix), 0.19, 0.004)
-        rows.append(row.model_copy(update={"domain_share": point.mix.domain_share}))  # as the table reads params
-        plan = SweepPlan.from_spec(rung.spec)
-        selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
-        summary = best_summary_with(None, selection, rows, plan).model_copy(update={"pick": _pick(rung.parameters)})
-        return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=len(rows))
-
-
-class Quiet:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def message(self, text: str) -> None:
-        self.lines.append(text)
-
-    def start(self) -> None: ...
-
-    def update(self, rows, *, planned, trial_ended, at_once) -> None: ...
-
-    def stop(self) -> None: ...
-
-
-@pytest.fixture
-def ladder_spec(write_tiny_spec):
-    return load_spec(write_tiny_spec("ladder.yaml", ladder=LADDER, space={
-        "lr_fraction": {"low": 0.05, "high": 0.3}, "mix": {"low": "8:1", "high": "1:2"}}))  # fmt: skip
-
-
-def test_the_largest_rung_is_predicted_written_and_enqueued_before_its_trials_run(ladder_spec, tmp_path):
-    run = RunDir(tmp_path / "runs" / "ladder")
-    rungs = ScriptedRungs(run)
+def test_the_driver_says_each_rung_and_stops_at_an_unfinished_one(write_tiny_spec, tmp_path):
     view = Quiet()
-    outcome = run_ladder(ladder_spec, run, fresh=False, view=view, run_rung=rungs)
-
-    assert [start["rung"] for start in rungs.started] == ["xs", "s", "m"]
-    assert rungs.started[0]["prediction"] is None and rungs.started[1]["prediction"] is None
-    prediction = rungs.started[2]["prediction"]  # on disk when the largest rung started
-    m = PRESETS["m"].parameters
-    assert prediction.from_rungs == ["xs", "s"] and prediction.parameters == m
-    assert math.exp(prediction.estimates[Quantity.LOG_LR_FRACTION].mean) == pytest.approx(law_lr(m), rel=0.02)
-    assert prediction.estimates[Quantity.LOG_MIX_RATIO].mean == pytest.approx(law_log_mix(m), abs=0.02)
-    assert prediction.estimates[Quantity.LOG_LR_FRACTION].low is None  # two rungs: no degree of freedom
-    assert rungs.started[2]["first"] == prediction.enqueued  # the largest rung's first trial is the prediction
-    assert rungs.started[0]["first"] != prediction.enqueued
-
-    summary = outcome.summary
-    assert summary.finished and read_ladder(run) == summary
-    assert summary.fits[Quantity.LOG_LR_FRACTION].dof == 1
-    assert summary.validation.trial == 5 and summary.validation.at_predicted_point[Quantity.GAIN] == 0.19
-    assert summary.validation.within_interval[Quantity.LOG_LR_FRACTION] is None
-    assert any("rung m (3 of 3)" in line for line in view.lines)
-    assert (run.rung("m").path / "optuna.db").is_file()
+    outcome = scripted_ladder(write_ladder_spec(write_tiny_spec, "said.yaml"), tmp_path, LawRungs(stop_at="xxs"),
+                              view=view)  # fmt: skip
+    assert outcome.unfinished == 1 and not outcome.summary.is_finished
+    line = next(line for line in view.lines if line.startswith("rung xxs"))
+    assert "rung xxs (1 of 4): 46,272 non-embedding parameters" in line and "30 steps x 1 x 64 = 1,920 tokens" in line
+    assert "rung xxs: 1 trial(s) unfinished; stopping" in view.lines
 
 
-def test_a_rerun_keeps_the_prediction_it_finds_and_enqueues_nothing_twice(ladder_spec, tmp_path):
-    run = RunDir(tmp_path / "runs" / "ladder")
-    first = run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-    again = ScriptedRungs(run)
-    second = run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=again)
-    assert second.summary.prediction == first.summary.prediction  # written_at included: not made again
-    assert again.started[2]["first"] != first.summary.prediction.enqueued  # already asked: not enqueued again
-
-
-def test_a_ladder_of_other_rungs_is_refused(ladder_spec, tmp_path):
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-    other = ladder_spec.model_copy(update={"ladder": LadderConfig.model_validate({"rungs": ["xs", "m", {
+def test_a_ladder_of_other_rungs_is_refused(write_tiny_spec, tmp_path):
+    scripted_ladder(write_ladder_spec(write_tiny_spec, "these.yaml"), tmp_path, LawRungs(stop_at="xxs"))
+    other = write_ladder_spec(write_tiny_spec, "other.yaml", rungs=["xxs", "xs", "m", {
         "name": "l", "hidden_size": 192, "num_layers": 6, "num_heads": 6, "num_kv_heads": 2,
-        "intermediate_size": 528}]})})  # fmt: skip
+        "intermediate_size": 528}])  # fmt: skip
     with pytest.raises(LadderMismatch, match="rerun with --fresh"):
-        run_ladder(other, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-    fresh = run_ladder(other, run, fresh=True, view=Quiet(), run_rung=ScriptedRungs(run))
-    assert fresh.summary.planned == ["xs", "m", "l"]
+        scripted_ladder(other, tmp_path, LawRungs(stop_at="xxs"))
+    fresh = scripted_ladder(other, tmp_path, LawRungs(stop_at="xxs"), fresh=True)
+    assert fresh.summary.planned == ["xxs", "xs", "m", "l"]
 
 
-def test_a_corrupt_ladder_json_is_exit_2_naming_it(ladder_spec, tmp_path, capsys, monkeypatch):
-    from cli import main
-
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-    run.ladder_json.write_text('{"target": 3}')
-    for argv in (["report", str(run.path)], ["promote", "plan", str(run.path), "--target", "llama3.1-70b"]):
-        assert main(argv) == 2
-        assert f"{run.ladder_json} is not a ladder summary cpt-sweep wrote" in capsys.readouterr().err
-
-
-class RecordedRungs(ScriptedRungs):
-    """ScriptedRungs whose rungs are run directories `sweep status` reads: a run record, and in the study one
-    completed scripted trial (the rung's first); `stop_at` leaves that rung unfinished, so the ladder stops."""
-
-    def __init__(self, ladder_dir: RunDir, *, stop_at: str | None = None) -> None:
-        super().__init__(ladder_dir)
-        self.stop_at = stop_at
-
-    def __call__(self, rung: RungSpec, run: RunDir, start: RungStart) -> SweepOutcome:
-        outcome = super().__call__(rung, run, start)
-        run.write_record(RunRecord(study_name=start.study_name))
-        _, sweep = open_run(run)
-        run_study_trial(sweep, sweep.trials()[0].number, scripted([0.01 * k for k in range(len(STEPS))]))
-        if rung.name == self.stop_at:
-            return SweepOutcome(rows=outcome.rows, selection=outcome.selection, summary=outcome.summary,
-                                planned=outcome.planned + 1)  # fmt: skip
-        return outcome
-
-
-def snapshot(root) -> list:
-    """Every file with its mtime, but SQLite's: any reader of a WAL-mode study makes its -wal and -shm, and the
-    last connection to close folds the WAL into the database file and removes them (whether the ladder's own
-    connections are closed by then is up to the GC). The studies are compared by their trials instead."""
-    sqlite = (".db", ".db-wal", ".db-shm")
-    files = sorted((path, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file())
-    studies = {
-        path: [(t.number, t.state, t.params, t.values) for t in optuna.load_study(
-            study_name=None, storage=f"sqlite:///{path}").get_trials()]
-        for path in sorted(root.rglob("*.db"))
-    }  # fmt: skip
-    return [entry for entry in files if not entry[0].name.endswith(sqlite)] + sorted(studies.items())
-
-
-def test_status_of_a_ladder_shows_each_rung_in_order_and_the_prediction_against_the_measurement(
-    ladder_spec, tmp_path, capsys
+def test_earlier_runs_enter_the_law_and_an_optimum_beyond_the_box_is_refused_with_the_direction(
+    write_tiny_spec, tmp_path
 ):
+    """A team's earlier runs at 2.4 M parameters enter the law beside the rungs and are held out in turn. Forgetting
+    that shrinks as N^-0.2 lets Llama 3.1 70B take lr_fraction 0.77, beyond the grid's 0.4: refused, with the
+    direction to extend the space in."""
+    runs = tmp_path / "earlier.csv"
+    runs.write_text(as_csv(draw(TRUTH, rungs={"prior": 2_367_360}, seed=3)))
+    spec = write_ladder_spec(write_tiny_spec, "earlier_runs.yaml", runs=str(runs))
+    summary = scripted_ladder(spec, tmp_path, LawRungs(TRUTH)).summary
+    fit = summary.fit
+    assert fit.law.rungs == ["xxs", "xs", "s", "m", "prior"] and fit.law.rows == 108 + 100
+    assert summary.runs == str(runs) and fit.source.endswith(f"and {runs}")
+    assert [fold.rung for fold in fit.validation.folds][-1] == "prior"
+    refusal = fit.prediction.refusal
+    assert (
+        refusal.kind == "extend_space" and "extend the space toward higher lr_fraction (above 0.4)" in refusal.message
+    )
+
+
+# ------------------------------------------------------------------------------------------------- status
+
+
+def test_status_of_a_ladder_shows_each_rung_in_order_and_the_law(scripted_ladder_run, capsys):
     from cli import main
 
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=RecordedRungs(run))
-    capsys.readouterr()
-    before = snapshot(tmp_path)
-    assert main(["status", str(run.path)]) == 0
+    before = snapshot(scripted_ladder_run)
+    assert main(["status", str(scripted_ladder_run)]) == 0
     out = capsys.readouterr().out
-    assert snapshot(tmp_path) == before  # read-only: nothing created or rewritten
-    lines = out.splitlines()
-    heads = [line for line in lines if line.startswith("rung ")]
-    assert [head.split(" (")[0] for head in heads] == ["rung xs", "rung s", "rung m"]
-    for head, preset in zip(heads, ("xs", "s", "m")):
-        assert f"N {PRESETS[preset].parameters:,}" in head and "1 completed" in head and "0 running" in head
-    assert sum(line.strip().startswith("pick (best observed trial)") for line in lines) == 3  # each rung finished
-    assert "prediction of m: written" in out and "enqueued as its first trial" in out
-    assert "m lr_fraction: predicted" in out and ", measured " in out and "inside the interval: —" in out
+    assert snapshot(scripted_ladder_run) == before  # read-only: nothing created or rewritten
+    heads = [line for line in out.splitlines() if line.startswith("rung ")]
+    assert [head.split(" (")[0] for head in heads] == ["rung xxs", "rung xs", "rung s", "rung m"]
+    for head, preset in zip(heads, ("xxs", "xs", "s", "m")):
+        assert f"N {PRESETS[preset].parameters:,}" in head and "9 completed" in head
+    assert "law: fitted to 108 evaluations of 36 trials on 4 rung(s) (xxs, xs, s, m)" in out
+    assert "matched to llama3.1-70b only in part: pretrain_tokens_per_parameter" in out
+    assert "leave-one-rung-out:" in out
 
 
-def test_status_of_an_unfinished_ladder_says_which_rungs_have_not_started(ladder_spec, tmp_path, capsys):
+def test_status_of_an_unfinished_ladder_says_which_rungs_have_not_started(scripted_ladder_run, tmp_path, capsys):
     from cli import main
 
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=RecordedRungs(run, stop_at="s"))
-    capsys.readouterr()
-    before = snapshot(tmp_path)
+    run = RunDir(tmp_path / "ladder")
+    shutil.copytree(scripted_ladder_run, run.path)
+    shutil.copy(scripted_ladder_run.parents[1] / STOPPED, run.ladder_json)
+    shutil.rmtree(run.rung("m").path)
     assert main(["status", str(run.path)]) == 0
     out = capsys.readouterr().out
-    assert snapshot(tmp_path) == before
-    assert "1 of 3 rungs finished" in out
-    assert f"rung m (3 of 3), N {PRESETS['m'].parameters:,}: not started" in out
-    assert "rung s (2 of 3)" in out and out.count("pick (") == 1  # s is not finished: no pick shown for it
-    assert "prediction of m: not written yet" in out
+    assert "2 of 4 rungs finished" in out
+    assert f"rung m (4 of 4), N {PRESETS['m'].parameters:,}: not started" in out
+    assert "law: fitted once every rung has finished (2 of 4)" in out
 
 
 @pytest.mark.slow
 def test_a_micro_ladder_trains_end_to_end(write_tiny_spec, tmp_path):
-    """Three tiny built-in shapes, 2 trials each one after the other and no replicates, on one Ray per rung:
-    the run directory holds each rung's sweep and ladder.json with its prediction and fits, and the report
-    is written."""
+    """Four tiny built-in shapes over more than a decade of N, a 2-point grid each, one trial at a time: the run
+    directory holds each rung's sweep and ladder.json with every rung's evaluations, and the report is written."""
     micro = [
         {"name": f"r{k}", "hidden_size": 16 * k, "num_layers": k, "num_heads": k, "num_kv_heads": 1,
          "intermediate_size": 44 * k}
-        for k in (1, 2, 3)
+        for k in (1, 2, 3, 4)
     ]  # fmt: skip
     spec = write_tiny_spec(
         "micro_ladder.yaml",
-        ladder={"rungs": micro, "pretrain_tokens_per_parameter": 1.0},  # r3: 148 steps of 8 x 64
-        proxy={"steps": 24, "eval_interval": 12, "warmup_steps": 2},
-        search={"num_trials": 2, "sampler": "random", "replicates": {"top": 0}},
+        ladder={"rungs": micro, "law": {"starts": 2, "refits": 2}},
+        proxy={"steps": 24, "eval_interval": 8, "warmup_steps": 2, "batch_size": 4},
+        space={"lr_fraction": [0.1, 0.2], "mix": ["1:1"]},
+        search={"sampler": "grid", "num_trials": 2, "replicates": {"top": 0}},
         execution={"concurrency": 1},  # one trial process per rung: its start (imports) costs more than the trials
     )
     done = subprocess.run(
         [sys.executable, "-m", "cli", "run", str(spec)], cwd=tmp_path, capture_output=True, text=True,
-        timeout=600, check=False,
+        timeout=900, check=False,
     )  # fmt: skip
     assert done.returncode in (0, 1), done.stdout + done.stderr
     run = RunDir(tmp_path / "runs" / "micro_ladder")
     summary = read_ladder(run)
-    assert summary.planned == ["r1", "r2", "r3"] and "rung r3 (3 of 3)" in done.stdout
+    assert summary.planned == ["r1", "r2", "r3", "r4"] and "rung r4 (4 of 4)" in done.stdout
+    assert {row.rung for row in summary.observations} == {"r1", "r2", "r3", "r4"}
     for name in summary.planned:
-        assert (run.rung(name).best_json).is_file()
+        assert run.rung(name).best_json.is_file()
     assert (run.report / "index.html").is_file()

@@ -1,18 +1,34 @@
 """A ladder's ladder.json is read back as untrusted: corrupt or hostile content (a rung name that would lead out of
-the ladder, finished rungs that were never planned, no rungs at all) is exit 2 naming the file, for every verb that
-reads it, and nothing is created or changed; a rung folder that is a symlink out of the ladder is not read."""
+the ladder, finished rungs that were never planned, no rungs at all, evaluations out of bounds) is exit 2 naming the
+file, for every verb that reads it, and nothing is created or changed; a rung folder that is a symlink out of the
+ladder is not read."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
+import optuna
 import pytest
 
 from cli import main
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
-from sweep.ladder.driver import run_ladder
-from tests.sweep.ladder.test_ladder import Quiet, RecordedRungs, ScriptedRungs, ladder_spec, snapshot  # noqa: F401
+from tests.sweep.ladder.ladder_runs import STOPPED, LawRungs, scripted_ladder, write_ladder_spec
+
+
+def snapshot(root) -> list:
+    """Every file with its mtime, but SQLite's: any reader of a WAL-mode study makes its -wal and -shm, and the
+    last connection to close folds the WAL into the database file and removes them (whether the ladder's own
+    connections are closed by then is up to the GC). The studies are compared by their trials instead."""
+    sqlite = (".db", ".db-wal", ".db-shm")
+    files = sorted((path, path.stat().st_mtime_ns) for path in root.rglob("*") if path.is_file())
+    studies = {
+        path: [(t.number, t.state, t.params, t.values) for t in optuna.load_study(
+            study_name=None, storage=f"sqlite:///{path}").get_trials()]
+        for path in sorted(root.rglob("*.db"))
+    }  # fmt: skip
+    return [entry for entry in files if not entry[0].name.endswith(sqlite)] + sorted(studies.items())
 
 
 def _with(**changes):
@@ -24,22 +40,25 @@ def _renamed_rung(summary):
     return summary | {"rungs": rungs}
 
 
-def _prediction_of(rung):
-    return lambda summary: summary | {"prediction": summary["prediction"] | {"rung": rung}}
+def _observation(**changes):
+    return lambda summary: summary | {"observations": [summary["observations"][0] | changes]}
 
 
 HOSTILE = {
     "not JSON": "{planned: oops",
     "empty object": "{}",
     "a list": "[]",
-    "wrong types": _with(target=3, planned="xs"),
-    "an infinite value": _with(trial_tokens_per_parameter="Infinity"),
-    "a rung path escaping the ladder": _with(planned=["../../../outside", "s", "m"]),
+    "another format version": _with(format_version=2),
+    "wrong types": _with(target=3, rungs="xs"),
+    "an infinite value": _with(forgetting_budget="Infinity"),
+    "a rung path escaping the ladder": lambda summary: (
+        summary | {"rungs": [summary["rungs"][0] | {"name": "../../../outside"}, *summary["rungs"][1:]]}
+    ),
     "an absolute rung name": _renamed_rung,
-    "finished rungs not planned": lambda summary: summary | {"rungs": summary["rungs"][::-1]},
-    "no rungs planned": _with(planned=[], rungs=[]),
-    "a size of an unplanned rung": _with(sizes={"../x": 5}),
-    "the prediction of another rung": _prediction_of("xs"),
+    "finished rungs not planned": lambda summary: summary | {"finished": summary["finished"][::-1]},
+    "no rungs planned": _with(rungs=[], finished=[]),
+    "a loss out of bounds": _observation(general_loss=1e9),
+    "a negative parameter count": _observation(parameters=-5),
 }
 VERBS = {
     "status": ["status"],
@@ -48,24 +67,10 @@ VERBS = {
 }
 
 
-_WRITTEN: list[str] = []
-"""ladder.json of one scripted ladder, written by the first test that asks and copied by the others."""
-
-
 @pytest.fixture
-def ladder(ladder_spec, tmp_path):  # noqa: F811 - the fixture imported above
-    run = RunDir(tmp_path / "runs" / "ladder")
-    run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=RecordedRungs(run))
-    return run
-
-
-@pytest.fixture
-def written(ladder_spec, tmp_path_factory) -> dict:  # noqa: F811
-    if not _WRITTEN:
-        run = RunDir(tmp_path_factory.mktemp("written") / "ladder")
-        run_ladder(ladder_spec, run, fresh=False, view=Quiet(), run_rung=ScriptedRungs(run))
-        _WRITTEN.append(run.ladder_json.read_text())
-    return json.loads(_WRITTEN[0])
+def written(scripted_ladder_run) -> dict:
+    """ladder.json of a scripted ladder stopped after its first two rungs."""
+    return json.loads((scripted_ladder_run.parents[1] / STOPPED).read_text())
 
 
 @pytest.mark.parametrize("hostile", HOSTILE.values(), ids=list(HOSTILE))
@@ -93,21 +98,28 @@ def test_the_unchanged_ladder_json_is_read(written, tmp_path, capsys):
     ladder.path.mkdir(parents=True)
     ladder.ladder_json.write_text(json.dumps(written))
     assert main(["status", str(ladder.path)]) == 0
-    assert "rung xs (1 of 3), N 92,480: not started" in capsys.readouterr().out
+    assert "rung xxs (1 of 4), N 46,272: not started" in capsys.readouterr().out
 
 
-def test_a_rerun_refuses_a_hostile_ladder_json_before_any_rung_runs(ladder_spec, ladder):  # noqa: F811
-    ladder.ladder_json.write_text(json.dumps({"planned": ["../../../outside", "s", "m"]}))
-    rungs = ScriptedRungs(ladder)
+def test_a_rerun_refuses_a_hostile_ladder_json_before_any_rung_runs(write_tiny_spec, tmp_path):
+    spec = write_ladder_spec(write_tiny_spec, "hostile_rerun.yaml")
+    ladder = RunDir(tmp_path / "runs" / "ladder")
+    ladder.path.mkdir(parents=True)
+    ladder.ladder_json.write_text(json.dumps({"rungs": [{"name": "../../../outside"}]}))
+    rungs = LawRungs()
     with pytest.raises(CorruptFile, match="ladder.json is not a ladder summary"):
-        run_ladder(ladder_spec, ladder, fresh=False, view=Quiet(), run_rung=rungs)
+        scripted_ladder(spec, tmp_path, rungs)
     assert rungs.started == []
 
 
-def test_status_does_not_follow_a_rung_folder_that_is_a_symlink_out_of_the_ladder(ladder, tmp_path, capsys):
+def test_status_does_not_follow_a_rung_folder_that_is_a_symlink_out_of_the_ladder(
+    scripted_ladder_run, tmp_path, capsys
+):
+    ladder = RunDir(tmp_path / "ladder")
+    shutil.copytree(scripted_ladder_run, ladder.path)
     outside = tmp_path / "outside"
-    ladder.rung("xs").path.rename(outside)
-    ladder.rung("xs").path.symlink_to(outside, target_is_directory=True)
+    ladder.rung("xxs").path.rename(outside)
+    ladder.rung("xxs").path.symlink_to(outside, target_is_directory=True)
     assert main(["status", str(ladder.path)]) == 2
     error = capsys.readouterr().err
     assert "leads outside the run directory" in error and len(error.strip().splitlines()) == 1

@@ -17,6 +17,7 @@ from sweep.spec.spec import load_spec
 from sweep.spec.trial_scale import Workers
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
+from train_entry.sharded.checkpoint import CHECKPOINT_DIR
 from train_entry.trial_config import Metrics, TrialConfig, TrialStatus
 
 TOLERANCE = 1e-5
@@ -96,6 +97,7 @@ def test_a_worker_killed_mid_trial_is_restarted_and_resumes_from_the_checkpoint(
         assert ours.domain_loss == pytest.approx(theirs.domain_loss, rel=TOLERANCE)
         assert ours.general_loss == pytest.approx(theirs.general_loss, rel=TOLERANCE)
         assert ours.train_loss == pytest.approx(theirs.train_loss, rel=TOLERANCE)
+    assert not (tmp_path / CHECKPOINT_DIR).exists()  # the trial ended: nothing left to resume
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
-"""A proxy trial sharded over two gloo workers (FSDP2 on CPU): the one-process trial's numbers, one report per
-evaluation from rank 0, and a crashed trial resumed from its own checkpoint. That a report's answer stops every
-worker is tested where a sweep's pruner gives it, in tests/sweep/run/test_sharded_job.py.
+"""A proxy trial sharded over two gloo workers (FSDP2 on CPU): the one-process trial's numbers and one report per
+evaluation from rank 0. That a crashed trial resumes from its own checkpoint with no step counted twice, and that
+a report's answer stops every worker, are tested where Ray Train restarts and stops the workers, in
+tests/sweep/run/test_sharded_job.py.
 
 fully_shard runs on CPU under gloo in torch 2.13; its mixed precision (bf16 compute, fp32 reduction) is what the
 sharded trial uses on CUDA only, and tests/train_entry/sharded/test_trial_gpu.py checks it there.
@@ -38,11 +39,6 @@ def config(prepared, tmp_path_factory) -> TrialConfig:
         lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path_factory.mktemp("trial") / "one"
     )
     return config.model_copy(update={"proxy": config.proxy.model_copy(update={"eval_interval": 10})})
-
-
-@pytest.fixture(scope="module")
-def one_process(config) -> TrialResult:
-    return run_trial(config, lambda metrics: False)
 
 
 @pytest.fixture(scope="module")
@@ -96,21 +92,3 @@ def test_a_sharded_trial_measures_what_one_process_does(untied, tmp_path):
     assert reported(report) == [10, 20, 30, 40]  # rank 0 alone reports, once per evaluation
     assert TrialResult.model_validate_json((tmp_path / "trial" / RESULT_JSON).read_text()) == sharded
     assert not (tmp_path / "trial" / CHECKPOINT_DIR).exists()  # the trial ended: nothing to resume
-
-
-@pytest.mark.slow
-def test_a_crashed_trial_resumes_from_its_checkpoint_and_counts_no_step_twice(config, one_process, tmp_path):
-    trial = at(config, tmp_path / "trial")
-    crashing = ScriptedReport(tmp_path / "first", crash_at=30)
-    first = run_workers(trial, tmp_path / "first-workers", crashing)
-    assert "crashed at step 30" in first[0]
-    # Checkpoints follow the reports that let the trial go on: the one after step 20 is the newest.
-    assert [path.name for path in (tmp_path / "trial" / CHECKPOINT_DIR).iterdir()] == ["step_0000020"]
-
-    again = ScriptedReport(tmp_path / "again")
-    resumed = same_on_every_worker(run_workers(trial, tmp_path / "again-workers", again))
-
-    assert reported(again) == [30, 40]  # steps 10 and 20 come from the checkpoint, reported once already
-    assert resumed.status is TrialStatus.COMPLETED and resumed.steps == config.proxy.steps
-    assert_same_measurements(resumed, one_process)
-    assert not (tmp_path / "trial" / CHECKPOINT_DIR).exists()

@@ -1,0 +1,110 @@
+"""A table of runs as a CSV file: a team's earlier runs, or any rows a law is to be fitted to without training.
+
+The file is untrusted input: bounded in size and rows, every column named and typed, and a bad row refused with
+its file, line and column (LawInputError, exit 2 at the command line).
+
+    rung,trial,seed,parameters,pretrain_tokens,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,\
+    base_general_loss,base_domain_loss
+    m,0,0,738432,2457600,40960,0.1,0.97,4:1,3.4121,4.2011,3.4011,4.3302
+
+(the header is one line in the file)
+
+One row per evaluation (docs/ladder.md, "Runs as a CSV"); `mix` is general:domain as in a spec.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sweep.ladder.law_table import LawInputError, Observation, ObservationTable
+from train_entry.config import shown
+from train_entry.mix import MixRatio
+
+COLUMNS = (
+    "rung", "trial", "seed", "parameters", "pretrain_tokens", "tokens", "lr_fraction", "lr_mean", "mix",
+    "general_loss", "domain_loss", "base_general_loss", "base_domain_loss",
+)  # fmt: skip
+OPTIONAL = {"seed": "0"}
+"""Columns a file may leave out, and the value they then take."""
+MAX_BYTES = 64 << 20
+MAX_ROWS = 500_000
+"""A ladder of 8 rungs x 1,000 trials x 50 evaluations is 400,000 rows: far above any real table, far below a
+file that would take minutes to fit."""
+
+
+def read_runs_csv(path: Path) -> ObservationTable:
+    """The table in `path`; LawInputError naming the file, line and column of the first problem."""
+    try:
+        if not path.is_file():
+            raise LawInputError(f"{path}: not a readable file")
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise LawInputError(f"{path}: {size:,} bytes, more than a table of runs may hold ({MAX_BYTES:,})")
+        with path.open(newline="", encoding="utf-8-sig") as file:
+            rows = _rows(path, csv.reader(file))
+    except OSError as exc:
+        raise LawInputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LawInputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise LawInputError(f"{path}: not a CSV file: {exc}") from None
+    lines = [line for line, _ in rows]
+    try:
+        return ObservationTable.of([row for _, row in rows], where=lambda index: f"line {lines[index]}")
+    except LawInputError as exc:
+        raise LawInputError(f"{path}: {exc}") from None
+
+
+def _rows(path: Path, reader) -> list[tuple[int, Observation]]:
+    header = next(reader, None)
+    if header is None:
+        raise LawInputError(f"{path}: empty; the first line names the columns: {', '.join(COLUMNS)}")
+    columns = [name.strip() for name in header]
+    _check_header(path, columns)
+    rows = []
+    for record in reader:
+        line = reader.line_num
+        if not any(field.strip() for field in record):
+            continue
+        if len(rows) >= MAX_ROWS:
+            raise LawInputError(f"{path}: more than {MAX_ROWS:,} rows")
+        if len(record) != len(columns):
+            raise LawInputError(f"{path}: line {line}: {len(record)} fields, but the header names {len(columns)}")
+        rows.append((line, _observation(path, line, dict(zip(columns, (field.strip() for field in record))))))
+    return rows
+
+
+def _check_header(path: Path, columns: list[str]) -> None:
+    unknown = [name for name in columns if name not in COLUMNS]
+    missing = [name for name in COLUMNS if name not in columns and name not in OPTIONAL]
+    repeated = sorted({name for name in columns if columns.count(name) > 1})
+    problems = []
+    if unknown:
+        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))}")
+    if missing:
+        problems.append(f"missing column(s) {', '.join(map(repr, missing))}")
+    if repeated:
+        problems.append(f"repeated column(s) {', '.join(map(repr, repeated))}")
+    if problems:
+        raise LawInputError(f"{path}: line 1: {'; '.join(problems)}; the columns are {', '.join(COLUMNS)}")
+
+
+def _observation(path: Path, line: int, fields: dict[str, str]) -> Observation:
+    values: dict[str, Any] = {**OPTIONAL, **fields}
+    mix = values.pop("mix")
+    try:
+        values["domain_share"] = MixRatio.parse(mix).domain_share
+    except ValueError as exc:
+        raise LawInputError(f"{path}: line {line}, column 'mix': {exc}") from None
+    try:
+        return Observation.model_validate(values)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        column = str(error["loc"][0]) if error["loc"] else "?"
+        raise LawInputError(
+            f"{path}: line {line}, column {column!r}: {error['msg']} (got {shown(fields.get(column, ''))})"
+        ) from None

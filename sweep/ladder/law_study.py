@@ -1,0 +1,58 @@
+"""A rung's sweep as rows of the law's table: every evaluation of every trial in its study, pruned, guarded and
+replicate trials included up to where they stopped (sweep.record keeps each trial's evaluations in its history).
+
+An evaluation with a loss that is not finite (a diverging trial's last) is no observation of the law; its trial's
+earlier evaluations are.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sweep.ladder.law_table import MAX_LOSS, Observation, lr_mean
+from sweep.study.record import Attr, history_of
+from sweep.study.study import SweepStudy
+from sweep.study.table import point_params
+from train_entry.trial_config import Metrics
+
+
+def study_observations(sweep: SweepStudy, *, rung: str, parameters: int, pretrain_tokens: float) -> list[Observation]:
+    """Every usable evaluation of every trial of `sweep`, the rung's study, as rows of rung `rung`."""
+    plan = sweep.plan
+    rows = []
+    for frozen in sweep.trials():
+        params = point_params(frozen, plan)
+        history = history_of(frozen) if params is not None else None
+        if not history:
+            continue
+        point = plan.space.point(params)
+        for metrics in history:
+            if not _usable(metrics):
+                continue
+            rows.append(
+                Observation(
+                    rung=rung,
+                    trial=str(frozen.number),
+                    seed=frozen.user_attrs.get(Attr.SEED.value, plan.proxy.seed),
+                    parameters=parameters,
+                    pretrain_tokens=pretrain_tokens,
+                    tokens=metrics.tokens_seen,
+                    lr_fraction=point.lr_fraction,
+                    lr_mean=lr_mean(plan.proxy, steps=metrics.step, total_steps=plan.proxy.steps),
+                    domain_share=point.mix.domain_share,
+                    general_loss=metrics.general_loss,
+                    domain_loss=metrics.domain_loss,
+                    base_general_loss=metrics.general_loss / (1.0 + metrics.forgetting),
+                    base_domain_loss=metrics.domain_loss / (1.0 - metrics.domain_gain),
+                )
+            )
+    return rows
+
+
+def _usable(metrics: Metrics) -> bool:
+    values = (metrics.general_loss, metrics.domain_loss, metrics.forgetting, metrics.domain_gain)
+    if not all(math.isfinite(value) for value in values) or metrics.domain_gain >= 1.0 or metrics.forgetting <= -1.0:
+        return False
+    bases = (metrics.general_loss / (1.0 + metrics.forgetting), metrics.domain_loss / (1.0 - metrics.domain_gain))
+    losses = (metrics.general_loss, metrics.domain_loss, *bases)
+    return metrics.step > 0 and metrics.tokens_seen > 0 and all(0.0 < loss <= MAX_LOSS for loss in losses)

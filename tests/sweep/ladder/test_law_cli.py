@@ -1,0 +1,62 @@
+"""`sweep law fit RUNS.csv --target T`: fits the documented example without training, prints the law, the
+prediction or its refusal and the trend beside the published one, writes a versioned report, and turns a bad
+file into one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+from cli import main
+from cli.law import target_scale
+from sweep.ladder.law_runs import LawFitReport
+from sweep.promote.config import PromotionConfig
+from sweep.scale import non_embedding_params
+from tests.conftest import REPO
+from tests.hostile import tree
+from tests.sweep.ladder.synthetic import as_csv, draw
+from train_entry.megatron.config import LLAMA_3_1_70B
+
+EXAMPLE = REPO / "docs" / "examples" / "law_runs.csv"
+
+
+def test_the_example_is_the_documented_synthetic_draw():
+    assert EXAMPLE.read_text() == as_csv(draw())
+
+
+def test_the_target_is_counted_as_promotion_counts_it():
+    scale = target_scale("llama3.1-70b", tokens=None, lr_mean=None)
+    assert scale.parameters == non_embedding_params(LLAMA_3_1_70B)
+    assert scale.tokens == PromotionConfig().tokens
+    assert 0.54 < scale.lr_mean < 0.56  # 1 % warmup, then cosine to a tenth: about (1 + 0.1) / 2
+    assert target_scale("llama3.1-70b", tokens=10**9, lr_mean=0.3).lr_mean == 0.3
+
+
+def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path):
+    output = tmp_path / "law.json"
+    args = ["law", "fit", str(EXAMPLE), "--target", "llama3.1-70b", "--refits", "2", "--output", str(output)]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "law: fitted to 400 evaluations of 100 trials on 4 rung(s) (xs, s, m, l)" in printed
+    assert "forgetting = (N / " in printed and "R2 0.99" in printed
+    assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
+    assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
+    assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
+    report = LawFitReport.model_validate_json(output.read_text())
+    assert json.loads(output.read_text())["format_version"] == 1
+    assert report.prediction.refusal.kind == "extend_space" and report.validation is None
+
+
+def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):
+    bad = tmp_path / "runs.csv"
+    bad.write_text(EXAMPLE.read_text().replace("5132.64", "many", 1))
+    (tmp_path / "law.json").write_text("an earlier report\n")
+    before = tree(tmp_path)
+    assert main(["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json")]) == 2
+    assert tree(tmp_path) == before
+    error = capsys.readouterr().err
+    assert (
+        error
+        == f"error: {bad}: line 2, column 'tokens': Input should be a valid number, unable to parse string as a number (got 'many')\n"
+    )
+    assert main(["law", "fit", str(EXAMPLE), "--target", "gpt-5"]) == 2
+    assert "unknown target 'gpt-5'" in capsys.readouterr().err
