@@ -1,19 +1,28 @@
-"""Decision quality: how close the default sweep's pick comes to the best point an exhaustive grid finds.
+"""Decision quality: how close the default sweep's pick comes to the best point an exhaustive grid finds, measured
+on proxy runs the sweep never saw, and how well the surrogate's P(within budget) is calibrated.
 
-The ground truth is a grid over the default space (5 lr_fractions x its listed mixes), every trial
-run to its end, no replicates. Against it, each variant is a whole `sweep run` of the spec with one
-change: the default spec at several sampler seeds, random search with the same trial budget, and
-the default without pruning (pruner and forgetting guard off). For each variant's pick (best.json)
-the benchmark re-measures the point by running one proxy trial there at the proxy's seed (the seed
-the grid was measured with), then reports:
+The ground truth is a grid over the default space (5 lr_fractions x its listed mixes), every trial run to its
+end, no replicates, no confirmation: once at the spec's proxy seed (re-measuring its best point checks that the
+proxy is deterministic, else the grid is stale), then again at each of FRESH_SEEDS, proxy seeds that neither
+that grid nor any sweep here trains with. Against it, each variant is a whole `sweep run` of the spec with one
+change: the default spec at several seeds, each varying the sampler's seed *and* the sweep's proxy seed
+(SWEEP_PROXY_SEEDS: another noise realisation of every trial, not only other points), random search with the
+same trial budget, and the default without pruning. Each variant's pick (best.json's: the confirmed one, or the
+last tried) is re-measured at every fresh seed (from the fresh grids when it is a grid point, else by one proxy
+trial per seed), and the benchmark reports:
 
-- regret: the grid's best feasible domain_gain less the re-measured domain_gain of the pick;
-- within budget: whether the re-measured forgetting is within the forgetting budget;
-- tokens: what the sweep read (pruned trials and replicates included) over what the grid read.
+- regret: the fresh-seed mean domain_gain of the grid's best feasible point (feasible on its fresh-seed mean
+  forgetting) less the fresh-seed mean domain_gain of the pick;
+- within budget: on how many of the pick's fresh-seed re-runs forgetting stays within the budget;
+- tokens: what the sweep read (pruned trials, replicates and confirmation trials included) over what one grid read;
+- calibration: for every default variant's surrogate (fitted to all its trials), P(re-run within budget) at each
+  grid point against the fresh-seed re-runs of that point, binned by P: the mean P and the observed frequency
+  per bin, a bin with >= CALIBRATION_MIN_POINTS pairs off by more than 0.1 marked.
 
-The grid's own best feasible point is re-measured first: a re-run must reproduce the grid's figure
-(the proxy is deterministic on a CPU), or the ground truth is stale and the grid is run again.
-Everything lives in --workdir and resumes: a finished sweep is read back, not run again.
+Targets (issue 21): mean regret over fresh seeds <= 0.005 at <= 40 % of the grid's tokens; the pick within
+budget on >= 90 % of fresh-seed re-runs; P off by at most 0.1 in every bin with >= 5 points.
+Everything lives in --workdir and resumes: a finished sweep or re-measure is read back, not run again. On
+2 cores the grids alone are 4 x 25 full trials (about 4 x 12 minutes); the whole benchmark takes hours.
 
     .venv/bin/python benchmarks/decision_quality.py [--spec search_spaces/lr_mix.yaml] [--seeds 0 1 2]
         [--workdir runs-decision-quality] [--grid RUN_DIR]
@@ -36,6 +45,7 @@ from rich.table import Table
 
 from sweep.choice.best import read_best
 from sweep.choice.feasible import Score, is_feasible, ranked_feasible
+from sweep.choice.surrogate import fit_surrogate
 from sweep.files.rundir import RUNS, RunDir
 from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
@@ -49,6 +59,15 @@ GRID_LR_FRACTIONS = (0.05, 0.08, 0.12, 0.2, 0.3)
 """About evenly spaced in log over the default range 0.05-0.30, at round values."""
 REPRODUCE_TOLERANCE = 1e-4
 """A re-run of a grid point must match the grid's domain_gain this closely for the grid to stand."""
+FRESH_SEEDS = (90_001, 90_002, 90_003)
+"""Proxy seeds of the re-measures: far from every seed a sweep here trains with (SWEEP_PROXY_SEEDS plus its
+replicates' and confirmation trials' few seeds after it)."""
+SWEEP_PROXY_STRIDE = 1_000
+"""Variant default-seed{s} trains its trials at proxy seed s x this (0: the spec's own), its replicates and
+confirmation trials at the seeds just after it."""
+CALIBRATION_BINS = 10
+CALIBRATION_MIN_POINTS = 5
+"""A calibration bin is judged (|P - frequency| <= 0.1) only with at least this many (point, seed) pairs."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +91,14 @@ class Outcome:
     variant: str
     point: Point
     source: str
+    confirmation: str
     predicted_gain: float | None
-    remeasured: Measured
+    fresh_gain: float
+    """Mean over FRESH_SEEDS."""
+    fresh_forgetting: float
     regret: float
-    within_budget: bool
+    within_budget: int
+    """Fresh-seed re-runs within the budget, of len(FRESH_SEEDS)."""
     tokens_fraction: float
     wall_seconds: float
 
@@ -90,15 +113,18 @@ class Bench:
         self.raw = load_spec(spec_path).model_dump(mode="json", exclude_none=True)
         self.raw["tracking"] = {"wandb": {"mode": "disabled"}}
         self.budget = self.raw["objective"]["forgetting_budget"]
+        self.proxy_seed = self.raw["proxy"]["seed"]
         self.remeasured_file = self.workdir / "remeasured.json"
         self.remeasured: dict[str, dict] = (
             json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
         )
+        self.fresh_grids: dict[int, dict[Point, Measured]] = {}
         self._prepared: Prepared | None = None
 
-    def spec(self, name: str, *, space: dict | None = None, **search: Any) -> Path:
+    def spec(self, name: str, *, space: dict | None = None, proxy: dict | None = None, **search: Any) -> Path:
         raw = json.loads(json.dumps(self.raw))
         raw["space"].update(space or {})
+        raw["proxy"].update(proxy or {})
         raw["search"].update(search)
         if raw["search"].get("sampler") == "grid":
             raw["search"].pop("num_trials", None)
@@ -123,21 +149,34 @@ class Bench:
             times.write_text(json.dumps(walls, indent=2))
         return run, walls[name]
 
-    def remeasure(self, point: Point) -> Measured:
-        """One proxy trial at the point with the proxy's seed, on two threads; kept in remeasured.json."""
-        if point.key not in self.remeasured:
+    def remeasure(self, point: Point, seed: int) -> Measured:
+        """One proxy trial at the point with proxy seed `seed`, on two threads; kept in remeasured.json."""
+        key = f"{point.key}#{seed}"
+        if key not in self.remeasured:
             if self._prepared is None:
                 self._prepared = prepare(load_spec(self.spec("remeasure")))
             config = self._prepared.trial_config(
                 lr_fraction=point.lr_fraction,
                 mix=MixRatio.parse(point.mix),
-                output_dir=self.workdir / "remeasure" / point.key.replace(":", "-"),
+                output_dir=self.workdir / "remeasure" / key.replace(":", "-").replace("#", "-seed"),
+                seed=seed,
             ).model_copy(update={"threads": 2})
             result = run_trial(config, lambda metrics: False)
             final = result.history[-1]
-            self.remeasured[point.key] = {"domain_gain": final.domain_gain, "forgetting": final.forgetting}
+            self.remeasured[key] = {"domain_gain": final.domain_gain, "forgetting": final.forgetting}
             self.remeasured_file.write_text(json.dumps(self.remeasured, indent=2))
-        return Measured(**self.remeasured[point.key])
+        return Measured(**self.remeasured[key])
+
+    def fresh(self, point: Point) -> list[Measured]:
+        """The point at every fresh seed: from the fresh grids when it is a grid point, else re-measured."""
+        return [self.fresh_grids[seed].get(point) or self.remeasure(point, seed) for seed in FRESH_SEEDS]
+
+    def grid(self, name: str, proxy_seed: int) -> RunDir:
+        spec = self.spec(
+            name, space={"lr_fraction": list(GRID_LR_FRACTIONS)}, proxy={"seed": proxy_seed}, sampler="grid",
+            pruner={"type": "none"}, forgetting_guard=None, replicates={"top": 0}, confirmation={"seeds": 0},
+        )  # fmt: skip
+        return self.sweep(name, spec)[0]
 
 
 def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
@@ -163,25 +202,18 @@ def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, M
     return items[ranked[0]]
 
 
-def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int, float]:
-    """The grid (given, or run here), checked by re-measuring its best feasible point."""
-    if grid is None:
-        spec = bench.spec(
-            "grid", space={"lr_fraction": list(GRID_LR_FRACTIONS)}, sampler="grid", pruner={"type": "none"},
-            forgetting_guard=None, replicates={"top": 0},
-        )  # fmt: skip
-        run, _ = bench.sweep("grid", spec)
-    else:
-        run = RunDir(grid)
+def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int]:
+    """The grid at the spec's proxy seed (given, or run here), checked by re-measuring its best feasible point."""
+    run = bench.grid("grid", bench.proxy_seed) if grid is None else RunDir(grid)
     truth, tokens = grid_truth(run)
     expected = len(GRID_LR_FRACTIONS) * len(bench.raw["space"]["mix"])
     if len(truth) < expected:
         raise SystemExit(f"the grid {run.path} has {len(truth)} completed points of {expected}")
     point, measured = best_feasible(truth, bench.budget)
-    again = bench.remeasure(point)
+    again = bench.remeasure(point, bench.proxy_seed)
     if abs(again.domain_gain - measured.domain_gain) <= REPRODUCE_TOLERANCE:
         console.print(f"grid {run.path}: best feasible {point.key} gain {measured.domain_gain:.4f}, reproduced")
-        return truth, tokens, measured.domain_gain
+        return truth, tokens
     if grid is None:
         raise SystemExit(
             f"the grid run here does not reproduce its best point {point.key}: the proxy is not deterministic"
@@ -193,9 +225,18 @@ def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dic
     return ground_truth(bench, None, console)
 
 
+def fresh_truth(bench: Bench) -> tuple[Point, float]:
+    """Runs the grid at every fresh seed; the best feasible point on the fresh-seed means and its mean gain."""
+    for seed in FRESH_SEEDS:
+        bench.fresh_grids[seed], _ = grid_truth(bench.grid(f"grid-seed{seed}", seed))
+    points = set.intersection(*(set(grid) for grid in bench.fresh_grids.values()))
+    point, mean = best_feasible({point: _mean(bench.fresh(point)) for point in points}, bench.budget)
+    return point, mean.domain_gain
+
+
 def variants(seeds: list[int]) -> dict[str, dict[str, Any]]:
-    """Each variant's change to the spec's search section."""
-    found = {f"default-seed{seed}": {"seed": seed} for seed in seeds}
+    """Each variant's change to the spec's proxy ("proxy") and search sections."""
+    found = {f"default-seed{seed}": {"seed": seed, "proxy": {"seed": seed * SWEEP_PROXY_STRIDE}} for seed in seeds}
     found["random"] = {"sampler": "random", "seed": seeds[0]}
     found["unpruned"] = {"pruner": {"type": "none"}, "forgetting_guard": None, "seed": seeds[0]}
     return found
@@ -208,30 +249,74 @@ def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_token
     if pick is None or pick.point is None:
         raise SystemExit(f"{name}: the sweep picked nothing ({summary.verdict})")
     point = Point(pick.point.lr_fraction, pick.point.mix)
-    measured = bench.remeasure(point)
+    fresh = bench.fresh(point)
+    mean = _mean(fresh)
     return Outcome(
         variant=name,
         point=point,
         source=pick.source.value,
+        confirmation=summary.confirmation.outcome.value,
         predicted_gain=pick.gain.mean if pick.gain else None,
-        remeasured=measured,
-        regret=best_gain - measured.domain_gain,
-        within_budget=is_feasible(measured.forgetting, bench.budget),
+        fresh_gain=mean.domain_gain,
+        fresh_forgetting=mean.forgetting,
+        regret=best_gain - mean.domain_gain,
+        within_budget=sum(is_feasible(m.forgetting, bench.budget) for m in fresh),
         tokens_fraction=summary.cost.tokens_used / grid_tokens,
         wall_seconds=wall,
     )
 
 
+def calibration_pairs(bench: Bench, run: RunDir) -> list[tuple[float, bool]]:
+    """(the run's surrogate P(within budget) at a grid point, whether one fresh-seed re-run there was within)."""
+    record = run.read_record()
+    sweep = load_study(url=record.url(run), name=record.study_name)
+    surrogate = fit_surrogate(trial_rows(sweep), sweep.plan.space)
+    if surrogate is None:
+        return []
+    points = sorted(bench.fresh_grids[FRESH_SEEDS[0]], key=lambda point: point.key)
+    shares = [MixRatio.parse(point.mix).domain_share for point in points]
+    _, forgetting = surrogate.predict([point.lr_fraction for point in points], shares)
+    probability = forgetting.probability_at_most(bench.budget)
+    return [
+        (float(p), is_feasible(bench.fresh_grids[seed][point].forgetting, bench.budget))
+        for point, p in zip(points, probability)
+        for seed in FRESH_SEEDS
+    ]
+
+
+def calibration_table(pairs: list[tuple[float, bool]]) -> tuple[Table, list[dict]]:
+    """P binned into CALIBRATION_BINS equal bins against the observed frequency; misses marked."""
+    table = Table(title="Calibration: surrogate P(re-run within budget) at the grid's points vs fresh-seed re-runs")
+    for column in ("P bin", "pairs", "mean P", "observed", "off by", "judged"):
+        table.add_column(column, justify="right")
+    rows = []
+    for k in range(CALIBRATION_BINS):
+        low, high = k / CALIBRATION_BINS, (k + 1) / CALIBRATION_BINS
+        inside = [(p, hit) for p, hit in pairs if low <= p < high or (k == CALIBRATION_BINS - 1 and p == 1.0)]
+        if not inside:
+            continue
+        mean_p = sum(p for p, _ in inside) / len(inside)
+        observed = sum(hit for _, hit in inside) / len(inside)
+        judged = len(inside) >= CALIBRATION_MIN_POINTS
+        verdict = ("ok" if abs(mean_p - observed) <= 0.1 else "MISS") if judged else "too few"
+        rows.append({"low": low, "high": high, "pairs": len(inside), "mean_p": mean_p, "observed": observed,
+                     "verdict": verdict})  # fmt: skip
+        table.add_row(f"[{low:.1f}, {high:.1f})", str(len(inside)), f"{mean_p:.2f}", f"{observed:.2f}",
+                      f"{mean_p - observed:+.2f}", verdict)  # fmt: skip
+    return table, rows
+
+
 def outcome_table(outcomes: list[Outcome], best_gain: float, budget: float) -> Table:
-    table = Table(title=f"Decision quality (grid best feasible gain {best_gain:.4f}, budget {budget})")
-    for column in ("variant", "pick", "source", "predicted gain", "re-measured gain", "forgetting", "regret",
-                   "in budget", "tokens / grid", "wall s"):  # fmt: skip
-        table.add_column(column, justify="left" if column in ("variant", "pick", "source") else "right")
+    title = f"Decision quality at fresh proxy seeds {FRESH_SEEDS} (grid best feasible gain {best_gain:.4f}, budget {budget})"
+    table = Table(title=title)
+    for column in ("variant", "pick", "source", "confirmation", "predicted gain", "fresh gain", "fresh forgetting",
+                   "regret", "in budget", "tokens / grid", "wall s"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("variant", "pick", "source", "confirmation") else "right")
     for o in outcomes:
         table.add_row(
-            o.variant, f"{o.point.lr_fraction:.4g} @ {o.point.mix}", o.source,
-            "" if o.predicted_gain is None else f"{o.predicted_gain:.4f}", f"{o.remeasured.domain_gain:.4f}",
-            f"{o.remeasured.forgetting:.4f}", f"{o.regret:+.4f}", "yes" if o.within_budget else "NO",
+            o.variant, f"{o.point.lr_fraction:.4g} @ {o.point.mix}", o.source, o.confirmation,
+            "" if o.predicted_gain is None else f"{o.predicted_gain:.4f}", f"{o.fresh_gain:.4f}",
+            f"{o.fresh_forgetting:.4f}", f"{o.regret:+.4f}", f"{o.within_budget}/{len(FRESH_SEEDS)}",
             f"{o.tokens_fraction:.0%}", f"{o.wall_seconds:.0f}",
         )  # fmt: skip
     return table
@@ -249,37 +334,60 @@ def grid_table(truth: dict[Point, Measured], budget: float) -> Table:
         for mix in mixes:
             m = truth.get(Point(lr, mix))
             cells.append(
-                "" if m is None else f"{m.domain_gain:.4f} / {m.forgetting:.4f}{'*' * (m.forgetting > budget)}"
+                ""
+                if m is None
+                else f"{m.domain_gain:.4f} / {m.forgetting:.4f}{'*' * (not is_feasible(m.forgetting, budget))}"
             )
         table.add_row(f"{lr:g}", *cells)
     return table
 
 
+def _mean(measures: list[Measured]) -> Measured:
+    return Measured(
+        domain_gain=sum(m.domain_gain for m in measures) / len(measures),
+        forgetting=sum(m.forgetting for m in measures) / len(measures),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec", type=Path, default=Path("search_spaces/lr_mix.yaml"))
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sampler seeds of the default sweep")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sampler (and proxy) seeds")
     parser.add_argument("--workdir", type=Path, default=Path("runs-decision-quality"))
     parser.add_argument("--grid", type=Path, help="a finished grid run to take as the ground truth (checked)")
     args = parser.parse_args()
 
-    console = Console(width=160)  # the tables are read from a log as often as from a terminal
+    console = Console(width=180)  # the tables are read from a log as often as from a terminal
     bench = Bench(args.spec, args.workdir)
-    truth, grid_tokens, best_gain = ground_truth(bench, args.grid, console)
+    truth, grid_tokens = ground_truth(bench, args.grid, console)
     console.print(grid_table(truth, bench.budget))
-    outcomes = []
+    best_point, best_gain = fresh_truth(bench)
+    console.print(f"best feasible on the fresh-seed means: {best_point.key}, gain {best_gain:.4f}")
+    outcomes, pairs = [], []
     for name, change in variants(args.seeds).items():
         outcomes.append(evaluate(bench, name, change, best_gain, grid_tokens))
         console.print(f"{name}: regret {outcomes[-1].regret:+.4f}")
+        if name.startswith("default"):
+            pairs += calibration_pairs(bench, RunDir(bench.workdir / RUNS / name))
     console.print(outcome_table(outcomes, best_gain, bench.budget))
-    default = [o for o in outcomes if o.variant.startswith("default")]
-    console.print(
-        f"default over {len(default)} seeds: worst regret {max(o.regret for o in default):+.4f}, within budget "
-        f"{sum(o.within_budget for o in default)}/{len(default)}, tokens "
-        f"{max(o.tokens_fraction for o in default):.0%} of the grid at most"
-    )
-    results = {"budget": bench.budget, "grid_best_gain": best_gain, "outcomes": [asdict(o) for o in outcomes]}
+    calibration, bins = calibration_table(pairs)
+    console.print(calibration)
+    _print_verdict(console, outcomes, bins)
+    results = {"budget": bench.budget, "fresh_seeds": FRESH_SEEDS, "grid_best_gain": best_gain,
+               "outcomes": [asdict(o) for o in outcomes], "calibration": bins}  # fmt: skip
     (bench.workdir / "decision_quality.json").write_text(json.dumps(results, indent=2))
+
+
+def _print_verdict(console: Console, outcomes: list[Outcome], bins: list[dict]) -> None:
+    default = [o for o in outcomes if o.variant.startswith("default")]
+    runs = len(default) * len(FRESH_SEEDS)
+    console.print(
+        f"default over {len(default)} sampler+proxy seeds: mean regret {sum(o.regret for o in default) / len(default):+.4f} "
+        f"(target <= 0.005), worst {max(o.regret for o in default):+.4f}; pick within budget on "
+        f"{sum(o.within_budget for o in default)}/{runs} fresh-seed re-runs (target >= 90 %); tokens "
+        f"{max(o.tokens_fraction for o in default):.0%} of the grid at most (target <= 40 %); calibration bins "
+        f"missed: {sum(b['verdict'] == 'MISS' for b in bins)} of {sum(b['verdict'] != 'too few' for b in bins)} judged"
+    )
 
 
 if __name__ == "__main__":

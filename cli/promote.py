@@ -68,6 +68,12 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="promote the best observed trial (the best feasible completed trial) instead of best.json's pick, "
         "the surrogate's point; of a ladder, its largest rung's own pick instead of the law's optimum",
     )
+    parser.add_argument(
+        "--unconfirmed",
+        action="store_true",
+        help="promote best.json's pick even though its confirmation trials at fresh seeds did not hold it within "
+        "the forgetting budget (or did not run); without it such a pick is refused",
+    )
     parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
     parser.add_argument(
         "--transformer-engine",
@@ -174,6 +180,7 @@ def build_request(args: argparse.Namespace):
             run=args.run,
             config=config_from_args(args),
             observed=args.observed,
+            unconfirmed=args.unconfirmed,
             calibrate=args.calibrate,
             launch=launch,
         )

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
 
     title = f"sweep {run_dir.path.name}"
-    print_outcome(console, outcome.selection, outcome.rows, title=title, pick=outcome.summary.pick, notes=outcome.notes)
+    print_outcome(console, outcome.selection, outcome.rows, title=title, summary=outcome.summary, notes=outcome.notes)
     cost = outcome.summary.cost
     console.print(
         f"tokens used {cost.tokens_used:,}; saved by pruning {cost.tokens_saved_by_pruning:,} (outputs in {run_dir.path})"

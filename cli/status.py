@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     status = _RunStatus(run_dir)
     title = f"sweep {status.record.study_name} ({args.run})"
     notes = [note for note in [replicates_note(status.rows, top=status.plan.search.replicates.top)] if note]
-    print_outcome(console, status.selection, status.rows, title=title, pick=status.pick, notes=notes)
+    print_outcome(console, status.selection, status.rows, title=title, summary=status.summary, notes=notes)
     console.print(status.progress())
     return 0
 
@@ -48,7 +48,7 @@ class _RunStatus:
     """What status says of one run directory, read from its study."""
 
     def __init__(self, run_dir) -> None:
-        from sweep.choice.best import best_summary
+        from sweep.choice.best import best_summary, trials_expected
         from sweep.choice.observed import select
         from sweep.files.rundir import open_run
         from sweep.study.table import trial_rows
@@ -57,7 +57,8 @@ class _RunStatus:
         self.rows = trial_rows(sweep)
         self.plan = sweep.plan
         self.selection = select(self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space)
-        self.pick = best_summary(self.selection, self.rows, self.plan).pick
+        self.summary = best_summary(self.selection, self.rows, self.plan)
+        self.expected = trials_expected(self.summary, self.rows, self.plan)
 
     def progress(self) -> str:
         from reports.tables import progress_line
@@ -65,14 +66,15 @@ class _RunStatus:
 
         # Another terminal's sweep runs as many trials at once as it has running now.
         running = sum(row.status is Status.RUNNING for row in self.rows)
-        planned = self.plan.planned_trials
-        return progress_line(self.rows, planned=planned, best=self.selection.best_observed, concurrency=max(1, running))
+        return progress_line(
+            self.rows, planned=self.expected, best=self.selection.best_observed, concurrency=max(1, running)
+        )
 
 
 def _print_ladder(console, run_dir) -> None:
     """Each planned rung in order (N, progress, and its pick once it finished), then the law once fitted."""
+    from reports.decision import pick_lines
     from reports.ladder_report import print_ladder
-    from reports.tables import pick_lines
     from sweep.ladder.record import read_ladder
 
     summary = read_ladder(run_dir)
@@ -88,8 +90,8 @@ def _print_ladder(console, run_dir) -> None:
             continue
         status = _RunStatus(rung)
         console.print(head + status.progress(), highlight=False)
-        if design.name in finished and status.pick is not None:
-            for line in pick_lines(status.pick):
+        if design.name in finished:
+            for line in pick_lines(status.summary.pick):
                 console.print(f"  {line}", highlight=False)
     print_ladder(console, summary)
     console.print(f"a rung's trials: sweep status {run_dir.rungs}/<rung>", highlight=False)

@@ -1,7 +1,8 @@
 """The report's figures, drawn with matplotlib's Agg backend (no display, no fonts fetched).
 
 Each function returns a Figure; reports/report.py saves it as a PNG and embeds the same bytes in
-the page. Colours keep one meaning everywhere: a status has one colour, the best observed trial is a star.
+the page. Colours keep one meaning everywhere: a status has one colour, the best observed trial is a star, the
+pick an orange diamond (reports/decision_marks.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from reports.decision_marks import decision_on_surrogate, pick_on_front, titled
 from reports.snapshot import RunSnapshot, ratio_label
 from sweep.choice.surrogate import completed
 from sweep.spec.space import LRFractionRange, MixRange
@@ -46,22 +48,27 @@ MINOR_LR_DIGITS = (2, 3, 5)
 
 
 def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
-    """domain_gain against forgetting: every finished trial, each run's Pareto front, budget and best observed trial."""
+    """domain_gain against forgetting: every finished trial, each run's Pareto front, budget, best observed trial
+    and pick with its confirmation; for one run, why the pick is not the best observed trial under the title."""
     figure, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
     several = len(snapshots) > 1
     for index, snapshot in enumerate(snapshots):
         colour = RUN_COLOURS[index % len(RUN_COLOURS)]
         _plot_trials_and_front(ax, snapshot, colour=colour, several=several)
         _plot_best_observed(ax, snapshot, colour=colour, several=several)
+        pick_on_front(ax, snapshot, colour=colour if several else None, prefix=f"{snapshot.name}: " if several else "")
     budgets = sorted({snapshot.plan.forgetting_budget for snapshot in snapshots})
     for budget in budgets:
         ax.axvline(budget, color="#c53030", linestyle="--", linewidth=1.2, label=f"forgetting budget {budget:.3g}")
     ax.set_xlabel("forgetting (general_loss / base − 1; lower is better)")
     ax.set_ylabel("domain_gain (1 − domain_loss / base; higher is better)")
-    ax.set_title("domain_gain vs forgetting" + (" — " + " vs ".join(s.name for s in snapshots) if several else ""))
+    if several:
+        ax.set_title("domain_gain vs forgetting — " + " vs ".join(s.name for s in snapshots))
+    else:
+        ax.set_title(titled("domain_gain vs forgetting", snapshots[0], width=110), fontsize=9)
     ax.margins(x=0.08, y=0.12)  # room for the best observed trial's label inside the axes
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=7, loc="best")
     return figure
 
 
@@ -181,7 +188,8 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
 
 def surrogate_figure(snapshot: RunSnapshot) -> Figure:
     """The surrogate's predicted domain_gain over the searched box, the region where a re-run stays within the
-    budget with the pick rule's probability, the completed trials and the pick (a run with a surrogate only)."""
+    budget with the pick rule's probability, the completed trials, the best observed trial, and the pick with its
+    intervals and confirmation (a run with a surrogate only)."""
     surrogate = snapshot.surrogate
     if surrogate is None:
         raise ValueError(f"run {snapshot.name} has too few distinct completed points for a surrogate")
@@ -190,7 +198,7 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
     lr, share = np.exp(log_lr).ravel(), 1.0 / (1.0 + np.exp(log_ratio).ravel())
     gain, forgetting = surrogate.predict(lr, share)
     probability = forgetting.probability_at_most(snapshot.plan.forgetting_budget).reshape(log_lr.shape)
-    figure, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
+    figure, ax = plt.subplots(figsize=(7.5, 5.8), layout="constrained")
     x, y = np.exp(log_lr), np.exp(log_ratio)
     filled = ax.contourf(x, y, gain.mean.reshape(log_lr.shape), levels=14, cmap="Blues")
     figure.colorbar(filled, ax=ax, label="predicted domain_gain")
@@ -206,20 +214,18 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
         [(1 - row.domain_share) / row.domain_share for row in tried],
         s=22, color="white", edgecolors="black", linewidths=0.8, zorder=3, label="completed trials",
     )  # fmt: skip
-    pick = snapshot.summary.pick
-    if pick.point is not None:
-        share = pick.point.domain_share
-        ax.scatter(
-            [pick.point.lr_fraction], [(1 - share) / share], marker="*", s=260, color=BEST_COLOUR, zorder=4,
-            label=f"pick ({pick.source.value})",
-        )  # fmt: skip
+    decision_on_surrogate(ax, snapshot, ratio=lambda share: (1 - share) / share)
     _log_axes(ax, snapshot)
     ax.set_xlim(math.exp(low_lr) / 1.08, math.exp(high_lr) * 1.08)
     ax.set_ylim(math.exp(low_ratio) / 1.15, math.exp(high_ratio) * 1.15)  # the edge trials stay visible
     ax.set_xlabel("lr_fraction")
     ax.set_ylabel("mix general:domain")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    ax.set_title(f"surrogate: predicted domain_gain; hatched: within budget with P < {minimum:g}", fontsize=10)
+    # Below the axes: the decision's labels are long, and inside they would hide the surface.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), fontsize=7, frameon=False)
+    ax.set_title(
+        titled(f"surrogate: predicted domain_gain; hatched: within budget with P < {minimum:g}", snapshot, width=85),
+        fontsize=9,
+    )
     return figure
 
 

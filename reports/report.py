@@ -21,8 +21,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from matplotlib.figure import Figure
 
 from reports import plots
+from reports.decision import decision_lines
 from reports.snapshot import RunSnapshot, load_run, spec_differences
-from reports.tables import pick_lines
 from sweep.choice.feasible import is_feasible
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
@@ -131,8 +131,11 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
         make_plot(
             "front",
             "domain_gain vs forgetting",
-            f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed) and the "
-            "best observed trial (star). Crosses: pruned or diverged trials at their last evaluation; they never qualify.",
+            f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed), the "
+            "best observed trial (star), the pick where the surrogate predicts it with its 90 % intervals (diamond) "
+            "and its confirmation trials' mean ± sd at fresh seeds (plus: within the budget; X: over). Crosses: "
+            "pruned or diverged trials at their last evaluation; they never qualify. Under the title: why the pick "
+            "is not the best observed trial.",
             lambda: plots.front_figure([snapshot]),
         ),
         make_plot(
@@ -155,9 +158,10 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             make_plot(
                 "surrogate",
                 "the surrogate and the pick",
-                "Predicted domain_gain of the Gaussian process fitted to the completed trials (white dots), over "
-                "log lr_fraction and log general:domain. The red line bounds the region where a re-run is within the "
-                "forgetting budget with the pick rule's probability; the star is the pick.",
+                "Predicted domain_gain of the Gaussian process fitted to the trials (white dots: the completed ones), "
+                "over log lr_fraction and log general:domain. The red line bounds the region where a re-run is within "
+                "the forgetting budget with the pick rule's probability; the diamond is the pick, the star the best "
+                "observed trial, an X a candidate its confirmation trials found over the budget.",
                 lambda: plots.surrogate_figure(snapshot),
             )
         )
@@ -190,12 +194,12 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "taken_at": snapshot.taken_at.isoformat(),
         "running": snapshot.running,
         "finished": snapshot.finished,
-        "planned": snapshot.plan.planned_trials,
+        "planned": snapshot.expected,
         "verdict": selection.verdict,
         "best_observed": _trial(snapshot, best) if best else None,
         "why": _why(snapshot),
         "boundary": selection.boundary,
-        "pick": pick_lines(summary.pick),
+        "pick": decision_lines(summary),
         "rule": summary.pick.rule,
         "budget": f"{budget:.4g}",
         "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},

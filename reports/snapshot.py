@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.tables import flat_items
-from sweep.choice.best import BestSummary, best_summary_with
+from sweep.choice.best import BestSummary, best_summary_with, trials_expected
 from sweep.choice.observed import Selection, select
 from sweep.choice.surrogate import Surrogate, fit_surrogate
 from sweep.files.rundir import NotARunDirectory, RunDir, open_run
@@ -52,8 +52,13 @@ class RunSnapshot:
         return sum(row.finished for row in self.rows)
 
     @property
+    def expected(self) -> int:
+        """Trials the sweep ends with as things stand (confirmation rounds decide how many)."""
+        return trials_expected(self.summary, self.rows, self.plan)
+
+    @property
     def running(self) -> bool:
-        return self.finished < self.plan.planned_trials
+        return self.finished < self.expected
 
     @property
     def space(self) -> SearchSpace:

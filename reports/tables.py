@@ -21,8 +21,9 @@ from rich.table import Table
 from rich.text import Text
 
 from reports.console import make_console
+from reports.decision import decision_lines
+from sweep.choice.best import BestSummary
 from sweep.choice.observed import Selection
-from sweep.choice.pick import Pick, PickSource
 from sweep.choice.points import PointSummary, point_summaries, seed_noise
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
@@ -227,45 +228,18 @@ def progress_line(rows: list[TrialRow], *, planned: int, best: TrialRow | None, 
     return " | ".join(parts)
 
 
-def pick_lines(pick: Pick) -> list[str]:
-    """The pick in words: the point and where it comes from, its predicted figures, why, and which tried
-    points the trials cannot tell from it."""
-    if pick.source is None or pick.point is None:
-        return [f"pick: none ({pick.reason})"]
-    point = pick.point
-    where = f"lr_fraction {point.lr_fraction:.4g}, mix {point.mix}"
-    if point.trials:
-        where += f" (trial{'s' if len(point.trials) > 1 else ''} {', '.join(map(str, point.trials))})"
-    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'best observed trial'}): {where}"]
-    if pick.gain is not None and pick.forgetting is not None:
-        gain, forgetting = pick.gain, pick.forgetting
-        lines.append(
-            f"  predicted domain_gain {gain.mean:.4f} [{gain.low:.4f}, {gain.high:.4f}], forgetting "
-            f"{forgetting.mean:.4f} [{forgetting.low:.4f}, {forgetting.high:.4f}] (90 % intervals); "
-            f"P(a re-run within the budget) {pick.probability_within_budget:.2f}"
-        )
-    lines.append(f"  why: {pick.reason}")
-    if pick.comparisons:
-        same = [f"{c.point.lr_fraction:.4g} @ {c.point.mix}" for c in pick.indistinguishable]
-        lines.append(
-            "  indistinguishable from it (90 % interval of the gain difference spans 0): " + ", ".join(same)
-            if same
-            else "  every other tried point gains measurably less (90 % intervals of the difference exclude 0)"
-        )
-    return lines
-
-
 def print_outcome(
     console: Console,
     selection: Selection,
     rows: list[TrialRow],
     *,
     title: str,
-    pick: Pick | None = None,
+    summary: BestSummary | None = None,
     notes: Sequence[str] = (),
 ) -> None:
     """The trials, the points measured more than once and their spread, `notes` (what a reader could not tell from
-    the table), the verdict and the pick."""
+    the table), the verdict (the best observed trial) and the decision: the pick, its confirmation and why it is
+    not the best observed trial (reports/decision.py)."""
     console.print(trials_table(rows, best=selection.best_observed, title=title))
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
@@ -281,8 +255,8 @@ def print_outcome(
     console.print(selection.verdict, style="bold" if selection.best_observed else "bold red")
     for note in selection.boundary:
         console.print(f"warning: the best observed trial sits on the edge of the search: {note}", style="yellow")
-    if pick is not None:
-        first, *rest = pick_lines(pick)
+    if summary is not None:
+        first, *rest = decision_lines(summary)
         console.print(first, style="bold", highlight=False)
         for line in rest:
             console.print(line, highlight=False)

@@ -69,7 +69,7 @@ TINY_SPEC: dict[str, Any] = {
     },
     "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
-    "search": {"num_trials": 4, "replicates": {"top": 0}},
+    "search": {"num_trials": 4, "replicates": {"top": 0}, "confirmation": {"seeds": 0}},
     # One trial process at a time: a second one (a Ray worker importing torch and megatron-core) costs a tiny
     # sweep ~17 s more CPU (64 vs 46 s), far more than its trials; sweeps that test trials side by side ask for it.
     "execution": {"concurrency": 1, "cpus": 1},
@@ -223,8 +223,10 @@ class FinishedSweep:
 def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
     """The tiny spec swept end to end by `sweep run` on a Ray of its own, which writes the report
     when it ends: one sweep that the sweep, status and report tests all read. Its 4 trials are followed
-    by one replicate (trial 4) of the best point, with seed 1."""
-    spec = write_spec(tiny_corpora, "tiny_sweep.yaml", search={"num_trials": 4, "replicates": {"top": 1}})
+    by one replicate (trial 4) of the best point, with seed 1, and one confirmation trial of the pick (trial 5 and,
+    should the pick end over the budget, trial 6), at seeds 2 and 3."""
+    search = {"num_trials": 4, "replicates": {"top": 1}, "confirmation": {"seeds": 1}}
+    spec = write_spec(tiny_corpora, "tiny_sweep.yaml", search=search)
     with once_per_session(tmp_path_factory, "tiny-sweep") as root:
         output = root / "output.txt"
         if not output.is_file():

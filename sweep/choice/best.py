@@ -1,4 +1,5 @@
-"""best.json: the best observed trial, the evidence for it, the Pareto front, what the sweep cost, and the pick.
+"""best.json: the best observed trial, the evidence for it, the Pareto front, what the sweep cost, the pick and
+its confirmation.
 
 Written by `sweep run` as a BestSummary and read back through the same type by promotion and
 reports, so a key is never looked up by a string that could drift.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from sweep.choice.confirmation import OFF, Confirmation, Outcome, confirmation_state
 from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import Surrogate, fit_surrogate
@@ -59,7 +61,9 @@ class BestSummary(StrictConfig):
     cost: Cost
     pick: Pick
     """The recommended point: the surrogate's under the plan's rule, else the best observed trial's, with the
-    evidence for it (sweep/choice/pick.py)."""
+    evidence for it (sweep/choice/pick.py); with confirmation, the point confirmed (or the last one tried)."""
+    confirmation: Confirmation
+    """The pick re-run at fresh seeds: predicted against confirmed, round by round (sweep/choice/confirmation.py)."""
 
 
 def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
@@ -85,15 +89,40 @@ def best_summary_with(
         ),
         pareto_front=selection.pareto,
         cost=Cost.of(rows, plan),
-        pick=pick_with(
-            surrogate,
-            rows,
-            space=plan.space,
-            budget=plan.forgetting_budget,
-            config=plan.pick,
-            observed=selection.best_observed,
-        ),
+        **_pick_and_confirmation(surrogate, selection, rows, plan),
     )
+
+
+def _pick_and_confirmation(
+    surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
+) -> dict[str, Pick | Confirmation]:
+    """With confirmation, its rounds replayed over the rows decide the pick (each round refits the surrogate
+    to the rows before it); without, the pick of `surrogate`."""
+    if plan.search.confirmation.seeds > 0:
+        state = confirmation_state(rows, plan.confirmation_setting())
+        return {"pick": state.pick, "confirmation": state.confirmation}
+    pick = pick_with(
+        surrogate,
+        rows,
+        space=plan.space,
+        budget=plan.forgetting_budget,
+        config=plan.pick,
+        observed=selection.best_observed,
+    )
+    return {"pick": pick, "confirmation": OFF}
+
+
+def trials_expected(summary: BestSummary, rows: list[TrialRow], plan: SweepPlan) -> int:
+    """How many trials the sweep ends with, as things stand: the searched trials and replicates, the confirmation
+    trials run, and the rest of a round still due. Without confirmation, planned_trials."""
+    searched = plan.search.num_trials + plan.search.replicates.trials
+    confirmation = summary.confirmation
+    if confirmation.outcome is Outcome.OFF:
+        return plan.planned_trials
+    run = sum(row.confirms is not None for row in rows)
+    if confirmation.outcome is Outcome.PENDING:
+        return searched + max(run, (len(confirmation.rounds) + 1) * plan.search.confirmation.seeds)
+    return searched + run  # confirmed, or nothing (more) to confirm
 
 
 def write_best(summary: BestSummary, run: RunDir) -> None:

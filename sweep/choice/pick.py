@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -209,14 +209,16 @@ def pick_with(
     budget: float,
     config: PickConfig,
     observed: TrialRow | None,
+    excluded: Collection[tuple[float, float]] = (),
 ) -> Pick:
-    """The pick from an already fitted surrogate (None: too few points), as make_pick."""
+    """The pick from an already fitted surrogate (None: too few points), as make_pick; `excluded`: point_keys no
+    candidate may be (points whose confirmation trials ended over the budget)."""
     rule = rule_text(space, config, budget)
     used = completed(rows)
     if surrogate is None:
         reason = f"no surrogate: {distinct_points(used)} distinct completed point(s), it needs {MIN_DISTINCT_POINTS}"
         return _without_surrogate(observed, used, reason=reason, rule=rule)
-    pool = candidates(space, used)
+    pool = [c for c in candidates(space, used) if point_key(c.lr_fraction, c.domain_share) not in excluded]
     gain, forgetting = surrogate.predict([c.lr_fraction for c in pool], [c.domain_share for c in pool])
     probability = forgetting.probability_at_most(budget)
     eligible = probability >= config.min_probability
@@ -230,7 +232,7 @@ def pick_with(
     else:
         reason = (
             f"no candidate point is within the budget with probability >= {config.min_probability:g} "
-            f"(the highest is {float(probability.max()):.2f})"
+            f"(the highest is {float(probability.max(initial=0.0)):.2f})"
         )
         if observed is None:
             return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule)

@@ -1,5 +1,6 @@
 """The surrogate: domain_gain and forgetting as smooth functions of (log lr_fraction, log general:domain),
-fitted to the trials that ran their whole budget, so that a choice comes with intervals and a probability.
+fitted to every trial, the stopped ones as censored observations, so that a choice comes with intervals and a
+probability.
 
 One Gaussian process per metric, scikit-learn's `GaussianProcessRegressor`: a Matern(nu=2.5) kernel with
 a length scale per axis times a learned amplitude, plus a learned white noise (the seed-to-seed and
@@ -13,6 +14,22 @@ rows. Why scikit-learn's GP:
 - scikit-learn's is public and stable, exact (Cholesky) at this size, fits in milliseconds on a CPU,
   and gives the posterior mean, standard deviation and joint covariance that the pick and its evidence
   need (`sweep/choice/pick.py`).
+
+Stopped trials (pruned, guarded, diverged) are not dropped. They are the high-forgetting ones: fitted to the
+survivors alone, the forgetting surface drifts low exactly where the sweep stopped looking (missing not at
+random). A stopped trial's end is unknown, but bounded below: its forgetting would have ended at least at what
+its forecast predicted when it stopped (`TrialRow.forecast_forgetting`, what pruning judged it by; its last
+measured value where no forecast was stored), its domain_gain at least at its last value (domain loss only
+falls with more steps under a decaying LR). Each is a right-censored observation, fitted by iterated
+conditional expectations, the EM algorithm for censored regression of Schmee and Hahn ("A simple method for
+regression analysis with censored data", Technometrics 21(4), 1979), with the GP as the regression: a censored
+value is replaced by the mean of the GP's predictive normal truncated below at its bound
+(`scipy.stats.truncnorm`), the GP is refitted, until the imputed values settle. The imputed value enters with
+the truncated distribution's variance added to its diagonal (scikit-learn's per-sample `alpha`), so a bound is
+never taken for a measurement. scikit-learn has no censored likelihood; the exact one (Tobit-GP, fitted by
+expectation propagation as in Groot and Lucas, "Gaussian process regression with censored data using
+expectation propagation", PGM 2012) would need a home-made GP, for two 2-D surfaces of ~30 points where the
+imputation already removes the bias that matters: a stopped region can no longer look feasible.
 """
 
 from __future__ import annotations
@@ -25,6 +42,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import ndtr
+from scipy.stats import truncnorm
 from threadpoolctl import threadpool_limits
 
 from sweep.spec.space import LRFractionRange, MixRange, SearchSpace
@@ -36,6 +54,7 @@ if TYPE_CHECKING:
     # scikit-learn is imported when a surrogate is fitted: the spec imports this module (through
     # sweep.choice.pick), and every command reads a spec.
     from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import Kernel
 
 MIN_DISTINCT_POINTS = 4
 """Fewer distinct completed points than this and there is no surrogate: a 2-D surface with a length
@@ -54,6 +73,11 @@ flat synthetic landscape, every tried point "distinguishable" from the pick). 10
 NOISE_BOUNDS = (1e-6, 2.0)
 """White-noise variance relative to the metric's variance over the trials (normalize_y): from nearly
 noiseless to noise that explains everything."""
+CENSORED_ROUNDS = 8
+"""Most imputation rounds for stopped trials: the imputed values settle in 2-4 on a sweep's rows; a fit that has
+not settled by then keeps its last round (each round is at least as good a fit as the survivors-only one)."""
+SETTLED = 1e-3
+"""Imputed values that move less than this share of the metric's spread in a round have settled."""
 Z90 = 1.6448536269514722
 """Half-width of a central 90 % normal interval, in standard deviations."""
 
@@ -94,6 +118,8 @@ class MetricFit(StrictConfig):
 class SurrogateFit(StrictConfig):
     points: int
     """Completed trials fitted (replicates of a point each count)."""
+    stopped: int = 0
+    """Stopped trials fitted as censored observations (their ends bounded below, module docstring)."""
     distinct_points: int
     domain_gain: MetricFit
     forgetting: MetricFit
@@ -172,6 +198,28 @@ def completed(rows: Iterable[TrialRow]) -> list[TrialRow]:
     return list(measured.values())
 
 
+def stopped(rows: Iterable[TrialRow]) -> list[TrialRow]:
+    """The rows a surrogate takes as censored: pruned, guarded or diverged trials with finite last metrics, one per
+    (point, seed), none at a (point, seed) that also ran to the end."""
+    ended = {(point_key(row.lr_fraction, row.domain_share), row.seed) for row in completed(rows)}
+    found: dict[tuple, TrialRow] = {}
+    for row in sorted(rows, key=lambda row: row.number):
+        key = (point_key(row.lr_fraction, row.domain_share), row.seed)
+        if row.status in (Status.PRUNED, Status.DIVERGED) and key not in ended and _finite(_bounds(row)):
+            found.setdefault(key if row.seed is not None else (key, row.number), row)
+    return list(found.values())
+
+
+def _bounds(row: TrialRow) -> tuple[float | None, float | None]:
+    """(domain_gain, forgetting) a stopped trial would have ended at least at."""
+    forgetting = row.forecast_forgetting if row.forecast_forgetting is not None else row.forgetting
+    return row.domain_gain, forgetting
+
+
+def _finite(values: Iterable[float | None]) -> bool:
+    return all(value is not None and math.isfinite(value) for value in values)
+
+
 def point_key(lr_fraction: float, domain_share: float) -> tuple[float, float]:
     """Identifies a point: replicates of one (lr_fraction, mix) share it."""
     return round(lr_fraction, 12), round(domain_share, 12)
@@ -184,35 +232,107 @@ def distinct_points(rows: Iterable[TrialRow]) -> int:
 def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | None:
     """GPs of domain_gain and forgetting over the completed rows (replicates included), or None with fewer
     than MIN_DISTINCT_POINTS distinct points."""
+    rows = list(rows)
     used = sorted(completed(rows), key=lambda row: row.number)  # one order: one fit
     distinct = distinct_points(used)
     if distinct < MIN_DISTINCT_POINTS:
         return None
+    censored = sorted(stopped(rows), key=lambda row: row.number)
+    everything = used + censored
     box = Box.of(space)
-    x = box.scaled([row.lr_fraction for row in used], [row.domain_share for row in used])
-    gain, gain_fit = _fit(x, np.array([row.domain_gain for row in used]))
-    forgetting, forgetting_fit = _fit(x, np.array([row.forgetting for row in used]))
-    fit = SurrogateFit(points=len(used), distinct_points=distinct, domain_gain=gain_fit, forgetting=forgetting_fit)
+    x = box.scaled([row.lr_fraction for row in everything], [row.domain_share for row in everything])
+    is_censored = np.array([False] * len(used) + [True] * len(censored))
+    bounds = [_bounds(row) for row in censored]
+    gain_y = np.array([row.domain_gain for row in used] + [gain for gain, _ in bounds])
+    forgetting_y = np.array([row.forgetting for row in used] + [forgetting for _, forgetting in bounds])
+    gain, gain_fit = _fit_censored(x, gain_y, is_censored)
+    forgetting, forgetting_fit = _fit_censored(x, forgetting_y, is_censored)
+    fit = SurrogateFit(
+        points=len(used),
+        stopped=len(censored),
+        distinct_points=distinct,
+        domain_gain=gain_fit,
+        forgetting=forgetting_fit,
+    )
     return Surrogate(box=box, gain=gain, forgetting=forgetting, fit=fit)
 
 
-def _fit(x: np.ndarray, y: np.ndarray) -> tuple[GaussianProcessRegressor, MetricFit]:
+def _fit_censored(x: np.ndarray, y: np.ndarray, censored: np.ndarray) -> tuple[GaussianProcessRegressor, MetricFit]:
+    """The GP of one metric where y[censored] are lower bounds, by Schmee and Hahn's iterated conditional
+    expectations (module docstring); the survivors' fit when nothing is censored.
+
+    The hyper-parameters are learned twice: from the survivors, then once more (from there, no restarts) on the
+    settled imputation; the rounds in between and after keep them fixed, each a single Cholesky, so the
+    censored fit costs about twice the survivors' one rather than a full optimisation per round."""
+    gp = _fit(x[~censored], y[~censored])
+    if not censored.any():
+        return gp, _metric_fit(gp, y[~censored])
+    values, extra, gp = _impute(gp, x, y, censored)
+    gp = _fit(x, values, extra_variance=extra, start=gp.kernel_)
+    values, _, gp = _impute(gp, x, y, censored)
+    return gp, _metric_fit(gp, values)
+
+
+def _impute(
+    gp: GaussianProcessRegressor, x: np.ndarray, bounds: np.ndarray, censored: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, GaussianProcessRegressor]:
+    """Rounds of: each censored value <- the mean of the predictive normal truncated below at its bound, refit with
+    the kernel held; until the values settle. Returns the values, their extra variance and the last fit."""
+    values, extra = bounds.astype(float), np.zeros(len(bounds))
+    spread = max(float(np.ptp(bounds)), 1e-12)
+    for _ in range(CENSORED_ROUNDS):
+        with _one_blas_thread():
+            mean, sd = gp.predict(x[censored], return_std=True)  # of a measurement: noise included
+        sd = np.maximum(sd, 1e-12)
+        truncated = truncnorm((bounds[censored] - mean) / sd, np.inf, loc=mean, scale=sd)
+        moved = float(np.max(np.abs(truncated.mean() - values[censored])))
+        values[censored], extra[censored] = truncated.mean(), truncated.var()
+        gp = _fit(x, values, extra_variance=extra, start=gp.kernel_, learn=False)
+        if moved < SETTLED * spread:
+            break
+    return values, extra, gp
+
+
+def _fit(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    extra_variance: np.ndarray | None = None,
+    start: Kernel | None = None,
+    learn: bool = True,
+) -> GaussianProcessRegressor:
+    """`extra_variance`: per row, variance beyond the learned noise (an imputed value's), in the metric's units.
+    `start`: hyper-parameters to start from (then no random restarts); `learn=False` holds them."""
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-    kernel = ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
+    kernel = start or ConstantKernel(1.0, (1e-3, 1e3)) * Matern(
         length_scale=[0.5, 0.5], length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=2.5
     ) + WhiteKernel(noise_level=0.1, noise_level_bounds=NOISE_BOUNDS)
-    gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=RESTARTS, random_state=SEED)
+    # alpha is added to the kernel's diagonal in normalize_y's units; 1e-10 is scikit-learn's default jitter.
+    alpha = 1e-10 if extra_variance is None else extra_variance / _y_scale(y) ** 2 + 1e-10
+    gp = GaussianProcessRegressor(
+        kernel,
+        alpha=alpha,
+        normalize_y=True,
+        optimizer="fmin_l_bfgs_b" if learn else None,
+        n_restarts_optimizer=RESTARTS if start is None else 0,
+        random_state=SEED,
+    )
     with warnings.catch_warnings(), _one_blas_thread():
         # A length scale or the noise at its bound is an answer (flat along that axis; noiseless), not a failure.
         warnings.simplefilter("ignore", ConvergenceWarning)
         gp.fit(x, y)
+    return gp
+
+
+def _metric_fit(gp: GaussianProcessRegressor, y: np.ndarray) -> MetricFit:
+    """The learned hyper-parameters of `gp` fitted to `y`, in the metric's units."""
     scale = _y_scale(y)
     signal, noise = gp.kernel_.k1, gp.kernel_.k2
     length = np.broadcast_to(signal.k2.length_scale, (2,))
-    return gp, MetricFit(
+    return MetricFit(
         noise_sd=float(math.sqrt(noise.noise_level) * scale),
         signal_sd=float(math.sqrt(signal.k1.constant_value) * scale),
         length_scale_lr=float(length[0]),

@@ -42,7 +42,7 @@ def calibrated(run_dir: Path, config: PromotionConfig) -> PromotionConfig:
     from sweep.promote.plan import make_plan
     from train_entry.megatron.throughput import time_layer
 
-    assumed = make_plan(run_dir, config)
+    assumed = make_plan(run_dir, config, unconfirmed=True)  # only its layout is used: the point does not matter
     par = assumed.chosen.parallelism
     try:
         timing = time_layer(assumed.target.model, micro_batch_size=par.micro_batch_size, recompute=par.recompute)

@@ -107,14 +107,17 @@ def plan_dir(run_dir: Path, plan_id: str) -> PlanDir:
     return plan
 
 
-def make_plan(run_dir: str | Path, config: PromotionConfig, *, observed: bool = False) -> Plan:
+def make_plan(
+    run_dir: str | Path, config: PromotionConfig, *, observed: bool = False, unconfirmed: bool = False
+) -> Plan:
     """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
-    best.json's pick, or of its best observed trial's point when `observed` (sweep/promote/point.py)."""
+    best.json's pick (refused unconfirmed unless `unconfirmed`), or of its best observed trial's point when
+    `observed` (sweep/promote/point.py)."""
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
     target = load_target(config.target)
-    promoted, trial = read_promoted(run_dir, observed=observed, target=target, config=config)
+    promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target, config=config)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
         "global_batch_size": _global_batch_size(config, target.model),

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.choice.best import BestSummary, NoBestSummary, read_best
+from sweep.choice.confirmation import Confirmation, Outcome
 from sweep.choice.pick import Pick, PickSource
 from sweep.files.compat import TRIAL_CONFIG
 from sweep.files.records import CorruptFile, read_model
@@ -55,13 +56,18 @@ class PromotedPoint(StrictConfig):
 
 
 def read_promoted(
-    run_dir: Path, *, observed: bool = False, target: Target | None = None, config: PromotionConfig | None = None
+    run_dir: Path,
+    *,
+    observed: bool = False,
+    unconfirmed: bool = False,
+    target: Target | None = None,
+    config: PromotionConfig | None = None,
 ) -> tuple[PromotedPoint, TrialConfig]:
     """The point to promote from best.json (its pick; the best observed trial's when `observed`) and the resolved
     config a proxy trial at that point runs: a completed trial's, whose blend and schedule every trial shares, at
     the point's lr_fraction and mix. Of a ladder: its law's optimum at the target's size and the request's tokens
-    (the largest rung's pick when `observed`). PromotionError when there is no point, or when a file is not what the
-    sweep wrote."""
+    (the largest rung's pick when `observed`). PromotionError when there is no point, when the pick is not
+    confirmed at fresh seeds (unless `unconfirmed`), or when a file is not what the sweep wrote."""
     run = RunDir(run_dir)
     if run.is_ladder:
         return _ladder_point(run, target, config or PromotionConfig(), observed=observed)
@@ -72,7 +78,7 @@ def read_promoted(
     if observed:
         point = _observed(best, run, reason="the best observed trial, as asked (--observed)")
     else:
-        point = _picked(best, run)
+        point = _picked(best, run, unconfirmed=unconfirmed)
     return point, _trial_config(run, best, point)
 
 
@@ -82,7 +88,8 @@ def _ladder_point(
     """The ladder's law at the target's N and the request's tokens, or (observed) its largest rung's pick, with that
     rung's resolved trial config at the point."""
     summary, largest = finished_ladder(run)
-    picked, trial = read_promoted(largest.path)
+    # The ladder's point is extrapolated, never run: a rung's confirmation does not carry over to it.
+    picked, trial = read_promoted(largest.path, unconfirmed=True)
     if observed:
         reason = f"the largest rung {largest.path.name}'s pick, as asked (--observed): {picked.reason}"
         return picked.model_copy(update={"reason": reason}), trial
@@ -118,7 +125,8 @@ def proxy_trial(run_dir: Path, point: PromotedPoint) -> TrialConfig:
     run = RunDir(run_dir)
     if run.is_ladder:
         run = finished_ladder(run)[1]
-    _, trial = read_promoted(run.path, observed=point.source is PickSource.OBSERVED)
+    # The plan was made from this point, confirmed then or let through by --unconfirmed.
+    _, trial = read_promoted(run.path, observed=point.source is PickSource.OBSERVED, unconfirmed=True)
     return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})
 
 
@@ -141,12 +149,19 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
     )
 
 
-def _picked(best: BestSummary, run: RunDir) -> PromotedPoint:
+def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoint:
     pick = best.pick
     if pick.source is None or pick.point is None:
         raise PromotionError(f"{run.best_json} has no point to promote: {best.verdict}; {pick.reason}")
+    confirmation = best.confirmation
+    if confirmation.outcome is not Outcome.CONFIRMED and not unconfirmed:
+        raise PromotionError(
+            f"{run.best_json}: the pick ({pick.point.lr_fraction:.3g} @ {pick.point.mix}) is not confirmed at fresh "
+            f"seeds ({confirmation.outcome.value}: {confirmation.reason}); promote it anyway with --unconfirmed"
+        )
+    reason = _with_confirmation(pick.reason, confirmation)
     if pick.source is PickSource.OBSERVED:
-        return _observed(best, run, reason=pick.reason, pick=pick)
+        return _observed(best, run, reason=reason, pick=pick)
     point = pick.point
     return PromotedPoint(
         source=pick.source,
@@ -156,8 +171,12 @@ def _picked(best: BestSummary, run: RunDir) -> PromotedPoint:
         domain_gain=pick.gain.mean,
         forgetting=pick.forgetting.mean,
         **_intervals(pick),
-        reason=pick.reason,
+        reason=reason,
     )
+
+
+def _with_confirmation(reason: str, confirmation: Confirmation) -> str:
+    return f"{reason}; confirmation: {confirmation.reason}" if confirmation.outcome is not Outcome.OFF else reason
 
 
 def _intervals(pick: Pick) -> dict[str, Any]:

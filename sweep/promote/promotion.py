@@ -43,7 +43,7 @@ def make_promotion(request: PromotionRequest) -> Promotion:
         from sweep.promote.calibrate import calibrated
 
         config = calibrated(request.run, config)
-    plan = make_plan(request.run, config, observed=request.observed)
+    plan = make_plan(request.run, config, observed=request.observed, unconfirmed=request.unconfirmed)
     return Promotion(plan, write_plan(plan, request.run))
 
 

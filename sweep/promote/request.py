@@ -51,6 +51,8 @@ class PromotionRequest(StrictConfig):
     config: PromotionConfig = PromotionConfig()
     observed: bool = False
     """Promote the best observed trial (the best feasible completed trial) instead of best.json's pick."""
+    unconfirmed: bool = False
+    """Promote best.json's pick although its confirmation at fresh seeds did not hold (or did not run)."""
     calibrate: bool = False
     """Time the target's layer on this machine's GPU and plan with the measured rate, not the assumed MFU."""
     launch: Submission | Rehearsal | None = None

@@ -154,7 +154,7 @@ def _tune(
         trainable,
         tune_config=tune.TuneConfig(
             search_alg=searcher,
-            num_samples=searcher.to_run,
+            num_samples=searcher.most_to_run,  # the searcher says when it has finished
             max_concurrent_trials=slots.at_once,
             reuse_actors=True,  # a trial process keeps torch, the tokenizer and the study connection warm
         ),

@@ -153,6 +153,12 @@ class SearchSpace(StrictConfig):
             for lr, mix in itertools.product(self.lr_fraction, self.mix)
         ]
 
+    def params_of(self, lr_fraction: float, mix: MixRatio) -> dict[str, Any]:
+        """A point as Optuna params of this space (a confirmation trial's, enqueued at the pick)."""
+        if isinstance(self.mix, MixRange):
+            return {Param.LR_FRACTION.value: lr_fraction, Param.MIX_LOG_RATIO.value: mix.log_ratio}
+        return {Param.LR_FRACTION.value: lr_fraction, Param.MIX.value: str(mix)}
+
     def point(self, params: dict[str, Any]) -> Point:
         """Reads a trial's Optuna params back into an lr_fraction and a mix ratio."""
         lr = float(params[Param.LR_FRACTION.value])

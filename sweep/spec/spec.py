@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from sweep.choice.confirmation import ConfirmationConfig
 from sweep.choice.pick import PickConfig
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
 from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
@@ -238,6 +239,8 @@ class SearchConfig(StrictConfig):
     """Stops a trial predicted to end far over the forgetting budget; null turns it off."""
     replicates: ReplicatesConfig = ReplicatesConfig()
     """After the num_trials trials, the best points re-run with other seeds (`{top: 0}`: none)."""
+    confirmation: ConfirmationConfig = ConfirmationConfig()
+    """After the replicates, the pick re-run at fresh seeds before it may be promoted (`{seeds: 0}`: none)."""
 
 
 def _storage_url(url: str | None) -> str | None:

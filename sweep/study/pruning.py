@@ -186,8 +186,9 @@ class GuardedPruner(BasePruner):
         step = trial.last_step
         if step is None or step >= self._final_step or Attr.LAST.value not in trial.user_attrs:
             return None  # stopping at the end saves nothing, and would discard a trial that ran its budget
-        if Attr.REPLICATE_OF.value in trial.user_attrs:
-            return None  # a replicate re-measures a point at its final step: stopped, it measures nothing
+        if Attr.REPLICATE_OF.value in trial.user_attrs or Attr.CONFIRMS.value in trial.user_attrs:
+            # A replicate or a confirmation re-measures a point at its final step: stopped, it measures nothing.
+            return None
         last = Metrics.model_validate(trial.user_attrs[Attr.LAST.value])
         forecast = stored_forecast(trial, last)
         guard = self._guard

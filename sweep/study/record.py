@@ -56,6 +56,8 @@ class Attr(str, enum.Enum):
     what pruning judged it by."""
     SEED = "seed"
     """A replicate's training seed; a trial without it trains on proxy.seed."""
+    CONFIRMS = "confirms"
+    """A confirmation trial's round (0: the first point confirmed; see sweep.choice.confirmation)."""
     REPLICATE_OF = "replicate_of"
     """The number of the trial whose point a replicate re-runs with another seed."""
 

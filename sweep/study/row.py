@@ -45,6 +45,11 @@ class TrialRow(StrictConfig):
     seed: int | None = None
     """The seed its training used: proxy.seed, or a replicate's own (None only in rows made by hand)."""
     replicate_of: int | None = None
+    confirms: int | None = None
+    """For a confirmation trial, its round: the pick run again at a fresh seed (0: the first point confirmed)."""
+    forecast_forgetting: float | None = None
+    """For a stopped trial, the forgetting its last evaluation's forecast (sweep.study.forecast) predicted it would
+    end at: what pruning judged it by, and the bound it enters the surrogate with. None when it ran to the end."""
     """The trial whose point this replicate re-runs with another seed; None for a main trial."""
 
     @property

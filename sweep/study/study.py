@@ -18,6 +18,7 @@ from optuna.trial import FrozenTrial
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
+from sweep.choice.confirmation import Setting
 from sweep.choice.pick import PickConfig
 from sweep.files.compat import STUDY_PLAN, FormatError
 from sweep.files.config_file import SpecError
@@ -65,9 +66,31 @@ class SweepPlan(StrictConfig):
 
     @property
     def planned_trials(self) -> int:
-        """How many trials the sweep ends with: num_trials (for a grid, every point: the spec fills it in)
-        and the replicates that follow them."""
-        return self.search.num_trials + self.search.replicates.trials
+        """How many trials the sweep ends with at least: num_trials (for a grid, every point: the spec fills it in),
+        the replicates that follow them and the first point's confirmation trials (a point confirmed over the
+        budget adds `confirmation.seeds` more for the next, see most_trials)."""
+        return self.search.num_trials + self.search.replicates.trials + self.search.confirmation.seeds
+
+    @property
+    def most_trials(self) -> int:
+        """How many trials the sweep ends with at most: every confirmation round run."""
+        confirmation = self.search.confirmation
+        return self.planned_trials + (confirmation.candidates - 1) * confirmation.seeds
+
+    @property
+    def first_confirmation_seed(self) -> int:
+        """The main trials train at proxy.seed, the replicates at most at the replicates.trials seeds after it
+        (fewer points than replicates.top take more seeds each); confirmation after those."""
+        return self.proxy.seed + self.search.replicates.trials + 1
+
+    def confirmation_setting(self) -> Setting:
+        return Setting(
+            space=self.space,
+            budget=self.forgetting_budget,
+            pick=self.pick,
+            config=self.search.confirmation,
+            first_seed=self.first_confirmation_seed,
+        )
 
     @property
     def full_trial_tokens(self) -> int:

@@ -38,6 +38,7 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
     best = attrs.get(Attr.BEST.value) or {}
     status = status_of(frozen)
     steps = attrs.get(Attr.STEPS.value)
+    stopped = status in (Status.PRUNED, Status.DIVERGED)
     return TrialRow(
         number=frozen.number,
         status=status,
@@ -53,13 +54,22 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         best_domain_gain=best.get("domain_gain"),
         best_step=best.get("step"),
         steps=steps,
-        stopped_step=steps if status in (Status.PRUNED, Status.DIVERGED) else None,
+        stopped_step=steps if stopped else None,
         tokens_seen=attrs.get(Attr.TOKENS_SEEN.value, last.get("tokens_seen")),
         wall_seconds=attrs.get(Attr.WALL_SECONDS.value),
         attempts=attrs.get(Attr.ATTEMPTS.value, 0),
         seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
         replicate_of=attrs.get(Attr.REPLICATE_OF.value),
+        confirms=attrs.get(Attr.CONFIRMS.value),
+        forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last) if stopped else None,
     )
+
+
+def _forecast_at(stored: dict[str, Any] | None, last: dict[str, Any]) -> float | None:
+    """The forecast stored with the trial's last evaluation; None when there is none for that step."""
+    if stored is None or stored.get("step") != last.get("step"):
+        return None
+    return stored.get("predicted")
 
 
 def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
@@ -74,7 +84,7 @@ def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
     frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
     # Nullable integer columns keep a missing step count missing rather than a float NaN.
-    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of"):
+    for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of", "confirms"):
         frame[column] = frame[column].astype("Int64")
     return frame
 

@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
@@ -23,11 +25,12 @@ SECTION_OF = {"lr_fraction": "space", "mix": "space", "concurrency": "execution"
 
 def spec_with(**overrides) -> SweepSpec:
     """The default spec with keys of its space, search or execution sections replaced, evaluating every 25 steps,
-    a 0.02 forgetting budget and no replicates unless asked."""
+    a 0.02 forgetting budget and no replicates or confirmation unless asked."""
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
     raw["search"]["replicates"] = {"top": 0}  # tests/sweep/study/test_replicates.py turns them on
+    raw["search"]["confirmation"] = {"seeds": 0}  # tests/sweep/choice/test_confirmation.py turns it on
     raw["objective"]["forgetting_budget"] = BUDGET
     for key, value in overrides.items():
         raw[SECTION_OF.get(key, "search")][key] = value
@@ -77,3 +80,17 @@ def trial_row(number, lr, mix, gain, forgetting, *, status=Status.COMPLETED, **e
         general_loss=None, best_domain_gain=gain, best_step=200, steps=200, stopped_step=None, tokens_seen=1000,
         wall_seconds=1.0, attempts=1, **extra,
     )  # fmt: skip
+
+
+def smooth_rows(high: float, mixes, *, forgetting_slope: float, **extra) -> list[TrialRow]:
+    """12 completed trials (4 lr_fractions over [0.05, high] x 3 mixes): gain and forgetting rise with the LR and
+    the domain share, with a little seeded noise, smooth enough that the surrogate picks between them."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for lr in np.geomspace(0.05, high, 4):
+        for mix in mixes:
+            share = MixRatio.parse(mix).domain_share
+            gain = 0.1 + 0.05 * np.log(lr / 0.05) + 0.1 * share + rng.normal(0, 0.001)
+            forgetting = forgetting_slope * lr * share + rng.normal(0, 4e-4)
+            rows.append(trial_row(len(rows), float(lr), mix, float(gain), float(forgetting), **extra))
+    return rows

@@ -1,5 +1,5 @@
 """A finished sweep's run directory, written with the sweep's own types: best.json by sweep.choice.best
-and the optimum's resolved trial config, as sweep run leaves them. A module of its own (not
+and the promoted point's resolved trial config, as sweep run leaves them. A module of its own (not
 conftest) so that tests import it by a name no other test folder uses."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.choice.best import BestSummary, Cost, Evidence, write_best
+from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickConfig, PickedPoint, PickSource, Prediction, make_pick
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
@@ -30,10 +31,12 @@ def write_run(
     non_english_share: float = 0.1,
     feasible: bool = True,
     pick: Pick | None = None,
+    confirmation: Confirmation | None = None,
 ) -> Path:
     """runs/<name>/ with best.json and trials/0007/trial_config.json; no best observed trial when not feasible.
 
-    best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the best observed trial."""
+    best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the best observed trial;
+    its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget."""
     ratio = MixRatio.parse(mix)
     row = TrialRow(
         number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
@@ -44,6 +47,7 @@ def write_run(
     run = RunDir(run_dir)
     run.trial(7).mkdir(parents=True, exist_ok=True)
     verdict = "best observed trial: 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
+    pick = pick or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None)
     summary = BestSummary(
         verdict=verdict,
         best_observed=row if feasible else None,
@@ -52,8 +56,8 @@ def write_run(
         evidence=Evidence(forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), runner_up=None),
         pareto_front=[row],
         cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
-        pick=pick
-        or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None),
+        pick=pick,
+        confirmation=confirmation or confirmed(pick),
     )
     write_best(summary, run)
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
@@ -88,3 +92,19 @@ def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()
         forgetting=estimate(0.016, 0.0015),
         probability_within_budget=0.93,
     )
+
+
+def confirmed(pick: Pick, *, forgetting: float = 0.017, budget: float = 0.02) -> Confirmation:
+    """The pick's confirmation: two fresh seeds measured `forgetting` on average (within `budget`: confirmed)."""
+    within = forgetting <= budget
+    point = pick.point
+    round_ = ConfirmedPoint(
+        round=0, lr_fraction=point.lr_fraction if point else 0.1, mix=point.mix if point else "1:1",
+        domain_share=point.domain_share if point else 0.5, trials=[8, 9], seeds=[3, 4],
+        predicted_gain=pick.gain.mean if pick.gain else None,
+        predicted_forgetting=pick.forgetting.mean if pick.forgetting else None,
+        probability_within_budget=pick.probability_within_budget, gain=Measured(mean=0.22, sd=0.003),
+        forgetting=Measured(mean=forgetting, sd=0.001), within_budget=within,
+    )  # fmt: skip
+    outcome = Outcome.CONFIRMED if within else Outcome.NOT_FOUND
+    return Confirmation(outcome=outcome, reason=f"round 0: forgetting {forgetting}", rounds=[round_])

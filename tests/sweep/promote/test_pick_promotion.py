@@ -1,15 +1,17 @@
 """Promotion takes best.json's pick: the surrogate's point with its intervals and probability, or the
-best observed trial's when the surrogate could not pick or on --observed."""
+best observed trial's when the surrogate could not pick or on --observed; a pick not confirmed at fresh seeds
+only on --unconfirmed."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from promote_runs import MAX_LR, surrogate_pick, write_run
+from promote_runs import MAX_LR, confirmed, surrogate_pick, write_run
 
 from cli import main
 from sweep.choice.best import read_best, write_best
+from sweep.choice.confirmation import Confirmation, Outcome
 from sweep.choice.pick import Pick, PickSource
 from sweep.files.rundir import RunDir
 from sweep.promote.config import PromotionConfig
@@ -93,3 +95,26 @@ def test_the_command_line_plans_the_pick_and_observed_plans_the_trial(tmp_path, 
     assert "surrogate pick between tried points" in out and "best observed trial 7: measured" in out
     plans = [Plan.read(directory) for directory in sorted((run_dir / "promotion").iterdir())]
     assert sorted(plan.sweep.promoted.source.value for plan in plans) == ["observed", "surrogate"]
+
+
+def test_a_pick_its_fresh_seeds_held_over_the_budget_is_refused_unless_asked_for(tmp_path, capsys):
+    pick = surrogate_pick(0.13, "1:2")
+    run_dir = write_run(tmp_path / "lr_mix", pick=pick, confirmation=confirmed(pick, forgetting=0.026))
+    before = (run_dir / "best.json").read_bytes()
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    err = capsys.readouterr().err
+    assert "the pick (0.13 @ 1:2) is not confirmed at fresh seeds (not_found: round 0: forgetting 0.026)" in err
+    assert "--unconfirmed" in err and not (run_dir / "promotion").exists()
+    assert (run_dir / "best.json").read_bytes() == before
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b", "--unconfirmed"]) == 0
+    (plan,) = [Plan.read(directory) for directory in (run_dir / "promotion").iterdir()]
+    assert plan.sweep.promoted.lr_fraction == 0.13 and "confirmation: round 0" in plan.sweep.promoted.reason
+
+
+def test_a_pick_never_confirmed_is_refused_naming_the_setting_that_turned_it_off(tmp_path):
+    pick = surrogate_pick(0.13, "1:2")
+    off = Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")
+    run_dir = write_run(tmp_path / "lr_mix", pick=pick, confirmation=off)
+    with pytest.raises(PromotionError, match=r"not confirmed at fresh seeds \(off: search.confirmation.seeds is 0\)"):
+        make_plan(run_dir, TARGET)
+    assert make_plan(run_dir, TARGET, unconfirmed=True).sweep.promoted.lr_fraction == 0.13

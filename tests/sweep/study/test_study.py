@@ -50,6 +50,8 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     assert done.steps == STEPS[-1] and done.stopped_step is None and done.attempts == 1
     assert done.peak_lr == pytest.approx(done.lr_fraction * 3e-3)
     assert rows[1].stopped_step == 50 and rows[1].reason.startswith("forgetting guard")
+    # What the guard judged it by (the raw 0.3: no completed trial to forecast from) is the bound the surrogate uses.
+    assert rows[1].forecast_forgetting == pytest.approx(0.3) and done.forecast_forgetting is None
     assert rows[3].reason == "RuntimeError: out of memory" and rows[4].number == running
 
     write_tables(rows, RunDir(tmp_path))

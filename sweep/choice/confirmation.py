@@ -1,0 +1,224 @@
+"""Confirmation: the pick run again at seeds no trial of the sweep used, before anything is promoted.
+
+A pick between tried points is a point no trial ran, and one at a tried point reproduces its own trial on
+a deterministic machine: neither says whether the pick holds on a run the sweep never saw. So after the
+searched trials and their replicates, the pick runs `seeds` more full-budget trials at fresh seeds (never
+pruned, enqueued in the study like replicates, so a killed driver resumes them). The pick is **confirmed**
+when every one of them completes and their mean forgetting is within the budget. When it is not, the
+surrogate is refitted with the confirmation trials (they are completed trials like any other) and its pick,
+the points already confirmed over the budget excluded, is confirmed next: at most `candidates` points in
+all; then the sweep says it found no confirmed point.
+
+Everything here is a pure function of the trials' rows, so a rerun after a kill computes the same rounds.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import Field
+
+from sweep.choice.feasible import is_feasible
+from sweep.choice.observed import best_observed
+from sweep.choice.pick import Pick, PickConfig, pick_with
+from sweep.choice.surrogate import fit_surrogate, point_key
+from sweep.spec.space import SearchSpace
+from sweep.study.record import Status
+from sweep.study.row import TrialRow
+from train_entry.config import SEED_LIMIT, StrictConfig
+from train_entry.mix import MixRatio
+
+
+class ConfirmationConfig(StrictConfig):
+    """How the pick is confirmed at fresh seeds (`search.confirmation` in the spec)."""
+
+    seeds: int = Field(2, ge=0, le=20)
+    """Full-budget trials at the pick, each at a seed no trial of the sweep used; 0 turns confirmation off
+    (and `sweep promote` then needs --unconfirmed). Two give a mean and a first spread of the pick's own
+    re-runs; on the default spec they cost 2 x 205 k tokens, 8 % of a 25-point grid's tokens."""
+    candidates: int = Field(2, ge=1, le=10)
+    """Most points confirmed: a pick confirmed over the budget gives way to the next pick of the refitted
+    surrogate until this many were tried; each further point costs `seeds` more trials."""
+
+
+class Outcome(str, enum.Enum):
+    CONFIRMED = "confirmed"
+    """A point's confirmation trials all completed with mean forgetting within the budget."""
+    NOT_FOUND = "not_found"
+    """Every point confirmed ended over the budget (or nothing could be picked)."""
+    PENDING = "pending"
+    """Confirmation trials have not all run yet (an interrupted sweep)."""
+    OFF = "off"
+    """search.confirmation.seeds is 0."""
+
+
+class Measured(StrictConfig):
+    """Mean and sample standard deviation over a point's confirmation trials."""
+
+    mean: float
+    sd: float | None
+    """None with one trial."""
+
+
+class ConfirmedPoint(StrictConfig):
+    """One round: a pick, what the surrogate predicted for it, and what its confirmation trials measured."""
+
+    round: int
+    lr_fraction: float
+    mix: str
+    domain_share: float
+    trials: list[int]
+    seeds: list[int]
+    predicted_gain: float | None
+    predicted_forgetting: float | None
+    """The pick's surrogate means when it was chosen (None: a pick at the best observed trial without a surrogate)."""
+    probability_within_budget: float | None
+    gain: Measured | None
+    forgetting: Measured | None
+    """None when no confirmation trial completed (all diverged or failed)."""
+    within_budget: bool
+
+
+class Confirmation(StrictConfig):
+    """best.json's record of the confirmation: every round, and whether a point held."""
+
+    outcome: Outcome
+    reason: str
+    rounds: list[ConfirmedPoint] = Field(default_factory=list)
+
+    @property
+    def confirmed(self) -> ConfirmedPoint | None:
+        return self.rounds[-1] if self.outcome is Outcome.CONFIRMED else None
+
+
+OFF = Confirmation(outcome=Outcome.OFF, reason="search.confirmation.seeds is 0")
+"""The record of a sweep that confirms nothing."""
+
+
+@dataclass(frozen=True)
+class Due:
+    """Confirmation trials to enqueue: `seeds` at `params`, round `round`."""
+
+    round: int
+    params: dict
+    seeds: list[int]
+
+
+@dataclass(frozen=True)
+class State:
+    """Where confirmation stands: its record, the pick to report, and the trials still due (if any)."""
+
+    confirmation: Confirmation
+    pick: Pick
+    due: Due | None
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the rule needs from the sweep's plan, passed apart so this module needs no study."""
+
+    space: SearchSpace
+    budget: float
+    pick: PickConfig
+    config: ConfirmationConfig
+    first_seed: int
+    """The first seed no other trial uses (SweepPlan.first_confirmation_seed)."""
+
+    def seeds(self, round_: int) -> list[int]:
+        start = self.first_seed + round_ * self.config.seeds
+        return [(start + k) % SEED_LIMIT for k in range(self.config.seeds)]
+
+
+def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
+    """Replays the rounds over the rows: the confirmed point, the next round due, or why there is none.
+
+    Enqueue what it says is due only once the searched trials and the replicates have finished: before, the
+    pick it confirms could still change. The pick's fallback is the best observed trial of the searched trials."""
+    searched = [row for row in rows if row.confirms is None]
+    observed = best_observed(searched, setting.budget)
+    config = setting.config
+    if config.seeds == 0:
+        pick = _pick(rows, setting, observed, excluded=set())
+        return State(OFF, pick, None)
+    rounds: list[ConfirmedPoint] = []
+    for round_ in range(config.candidates):
+        before = [*searched, *(row for row in rows if row.confirms is not None and row.confirms < round_)]
+        excluded = {point_key(point.lr_fraction, point.domain_share) for point in rounds}
+        pick = _pick(before, setting, observed, excluded=excluded)
+        if pick.point is None or point_key(pick.point.lr_fraction, pick.point.domain_share) in excluded:
+            reason = f"round {round_}: nothing left to confirm ({pick.reason})"
+            return State(Confirmation(outcome=Outcome.NOT_FOUND, reason=reason, rounds=rounds), pick, None)
+        trials = sorted((row for row in rows if row.confirms == round_), key=lambda row: row.number)
+        if len(trials) < config.seeds or not all(row.finished for row in trials):
+            due = _due(pick, trials, round_, setting)
+            reason = f"round {round_}: {sum(row.finished for row in trials)} of {config.seeds} confirmation trials ran"
+            return State(Confirmation(outcome=Outcome.PENDING, reason=reason, rounds=rounds), pick, due)
+        rounds.append(_measured(pick, trials, round_, setting.budget))
+        if rounds[-1].within_budget:
+            reason = f"round {round_}: {_said(rounds[-1], setting.budget)}"
+            return State(Confirmation(outcome=Outcome.CONFIRMED, reason=reason, rounds=rounds), pick, None)
+    reason = f"none of the {len(rounds)} point(s) confirmed (search.confirmation.candidates) held: " + "; ".join(
+        _said(point, setting.budget) for point in rounds
+    )
+    return State(Confirmation(outcome=Outcome.NOT_FOUND, reason=reason, rounds=rounds), pick, None)
+
+
+def _pick(rows: Sequence[TrialRow], setting: Setting, observed: TrialRow | None, *, excluded: set) -> Pick:
+    surrogate = fit_surrogate(rows, setting.space)
+    return pick_with(
+        surrogate, rows, space=setting.space, budget=setting.budget, config=setting.pick, observed=observed,
+        excluded=excluded,
+    )  # fmt: skip
+
+
+def _due(pick: Pick, trials: list[TrialRow], round_: int, setting: Setting) -> Due | None:
+    """The seeds of the round not enqueued yet, at the pick's point; None when all are (they are running)."""
+    missing = [seed for seed in setting.seeds(round_) if seed not in {row.seed for row in trials}]
+    if not missing:
+        return None
+    params = setting.space.params_of(pick.point.lr_fraction, MixRatio.parse(pick.point.mix))
+    return Due(round=round_, params=params, seeds=missing)
+
+
+def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) -> ConfirmedPoint:
+    ended = [row for row in trials if row.status is Status.COMPLETED and _finite(row)]
+    gain = _spread([row.domain_gain for row in ended])
+    forgetting = _spread([row.forgetting for row in ended])
+    return ConfirmedPoint(
+        round=round_,
+        lr_fraction=pick.point.lr_fraction,
+        mix=pick.point.mix,
+        domain_share=pick.point.domain_share,
+        trials=[row.number for row in trials],
+        seeds=[row.seed for row in trials if row.seed is not None],
+        predicted_gain=pick.gain.mean if pick.gain else None,
+        predicted_forgetting=pick.forgetting.mean if pick.forgetting else None,
+        probability_within_budget=pick.probability_within_budget,
+        gain=gain,
+        forgetting=forgetting,
+        # A confirmation trial that diverged or failed measured no end: the point is not confirmed.
+        within_budget=len(ended) == len(trials) and forgetting is not None and is_feasible(forgetting.mean, budget),
+    )
+
+
+def _said(point: ConfirmedPoint, budget: float) -> str:
+    where = f"{point.lr_fraction:.3g} @ {point.mix}"
+    if point.forgetting is None:
+        return f"{where}: no confirmation trial completed"
+    verdict = "within" if point.within_budget else "over"
+    sd = f" ± {point.forgetting.sd:.4f}" if point.forgetting.sd is not None else ""
+    return f"{where}: confirmed forgetting {point.forgetting.mean:.4f}{sd}, {verdict} the budget {budget:g}"
+
+
+def _spread(values: list[float]) -> Measured | None:
+    if not values:
+        return None
+    return Measured(mean=statistics.fmean(values), sd=statistics.stdev(values) if len(values) > 1 else None)
+
+
+def _finite(row: TrialRow) -> bool:
+    return all(v is not None and math.isfinite(v) for v in (row.domain_gain, row.forgetting))

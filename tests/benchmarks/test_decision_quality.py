@@ -1,0 +1,31 @@
+"""benchmarks/decision_quality.py's calibration table on scripted (P, re-run within budget) pairs: a bin is judged
+only with enough pairs, and one whose observed frequency is more than 0.1 from its mean P is a miss."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from decision_quality import FRESH_SEEDS, SWEEP_PROXY_STRIDE, calibration_table, variants
+
+
+def test_calibration_bins_judge_the_observed_frequency_against_the_mean_probability():
+    calibrated = [(0.95, True)] * 19 + [(0.95, False)]  # 0.95 said, 0.95 seen
+    overconfident = [(0.92, True)] * 6 + [(0.92, False)] * 4  # 0.92 said, 0.6 seen
+    few = [(0.15, False)] * 4
+    _, bins = calibration_table(calibrated + overconfident + few)
+    by_bin = {round(b["low"], 1): b for b in bins}
+    assert by_bin[0.9]["pairs"] == 30 and by_bin[0.9]["verdict"] == "MISS"  # (19 + 6) / 30 = 0.83 vs 0.94
+    assert by_bin[0.1]["verdict"] == "too few"
+    _, alone = calibration_table(calibrated)
+    assert alone[0]["verdict"] == "ok" and alone[0]["observed"] == 0.95
+
+
+def test_the_default_variants_vary_the_proxy_seed_too_and_the_fresh_seeds_are_none_of_theirs():
+    found = variants([0, 1, 2])
+    proxy_seeds = [found[f"default-seed{s}"]["proxy"]["seed"] for s in (0, 1, 2)]
+    assert proxy_seeds == [0, SWEEP_PROXY_STRIDE, 2 * SWEEP_PROXY_STRIDE]
+    # A sweep trains at its proxy seed and a few after it (replicates, confirmation): never a fresh one.
+    assert all(abs(fresh - seed) > 100 for fresh in FRESH_SEEDS for seed in proxy_seeds)

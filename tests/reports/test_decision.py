@@ -1,0 +1,166 @@
+"""One picture of the decision: `sweep status`, the report's summary and both figures of the decision name the
+pick (with its intervals and its confirmation) and the best observed trial, and say in one line why they differ;
+on scripted trials and the sweep's own best.json functions."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from reports import plots
+from reports.decision import decision_lines, why_not_best_observed
+from reports.snapshot import RunSnapshot
+from reports.tables import print_outcome
+from sweep.choice.best import best_summary
+from sweep.choice.confirmation import confirmation_state
+from sweep.choice.observed import select
+from sweep.choice.surrogate import fit_surrogate
+from sweep.study.study import SweepPlan
+from tests.sweep.scripted import smooth_rows, spec_with, trial_row
+
+MIXES = ("4:1", "2:1", "1:1")
+PLAN = SweepPlan.from_spec(spec_with(confirmation={"seeds": 2, "candidates": 2}))
+BUDGET = PLAN.forgetting_budget
+
+
+def searched() -> list:
+    return smooth_rows(0.3, MIXES, forgetting_slope=0.12, seed=0)
+
+
+def confirm(rows: list, forgetting: tuple[float, float], *, gain: float = 0.15) -> list:
+    """`rows` and the confirmation round now due, its two fresh seeds measuring `forgetting`."""
+    state = confirmation_state(rows, PLAN.confirmation_setting())
+    point = state.pick.point
+    added = [
+        trial_row(len(rows) + k, point.lr_fraction, point.mix, gain + 0.001 * k, value, seed=seed, confirms=state.due.round)
+        for k, (seed, value) in enumerate(zip(state.due.seeds, forgetting))
+    ]  # fmt: skip
+    return [*rows, *added]
+
+
+def summary_of(rows: list):
+    return best_summary(select(rows, forgetting_budget=BUDGET, space=PLAN.space), rows, PLAN)
+
+
+def snapshot_of(rows: list) -> RunSnapshot:
+    selection = select(rows, forgetting_budget=BUDGET, space=PLAN.space)
+    return RunSnapshot(
+        name="scripted", run_dir=Path("runs/scripted"), taken_at=dt.datetime.now(dt.UTC), plan=PLAN, spec={},
+        rows=rows, histories={}, without_history=[], selection=selection, surrogate=fit_surrogate(rows, PLAN.space),
+        summary=best_summary(selection, rows, PLAN),
+    )  # fmt: skip
+
+
+def test_status_names_the_pick_with_its_confirmation_and_the_best_observed_trial_and_says_why_they_differ():
+    rows = confirm(searched(), (0.0150, 0.0170))
+    summary = summary_of(rows)
+    pick, best = summary.pick, summary.best_observed
+    assert not pick.point.trials and best is not None  # the scenario: a pick no trial tried, confirmed
+    console = Console(record=True, width=250)
+
+    print_outcome(console, select(rows, forgetting_budget=BUDGET, space=PLAN.space), rows, title="t", summary=summary)
+
+    text = console.export_text()
+    assert f"best observed trial: {best.number}, lr_fraction {best.lr_fraction:.4g}" in text
+    assert f"pick (surrogate): lr_fraction {pick.point.lr_fraction:.4g}, mix {pick.point.mix}" in text
+    assert "confirmation at fresh seeds: confirmed" in text
+    assert (
+        f"candidate 1 ({pick.point.lr_fraction:.4g} @ {pick.point.mix}), trials 12, 13: confirmed domain_gain "
+        f"0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014 (predicted {pick.gain.mean:.4f}, {pick.forgetting.mean:.4f}), "
+        f"within the budget 0.02"
+    ) in text
+    (versus,) = [c for c in pick.comparisons if c.point.trials[0] == best.number]
+    assert (
+        f"the pick is a point no trial tried: the surrogate predicts {versus.gain_difference:+.4f} "
+        f"[{versus.low:+.4f}, {versus.high:+.4f}] domain_gain over the best observed trial ({best.number})'s point, "
+        f"within budget (P={pick.probability_within_budget:.2f})"
+    ) in text
+
+
+def test_the_line_says_when_confirmation_moved_the_pick_and_which_forgetting_moved_it():
+    first = confirm(searched(), (0.0300, 0.0320))
+    refused = summary_of(first).confirmation.rounds[0]
+    rows = confirm(first, (0.0100, 0.0120))
+    summary = summary_of(rows)
+
+    assert summary.confirmation.outcome.value == "confirmed" and len(summary.confirmation.rounds) == 2
+    line = why_not_best_observed(summary)
+    assert line.startswith(
+        f"confirmation moved the pick to candidate 2: candidate 1's ({refused.lr_fraction:.4g} @ {refused.mix}) "
+        f"confirmed forgetting 0.0310 > budget 0.02; the pick is "
+    )
+    lines = decision_lines(summary)
+    assert any("candidate 1 (" in x and "over the budget 0.02" in x for x in lines)
+    assert any("candidate 2 (" in x and "within the budget 0.02" in x for x in lines)
+    assert lines[-1] == f"  {line}"
+
+
+def test_a_pick_at_the_best_observed_trials_point_says_so_and_an_unconfirmed_one_says_why():
+    rows = searched()[:3]  # 3 distinct points: no surrogate, the pick is the best observed trial's
+    summary = summary_of(rows)
+
+    assert (
+        why_not_best_observed(summary)
+        == f"the pick is the best observed trial's point (trial {summary.best_observed.number})"
+    )
+    assert "  confirmation at fresh seeds: pending (round 0: 0 of 2 confirmation trials ran)" in decision_lines(summary)
+
+
+def test_the_pareto_figure_marks_the_pick_with_its_intervals_and_confirmation_beside_the_best_observed_trial():
+    rows = confirm(searched(), (0.0150, 0.0170))
+    snapshot = snapshot_of(rows)
+    pick, best = snapshot.summary.pick, snapshot.summary.best_observed
+
+    figure = plots.front_figure([snapshot])
+
+    ax = figure.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert f"best observed trial ({best.number})" in legend
+    assert (
+        f"pick (surrogate), predicted, 90 % intervals: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}, "
+        f"P(within budget) {pick.probability_within_budget:.2f}"
+    ) in legend
+    assert (
+        "candidate 1 at 2 fresh seed(s), mean ± sd: gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget"
+    ) in legend
+    assert "the pick is a point no trial tried: the surrogate predicts" in ax.get_title().replace("\n", " ")
+    plots.close(figure)
+
+
+def test_the_surrogate_figure_marks_the_best_observed_trial_beside_the_pick_and_its_confirmation():
+    rows = confirm(searched(), (0.0150, 0.0170))
+    snapshot = snapshot_of(rows)
+    best = snapshot.summary.best_observed
+
+    figure = plots.surrogate_figure(snapshot)
+
+    ax = figure.axes[0]
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert f"best observed trial ({best.number}), measured" in legend
+    (pick,) = [label for label in legend if label.startswith("pick (surrogate), predicted: gain ")]
+    assert pick.endswith(
+        "\ncandidate 1 at 2 fresh seed(s), mean ± sd: gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget"
+    )
+    assert "the pick is a point no trial tried" in ax.get_title().replace("\n", " ")
+    plots.close(figure)
+
+
+@pytest.mark.parametrize("outcome", ["off", "not_found"])
+def test_an_unconfirmed_pick_is_said_to_be_one(outcome):
+    rows = searched()
+    if outcome == "not_found":
+        rows = confirm(confirm(rows, (0.03, 0.032)), (0.04, 0.042))
+        summary = summary_of(rows)
+        assert why_not_best_observed(summary).startswith("no candidate held at fresh seeds: candidate 1's (")
+        assert "  confirmation at fresh seeds: no confirmed point (promote only with --unconfirmed)" in decision_lines(
+            summary
+        )
+    else:
+        plan = SweepPlan.from_spec(spec_with(confirmation={"seeds": 0}))
+        summary = best_summary(select(rows, forgetting_budget=BUDGET, space=plan.space), rows, plan)
+        assert "  confirmation at fresh seeds: off (search.confirmation.seeds is 0), the pick was not re-run" in (
+            decision_lines(summary)
+        )
