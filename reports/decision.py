@@ -98,6 +98,11 @@ def why_not_best_observed(summary: BestSummary) -> str | None:
             line += f"; the surrogate puts the pick within it with P={pick.probability_within_budget:.2f}"
     elif point_key(pick.point.lr_fraction, pick.point.domain_share) == point_key(best.lr_fraction, best.domain_share):
         line = f"the pick is the best observed trial's point (trial {best.number})"
+    elif refused := _refused_at(summary.confirmation, best.lr_fraction, best.domain_share):
+        line = (
+            f"the best observed trial ({best.number}) is at candidate {refused.round + 1}'s point: within the budget "
+            f"at its one seed, over it on the mean of its fresh seeds"
+        )
     else:
         line = _against_best(pick, best.number, _comparison(pick, best.lr_fraction, best.domain_share))
     return f"{moved}; {line}" if moved else line
@@ -114,6 +119,15 @@ def _moved_by_confirmation(confirmation: Confirmation, pick: Pick, budget: float
     return f"confirmation moved the pick to candidate {len(refused) + 1}: {said}"
 
 
+def _refused_at(confirmation: Confirmation, lr_fraction: float, domain_share: float) -> ConfirmedPoint | None:
+    """The candidate confirmed over the budget at this point, if one was."""
+    key = point_key(lr_fraction, domain_share)
+    return next(
+        (p for p in confirmation.rounds if not p.within_budget and point_key(p.lr_fraction, p.domain_share) == key),
+        None,
+    )
+
+
 def _over(point: ConfirmedPoint, budget: float) -> str:
     if point.forgetting is None:
         return f"({point.lr_fraction:.4g} @ {point.mix}) confirmation trials did not complete"
@@ -123,7 +137,7 @@ def _over(point: ConfirmedPoint, budget: float) -> str:
 
 
 def _against_best(pick: Pick, best: int, comparison: Comparison | None) -> str:
-    what = "a point no trial tried" if not pick.point.trials else f"trial {_numbers(pick.point.trials)}'s point"
+    what = "a point no search trial tried" if not pick.point.trials else f"trial {_numbers(pick.point.trials)}'s point"
     if comparison is None or pick.probability_within_budget is None:
         return f"the pick is {what}, not the best observed trial's ({best}): {pick.reason}"
     difference = f"{comparison.gain_difference:+.4f} [{comparison.low:+.4f}, {comparison.high:+.4f}]"

@@ -74,7 +74,7 @@ def test_status_names_the_pick_with_its_confirmation_and_the_best_observed_trial
     ) in text
     (versus,) = [c for c in pick.comparisons if c.point.trials[0] == best.number]
     assert (
-        f"the pick is a point no trial tried: the surrogate predicts {versus.gain_difference:+.4f} "
+        f"the pick is a point no search trial tried: the surrogate predicts {versus.gain_difference:+.4f} "
         f"[{versus.low:+.4f}, {versus.high:+.4f}] domain_gain over the best observed trial ({best.number})'s point, "
         f"within budget (P={pick.probability_within_budget:.2f})"
     ) in text
@@ -96,6 +96,21 @@ def test_the_line_says_when_confirmation_moved_the_pick_and_which_forgetting_mov
     assert any("candidate 1 (" in x and "over the budget 0.02" in x for x in lines)
     assert any("candidate 2 (" in x and "within the budget 0.02" in x for x in lines)
     assert lines[-1] == f"  {line}"
+
+
+def test_a_best_observed_trial_at_a_point_its_fresh_seeds_refused_is_said_to_be_one():
+    # Candidate 1's first fresh seed is within the budget and gains the most of all: the best observed trial, at a
+    # point whose mean over its fresh seeds is over the budget. The pick is candidate 2's, and the line says why.
+    rows = confirm(confirm(searched(), (0.0150, 0.0300), gain=0.5), (0.0100, 0.0120))
+    summary = summary_of(rows)
+    refused = summary.confirmation.rounds[0]
+
+    assert summary.best_observed.number == len(searched())  # candidate 1's first confirmation trial
+    assert why_not_best_observed(summary) == (
+        f"confirmation moved the pick to candidate 2: candidate 1's ({refused.lr_fraction:.4g} @ {refused.mix}) "
+        f"confirmed forgetting 0.0225 > budget 0.02; the best observed trial ({len(searched())}) is at candidate 1's "
+        "point: within the budget at its one seed, over it on the mean of its fresh seeds"
+    )
 
 
 def test_a_pick_at_the_best_observed_trials_point_says_so_and_an_unconfirmed_one_says_why():
@@ -126,7 +141,7 @@ def test_the_pareto_figure_marks_the_pick_with_its_intervals_and_confirmation_be
     assert (
         "candidate 1 at 2 fresh seed(s), mean ± sd: gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget"
     ) in legend
-    assert "the pick is a point no trial tried: the surrogate predicts" in ax.get_title().replace("\n", " ")
+    assert "the pick is a point no search trial tried: the surrogate predicts" in ax.get_title().replace("\n", " ")
     plots.close(figure)
 
 
@@ -144,7 +159,7 @@ def test_the_surrogate_figure_marks_the_best_observed_trial_beside_the_pick_and_
     assert pick.endswith(
         "\ncandidate 1 at 2 fresh seed(s), mean ± sd: gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget"
     )
-    assert "the pick is a point no trial tried" in ax.get_title().replace("\n", " ")
+    assert "the pick is a point no search trial tried" in ax.get_title().replace("\n", " ")
     plots.close(figure)
 
 
