@@ -207,7 +207,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     assert (table["status"] == "DIVERGED").all() and table["reason"].str.contains("at step").all()
 
     capsys.readouterr()
-    assert main(["status", str(run_dir)]) == 0 and "8/8 done" in capsys.readouterr().out
+    assert main(["status", str(run_dir)]) == 0 and "10/10 done" in capsys.readouterr().out
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
     assert "has no point to promote: no trial completed" in capsys.readouterr().err
 
