@@ -13,6 +13,7 @@ from pathlib import Path
 import optuna
 import pandas as pd
 import pytest
+import sqlalchemy
 import yaml
 from optuna.trial import TrialState
 
@@ -21,7 +22,6 @@ from cli import main
 pytestmark = pytest.mark.slow
 
 SWEEP_TIMEOUT_S = 300
-KILL_TRIES = 5
 
 
 def sweep_cli(*args: str, cwd: Path, **popen) -> subprocess.Popen:
@@ -62,6 +62,62 @@ def wait_until(run_dir: Path, name: str, ready) -> list[optuna.trial.FrozenTrial
             except KeyError:  # the study is not created yet
                 pass
     return trials
+
+
+def freeze_tree(root: int) -> list[int]:
+    """SIGSTOP to `root` and every process under it, each stopped before its children are listed, so that none can
+    start another unseen; the pids stopped. The trial runs in a Ray worker under the driver's raylet, outside the
+    driver's process group, and records its own result in the study."""
+    stopped, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except ProcessLookupError:
+            continue
+        stopped.append(pid)
+        queue += children(pid)
+    return stopped
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # The field after the parenthesised command name: state, then the parent's pid.
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):  # the process ended while we looked
+            continue
+    return found
+
+
+def signal_all(pids: list[int], signum: signal.Signals) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            continue
+
+
+def kill_during_a_trial(driver: subprocess.Popen, run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
+    """kill -9 of the driver, Ray and the trial while a trial runs; the trials it interrupted.
+
+    A trial lasts about a second, so it may end between the look at the study and the kill. Every process of the
+    sweep is frozen before the look: what the study shows running then cannot finish before the kill. Where it
+    shows none, the sweep goes on (SIGCONT) to its next trial."""
+    while True:
+        assert driver.poll() is None, "the sweep ended before a trial could be interrupted"
+        wait_until(run_dir, name, lambda trials: bool(running(trials)))
+        frozen = freeze_tree(driver.pid)
+        try:
+            trials = running(study_trials(run_dir, name))
+        except (sqlalchemy.exc.OperationalError, optuna.exceptions.StorageInternalError):  # frozen mid-write: locked
+            trials = []
+        if trials:
+            signal_all(frozen, signal.SIGKILL)
+            return trials
+        signal_all(frozen, signal.SIGCONT)
 
 
 def finished(trials: list[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
@@ -158,25 +214,14 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
         search={"num_trials": 12, "sampler": "random"},
     )
     run_dir = tmp_path / "runs" / "diverge"
-    # kill -9 lands while a trial runs, but a trial lasts a second: on a busy machine it may end between the poll
-    # that saw it and the kill. Then nothing is interrupted, and the sweep is killed again (at most KILL_TRIES times).
-    stops = (signal.SIGINT, signal.SIGTERM, *[signal.SIGKILL] * KILL_TRIES)
-    for stop, previous in zip(stops, (None, *stops)):
-        if previous is signal.SIGKILL and running(study_trials(run_dir, "diverge")):
-            break
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         before = len(finished(study_trials(run_dir, "diverge"))) if run_dir.is_dir() else 0
         driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
-        # The graceful stops stop a running trial too, when they find one.
-        mid_trial = stop is signal.SIGKILL
-        trials = wait_until(
-            run_dir,
-            "diverge",
-            lambda trials, before=before, mid_trial=mid_trial: (
-                len(finished(trials)) > before and (not mid_trial or running(trials))
-            ),
-        )
+        trials = wait_until(run_dir, "diverge", lambda trials, before=before: len(finished(trials)) > before)
         assert driver.poll() is None, "the sweep ended before it could be stopped"
-        if stop is signal.SIGTERM:
+        if stop is signal.SIGKILL:
+            interrupted = kill_during_a_trial(driver, run_dir, "diverge")
+        elif stop is signal.SIGTERM:
             driver.send_signal(stop)
         else:
             os.killpg(driver.pid, stop)
@@ -185,8 +230,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
             assert driver.returncode == 1, output
             assert "planned trial(s) did not finish; run the same command again" in output, output
             assert "Traceback" not in output and "SIGTERM received" not in output, output
-    interrupted = running(study_trials(run_dir, "diverge"))
-    assert interrupted, f"none of {KILL_TRIES} kill -9 left a trial running"
+    assert [t.number for t in interrupted] == [t.number for t in running(study_trials(run_dir, "diverge"))]
 
     code, output = run("run", str(spec), cwd=tmp_path)
     assert code == 0, output
