@@ -31,7 +31,7 @@ from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
 GRID = {"lr_fraction": [0.05, 0.14, 0.4], "mix": ["8:1", "1:1", "1:3"]}
 """The bundled ladder's box on a 3 x 3 grid: a scripted trial costs a few SQLite writes per evaluation."""
-LADDER = {"rungs": ["xxs", "xs", "s", "m"], "law": {"starts": 4, "refits": 6}}
+LADDER = {"rungs": ["xxs", "xs", "s", "m"], "law": {"starts": 2, "refits": 4}}
 PROXY = {"steps": 30, "batch_size": 16, "warmup_steps": 2, "eval_interval": 10}
 """Never trained: a batch of 16 at the largest rung gives the smaller rungs batches of 1, 2 and 7, as the bundled
 ladder's; three evaluations per trial."""
