@@ -164,7 +164,8 @@ def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_p
 ):
     """One sweep for both: only high LRs at the most domain-heavy mix, a zero budget and a zero guard
     margin, so general loss rises at the first evaluation and the guard stops each trial there;
-    and a file where trial 0 wants its output directory, so every attempt of that trial raises."""
+    and a file where the last trial wants its output directory, so every attempt of that trial raises (the last:
+    a trial that raises takes its Ray actor down, so the others reuse one actor and only the retry starts another)."""
     spec = write_tiny_spec(
         "prune.yaml",
         space={"lr_fraction": {"low": 0.15, "high": 0.2}, "mix": ["1:4"]},
@@ -178,20 +179,20 @@ def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_p
     )
     trials_dir = tmp_path / "runs" / "prune" / "trials"
     trials_dir.mkdir(parents=True)
-    (trials_dir / "0000").write_text("in the way")
+    (trials_dir / "0002").write_text("in the way")
     code, output = run("run", str(spec), cwd=tmp_path)
     assert code == 0, output
     trials = study_trials(tmp_path / "runs" / "prune", "prune")
-    assert len(trials) == 3 and trials[0].state is TrialState.FAIL
-    assert trials[0].user_attrs["attempts"] == 2  # the first run and one retry
-    assert trials[0].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
+    assert len(trials) == 3 and trials[2].state is TrialState.FAIL
+    assert trials[2].user_attrs["attempts"] == 2  # the first run and one retry
+    assert trials[2].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
     pruned = [t for t in trials if t.state is TrialState.PRUNED]
     assert pruned, "no trial was pruned"
     for trial in pruned:
         assert trial.intermediate_values  # recorded in Optuna with its curve
         assert trial.user_attrs["status"] == "PRUNED" and trial.user_attrs["reason"]
     table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
-    assert table.loc[0, "status"] == "FAILED"
+    assert table.loc[2, "status"] == "FAILED"
     assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
 
 
