@@ -7,13 +7,12 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from train_entry.builtin_base import EVAL_SEQUENCES, BuiltinBaseConfig
-from train_entry.data.blend import TokenStream, build_stream, build_validation_sets
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.fingerprint import corpus_fingerprint
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
@@ -21,6 +20,9 @@ from train_entry.loop import fit, mean_loss
 from train_entry.mix import general_side
 from train_entry.model import Runtime
 from train_entry.trial_config import CorpusPrefixes, TrialStatus
+
+if TYPE_CHECKING:
+    from train_entry.data.blend import TokenStream
 
 
 def tiny_llama(config: BuiltinBaseConfig, *, vocab_size: int, eos_token_id: int) -> LlamaForCausalLM:
@@ -108,6 +110,9 @@ def pretrain(
     Returns the manifest's measurements: final train loss and the held-out general and domain
     losses (the latter show how new the domain is to the base).
     """
+    # Imported here: the blend imports megatron-core (seconds), which a sweep whose base is cached never needs.
+    from train_entry.data.blend import build_stream, build_validation_sets
+
     started = time.perf_counter()
     runtime = Runtime.detect()
     tokenizer = load_tokenizer(tokenizer_dir)

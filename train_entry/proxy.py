@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
-from train_entry.data.blend import TokenStream, ValidationSets, build_train_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
@@ -32,6 +32,9 @@ from train_entry.trial_config import (
     TrialConfig,
     TrialResult,
 )
+
+if TYPE_CHECKING:
+    from train_entry.data.blend import TokenStream, ValidationSets
 
 Report = Callable[[Metrics], bool | None]
 Keep = Callable[[list[Metrics]], None]
@@ -83,6 +86,10 @@ def write_result(
 def trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, ValidationSets]:
     """The trial's training stream (its mix and seed, proxy.steps x proxy.batch_size sequences) and the fixed
     validation sets (proxy.seed)."""
+    # Imported here: the blend imports megatron-core (seconds), which the sweep's driver never needs when its data
+    # and base losses are cached.
+    from train_entry.data.blend import build_train_stream
+
     proxy = config.proxy
     tokenizer = megatron_tokenizer(config.tokenizer_dir)
     stream = build_train_stream(
@@ -157,6 +164,8 @@ def validation_sets(
     prefixes: CorpusPrefixes, non_english_share: float, proxy: ProxyConfig, tokenizer, cache_dir: Path
 ) -> ValidationSets:
     """The sweep's fixed domain and general validation sets: the same for every trial of a sweep."""
+    from train_entry.data.blend import build_validation_sets
+
     return build_validation_sets(
         prefixes,
         non_english_share,

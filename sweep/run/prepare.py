@@ -24,7 +24,6 @@ from train_entry.data.cache import digest
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
 from train_entry.data.fingerprint import corpus_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
-from train_entry.data.megatron_prefix import check_tokenizer, sample_prefixes
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio
 from train_entry.model import base_vocab_size
@@ -143,6 +142,9 @@ def _sample(
                 max_document_bytes=data.max_document_bytes,
                 on_progress=on_progress,
             )
+        # Imported here: it imports megatron-core (seconds), which a sweep of cached datasets never needs.
+        from train_entry.data.megatron_prefix import check_tokenizer, sample_prefixes
+
         check_tokenizer(config.tokenizer, tokenizer_dir)
         vocab_size = len(load_tokenizer(tokenizer_dir))
         return sample_prefixes(

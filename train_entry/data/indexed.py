@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from megatron.core.datasets.indexed_dataset import DType, IndexedDatasetBuilder
 
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusStats, OnProgress, SampleProgress
@@ -90,6 +89,9 @@ class _Build:
     on_progress: OnProgress | None
 
     def write(self, directory: Path) -> None:
+        # Imported here: megatron-core takes seconds to import, and a sweep whose datasets are cached never writes one.
+        from megatron.core.datasets.indexed_dataset import DType
+
         tokenizer = load_tokenizer(self.tokenizer_dir)
         # uint16 while the vocabulary fits, as megatron-core's own preprocessing chooses.
         dtype = DType.optimal_dtype(len(tokenizer))
@@ -157,6 +159,8 @@ class _Drawn:
 
     def write_in_corpus_order(self, drawn: Path, dtype: type[np.number], prefix: Path) -> None:
         """The dataset at `prefix`, its documents sorted by stratum (a stratum's own are in corpus order already)."""
+        from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
+
         builder = IndexedDatasetBuilder(f"{prefix}.bin", dtype=dtype)
         if self.lengths:
             tokens = np.memmap(drawn, dtype=dtype, mode="r")
