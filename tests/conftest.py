@@ -259,11 +259,12 @@ def pytest_addoption(parser):
     )
 
 
+SESSION_SWEEPS = {"tiny_sweep", "wandb_sweep"}
+"""The session fixtures that run a sweep once for every worker (once_per_session)."""
+
+
 def pytest_collection_modifyitems(config, items):
-    # The slow tests first: each xdist worker takes a few tests at a time (--maxschedchunk), so the
-    # minutes-long sweeps start at once on every worker and the short tests fill in around them,
-    # instead of one long sweep starting last while the other workers have nothing left to do.
-    items.sort(key=lambda item: "slow" not in item.keywords)
+    items[:] = scheduled(items)
     skips = {
         "reproduce": None if config.getoption("--reproduce") else pytest.mark.skip(reason="needs --reproduce"),
         "gpu": None if torch.cuda.is_available() else pytest.mark.skip(reason="needs CUDA"),
@@ -272,3 +273,22 @@ def pytest_collection_modifyitems(config, items):
         for marker, skip in skips.items():
             if skip is not None and marker in item.keywords:
                 item.add_marker(skip)
+
+
+def scheduled(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The slow tests first, so that the minutes-long sweeps start at once on every xdist worker and the short tests
+    fill in around them, instead of one long sweep starting last while the other workers have nothing left to do.
+
+    xdist hands the first worker the first two tests, the second worker the next two, then each worker one more test
+    whenever it finishes one (--maxschedchunk 1). The first two are tests that read the session's sweeps, the one
+    reading the most of them first: the first worker runs those sweeps while the second starts on slow tests that need
+    none, instead of waiting a minute for the sweeps' lock. The other tests that read them come after every other
+    slow test, when the sweeps are done."""
+    slow = [item for item in items if "slow" in item.keywords]
+    shared = sorted(
+        (item for item in slow if SESSION_SWEEPS & set(getattr(item, "fixturenames", ()))),
+        key=lambda item: -len(SESSION_SWEEPS & set(getattr(item, "fixturenames", ()))),
+    )
+    alone = [item for item in slow if item not in shared]
+    fast = [item for item in items if "slow" not in item.keywords]
+    return [*shared[:2], *alone, *shared[2:], *fast]
