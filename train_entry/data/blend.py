@@ -8,6 +8,7 @@ so a mix ratio means the same thing in a proxy run as in the full run.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -233,16 +234,20 @@ def _process_group() -> Iterator[None]:
 
     BlendedDataset asks torch.distributed for the rank before writing its index cache, which
     fails in a process without a group; a single-rank gloo group on an in-memory store opens no
-    port and is gone again when the build is done.
+    port and is gone again when the build is done, with the excepthook torch wraps at each
+    init_process_group (a process that builds many blends, as a benchmark does, printed every
+    traceback line behind one "[rank0]: " per build).
     """
     if dist.is_initialized():
         yield
         return
+    excepthook = sys.excepthook
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         yield
     finally:
         dist.destroy_process_group()
+        sys.excepthook = excepthook
 
 
 def _stack(dataset: GPTDataset | BlendedDataset, indices: range) -> Batch:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,13 @@ def test_a_non_english_share_needs_a_non_english_corpus(splits, megatron, tmp_pa
 
     with pytest.raises(ValueError, match="needs a non_english indexed corpus"):
         stream_of({"train": english_only}, MixRatio(1, 1), 0.1, num_samples=16, megatron=megatron, cache_dir=tmp_path)
+
+
+def test_building_a_blend_leaves_the_process_as_it_was(splits, megatron, tmp_path: Path) -> None:
+    """No process group left behind, and not torch's excepthook either: it prefixes every line of a traceback with
+    "[rank0]: ", once more at each build."""
+    hook = sys.excepthook
+    for attempt in range(2):
+        build_validation_sets(splits["valid"], 0.0, num_sequences=4, seq_len=SEQ_LEN, seed=attempt,
+                              tokenizer=megatron, cache_dir=tmp_path / str(attempt))  # fmt: skip
+    assert not torch.distributed.is_initialized() and sys.excepthook is hook
