@@ -285,10 +285,11 @@ def scheduled(items: list[pytest.Item]) -> list[pytest.Item]:
     none, instead of waiting a minute for the sweeps' lock. The other tests that read them come after every other
     slow test, when the sweeps are done."""
     slow = [item for item in items if "slow" in item.keywords]
-    shared = sorted(
-        (item for item in slow if SESSION_SWEEPS & set(getattr(item, "fixturenames", ()))),
-        key=lambda item: -len(SESSION_SWEEPS & set(getattr(item, "fixturenames", ()))),
-    )
+    shared = sorted((item for item in slow if _sweeps_read(item)), key=lambda item: -len(_sweeps_read(item)))
     alone = [item for item in slow if item not in shared]
     fast = [item for item in items if "slow" not in item.keywords]
     return [*shared[:2], *alone, *shared[2:], *fast]
+
+
+def _sweeps_read(item: pytest.Item) -> set[str]:
+    return SESSION_SWEEPS & set(getattr(item, "fixturenames", ()))
