@@ -79,7 +79,10 @@ TINY_SPEC: dict[str, Any] = {
     # One trial process at a time: a second one (a Ray worker importing torch and megatron-core) costs a tiny
     # sweep ~17 s more CPU (64 vs 46 s), far more than its trials; sweeps that test trials side by side ask for it.
     "execution": {"concurrency": 1, "cpus": 1},
-    "tracking": {"wandb": {"mode": "disabled"}},
+    # No W&B: the session sets WANDB_MODE=offline, which overrides a spec's `mode: disabled` (as it would a user's),
+    # so only leaving tracking.wandb out keeps W&B from every trial (its import, service and files: ~2 s of CPU per
+    # trial process). The tests of tracking ask for it.
+    "tracking": {},
 }
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from sweep.run.tracking import (
     STEP_METRIC,
@@ -85,8 +86,8 @@ def test_an_unknown_wandb_mode_is_an_input_error_naming_it(tmp_path, tiny_spec, 
 
     monkeypatch.setenv("WANDB_MODE", "sometimes")
     monkeypatch.chdir(tmp_path)
-    spec = tiny_spec.read_text().replace("mode: disabled", "mode: offline")
-    (tmp_path / "spec.yaml").write_text(spec)
+    spec = {**yaml.safe_load(tiny_spec.read_text()), "tracking": {"wandb": {"mode": "offline"}}}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     (tmp_path / "corpora").symlink_to(tiny_spec.parent / "corpora")
     assert main(["run", str(tmp_path / "spec.yaml")]) == 2
     err = capsys.readouterr().err
