@@ -11,6 +11,10 @@ from train_entry.optimizer import OptimizerConfig
 
 EVAL_SEQUENCES = 64
 """Held-out sequences per side the built-in base's own general and domain losses are measured on."""
+RECIPE_VERSION = 1
+"""Bump when the pretraining code (train_entry.pretrain) changes what a cached base would be."""
+MANIFEST = "cpt_sweep_base.json"
+"""The file a pretrained built-in base's directory records its recipe and identity in."""
 SHIPPED_DIR = Path(__file__).resolve().parents[1] / "data" / "tiny-llama"
 """The built-in base made from the default spec (search_spaces/lr_mix.yaml), shipped with the project so that the
 first default sweep starts at once (sweep.run.shipped_base says when it is used, sweep.run.ship how it is made)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -13,9 +12,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from train_entry.builtin_base import EVAL_SEQUENCES, BuiltinBaseConfig
-from train_entry.data.cache import cached_dir, digest
-from train_entry.data.fingerprint import corpus_fingerprint
-from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer, tokenizer_files
+from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer
 from train_entry.loop import fit, mean_loss
 from train_entry.mix import general_side
 from train_entry.model import Runtime
@@ -44,54 +41,8 @@ def tiny_llama(config: BuiltinBaseConfig, *, vocab_size: int, eos_token_id: int)
     return LlamaForCausalLM(llama)
 
 
-RECIPE_VERSION = 1
-"""Bump when the pretraining code changes what a cached base would be."""
-MANIFEST = "cpt_sweep_base.json"
 DIVERGENCE_FACTOR = 3.0
 """Pretraining that blows up past this multiple of its first loss fails: base.max_lr is too high."""
-
-
-def ensure_builtin_base(
-    config: BuiltinBaseConfig,
-    *,
-    max_lr: float,
-    tokenizer_dir: Path,
-    train: CorpusPrefixes,
-    valid: CorpusPrefixes,
-    non_english_share: float,
-    cache_root: Path,
-    on_step: Callable[[int, float], None] | None = None,
-) -> Path:
-    """The built-in base's Hugging Face directory, pretrained first if it is not cached yet.
-
-    Cached by its config, max_lr, tokenizer and training data: the fingerprints of the indexed corpora's files
-    (a cached sample's or a Megatron prefix read in place) stand for the data.
-    """
-    identity = {
-        "recipe_version": RECIPE_VERSION,
-        "config": config.model_dump(),
-        "max_lr": max_lr,
-        "tokenizer": digest(*tokenizer_files(tokenizer_dir)),
-        "data": {"general": _fingerprint(train.general), "non_english": _fingerprint(train.non_english)},
-        "non_english_share": non_english_share,
-    }
-    key = digest(json.dumps(identity, sort_keys=True))
-    entry = cache_root / f"tiny-llama-{key[:20]}"
-
-    def build(directory: Path) -> None:
-        manifest = pretrain(
-            config,
-            max_lr=max_lr,
-            tokenizer_dir=tokenizer_dir,
-            train=train,
-            valid=valid,
-            non_english_share=non_english_share,
-            output_dir=directory,
-            on_step=on_step,
-        )
-        (directory / MANIFEST).write_text(json.dumps({**identity, **manifest}, indent=2))
-
-    return cached_dir(entry, build)
 
 
 def pretrain(
@@ -185,7 +136,3 @@ def _train(
     if outcome.status is not TrialStatus.COMPLETED:
         raise RuntimeError(f"pretraining the built-in base failed: {outcome.reason}; lower base.max_lr")
     return final
-
-
-def _fingerprint(prefix: str | None) -> str | None:
-    return None if prefix is None else corpus_fingerprint([Path(f"{prefix}.idx"), Path(f"{prefix}.bin")])

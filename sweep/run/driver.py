@@ -188,7 +188,8 @@ def _start_local_ray(execution: ExecutionConfig, runtime_env: dict | None) -> No
         # address file names, unchecked.
         address="local",
         num_cpus=execution.concurrency * trial_cpus(execution),
-        num_gpus=local_gpus(),  # every GPU here: trials at once are as many as they hold (sweep.run.trial_slots)
+        # Every GPU here when trials use them: trials at once are as many as they hold (sweep.run.trial_slots).
+        num_gpus=local_gpus() if execution.gpus else 0,
         object_store_memory=OBJECT_STORE_BYTES,
         include_dashboard=False,
         log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal

@@ -19,16 +19,14 @@ from sweep.run.progress import sample_progress, step_progress
 from sweep.run.sample_size import sample_tokens
 from sweep.run.shipped_base import shipped_base
 from sweep.spec.spec import BaseConfig, CorpusConfig, DataConfig, SweepSpec
-from train_entry.builtin_base import SHIPPED_DIR
+from train_entry.base_cache import ensure_builtin_base
+from train_entry.builtin_base import MANIFEST, SHIPPED_DIR
 from train_entry.data.cache import digest
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
-from train_entry.data.fingerprint import corpus_fingerprint
+from train_entry.data.fingerprint import prefix_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio
-from train_entry.model import base_vocab_size
-from train_entry.pretrain import MANIFEST, ensure_builtin_base
-from train_entry.proxy import measure_base
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
 
@@ -212,6 +210,10 @@ def _warn_short_validation(spec: SweepSpec, corpora: dict[str, Corpus], indexed:
 
 def _check_vocab(base: BaseConfig, tokenizer_dir: Path) -> None:
     """A tokenizer whose ids exceed the model's embedding would fail deep inside the first step."""
+    if base.is_builtin and base.tokenizer is None:
+        return  # its own BPE, trained to at most base.builtin.vocab_size tokens, special ones included
+    from train_entry.model import base_vocab_size
+
     # transformers' own check of the whole config.json first: the tokenizer reads it too, and would
     # report its faults as the tokenizer's.
     embedding = base.builtin.vocab_size if base.is_builtin else base_vocab_size(Path(base.model))
@@ -241,7 +243,7 @@ def _base_losses(
         "base-losses-1",
         *identity,
         valid.model_dump_json(),
-        *(_prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),
+        *(prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),
         share,
         proxy.seq_len,
         proxy.eval_sequences,
@@ -250,6 +252,8 @@ def _base_losses(
     path = root / "base_losses" / f"{key[:24]}.json"
     if path.is_file():
         return BaseLosses.model_validate_json(path.read_text())
+    from train_entry.proxy import measure_base  # torch and transformers, imported only when the losses are not cached
+
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
         losses = measure_base(base_dir, tokenizer_dir, valid, share, proxy, cache_dir=Path(scratch))
@@ -257,8 +261,3 @@ def _base_losses(
         staged.write_text(losses.model_dump_json())
         staged.replace(path)
     return losses
-
-
-def _prefix_fingerprint(prefix: str) -> str:
-    """A Megatron prefix read in place may change at the same path: its files' fingerprint stands for its content."""
-    return corpus_fingerprint([Path(f"{prefix}.idx"), Path(f"{prefix}.bin")])

@@ -33,9 +33,8 @@ from sweep.run.shipped_base import (
     recipe_sha256,
 )
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
-from train_entry.builtin_base import SHIPPED_DIR
+from train_entry.builtin_base import MANIFEST, SHIPPED_DIR
 from train_entry.data.corpus import Corpus
-from train_entry.pretrain import MANIFEST
 
 SHIP_THREADS = 1
 """torch threads while pretraining. A CPU's float sums depend on how they are split between threads; on one they

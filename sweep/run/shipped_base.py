@@ -23,11 +23,11 @@ from sweep.files.compat import SHIPPED_BASE
 from sweep.files.records import CorruptFile, read_model
 from sweep.run.sample_size import sample_tokens
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
+from train_entry.builtin_base import MANIFEST, RECIPE_VERSION
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import PIPELINE_VERSION
 from train_entry.data.tokenizer import BPE_RECIPE_VERSION, BPE_SAMPLE_BYTES
-from train_entry.pretrain import MANIFEST, RECIPE_VERSION
 
 SHIPPED_FILES = frozenset(
     {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}

@@ -14,14 +14,12 @@ from ray import tune
 
 from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
-from sweep.run.sharded_job import clear_for_retry, run_sharded_job
 from sweep.run.tracking import TrialRun, WandbTarget, wandb_trial_config
 from sweep.study.record import Attr
 from sweep.study.searcher import NUMBER
 from sweep.study.study import load_study
 from sweep.study.table import trial_row
 from sweep.study.trial import Report, run_study_trial
-from train_entry.proxy import run_trial
 from train_entry.trial_config import Metrics, TrialResult
 
 
@@ -50,6 +48,11 @@ def proxy_trainable(
     )
 
     def run(report: Report) -> TrialResult:
+        # Imported here, in the trial's process: the driver, which imports this module to hand Tune the function,
+        # never loads torch, transformers or megatron-core (seconds of CPU at every `sweep run`).
+        from sweep.run.sharded_job import clear_for_retry, run_sharded_job
+        from train_entry.proxy import run_trial
+
         # Inside run_study_trial, so that a failure here too is stored with the trial and retried.
         # Every attempt starts from an empty directory: one killed mid-write (a crash, a retry)
         # may have left half an index cache behind. A sharded trial's checkpoint stays: it resumes from it.

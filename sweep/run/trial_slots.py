@@ -41,7 +41,7 @@ def tune_resources(scale: TrialScale) -> dict[str, float]:
 
 def local_gpus() -> int:
     """The GPUs this machine's torch sees (CUDA_VISIBLE_DEVICES included): what a Ray of our own is given."""
-    import torch  # the driver has it loaded already (the trainable imports the trial)
+    import torch  # imported here: a sweep of CPU trials never loads torch in its driver
 
     return torch.cuda.device_count()
 

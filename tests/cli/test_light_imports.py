@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import REPO
 
 TRAINING_STACK = ("torch", "ray", "megatron", "transformers", "wandb")
@@ -23,3 +25,20 @@ def test_the_modules_that_read_a_run_import_no_training_stack():
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_trial_stack(tiny_sweep, tiny_corpora):
+    """`sweep run` hands each trial to a Ray worker: its own process, once the tokenizer, the corpora's samples, the
+    base and its losses are cached (every sweep of a spec but the first), loads neither torch, transformers nor
+    megatron-core (~5 s of CPU at every start)."""
+    probe = (
+        "import sys\nfrom pathlib import Path\n"
+        "import cli.run, sweep.ladder.driver, sweep.run.driver, sweep.run.trainable\n"
+        "from sweep.run.prepare import prepare\nfrom sweep.spec.spec import load_spec\n"
+        f"prepare(load_spec(Path({str(tiny_corpora / 'tiny_sweep.yaml')!r})))\n"
+        f"print(sorted({{name.split('.')[0] for name in sys.modules}} & {set(TRAINING_STACK) - {'ray'}!r}))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout

@@ -28,6 +28,11 @@ def corpus_fingerprint(files: Sequence[Path]) -> str:
         raise CorpusError(f"{error.filename or files[0]}: cannot be read ({error.strerror or error})") from None
 
 
+def prefix_fingerprint(prefix: str) -> str:
+    """The fingerprint of a Megatron prefix's .idx and .bin files: a prefix read in place may change at the same path."""
+    return corpus_fingerprint([Path(f"{prefix}.idx"), Path(f"{prefix}.bin")])
+
+
 def _fingerprint(files: Sequence[Path]) -> str:
     total = hashlib.sha256()
     sizes = []

@@ -13,9 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from huggingface_hub.errors import StrictDataclassError
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoTokenizer, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
@@ -25,6 +23,7 @@ from train_entry.hf_dir import CONFIG_JSON, first_line, model_config, refuse_rem
 
 if TYPE_CHECKING:
     from megatron.core.tokenizers import MegatronTokenizerBase
+    from transformers import PreTrainedTokenizerBase
 
 EOD_TOKEN = "<|endoftext|>"
 """Ends every document: the eos of the Hugging Face tokenizer and megatron-core's eod."""
@@ -71,6 +70,8 @@ def train_bpe(
 
 
 def _train(corpora: Sequence[Corpus], vocab_size: int, max_document_bytes: int, directory: Path) -> None:
+    from transformers import PreTrainedTokenizerFast
+
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     bpe.decoder = decoders.ByteLevel()
@@ -89,6 +90,11 @@ def _train(corpora: Sequence[Corpus], vocab_size: int, max_document_bytes: int, 
 
 def load_tokenizer(directory: Path) -> PreTrainedTokenizerBase:
     """The Hugging Face tokenizer saved in `directory` (local files only, nothing downloaded, none of its code run)."""
+    # Imported here, as megatron-core below: transformers takes seconds to import, and the driver of a sweep of the
+    # built-in base whose tokenizer and corpora are cached (every one but the first) never loads a tokenizer.
+    from huggingface_hub.errors import StrictDataclassError
+    from transformers import AutoTokenizer
+
     _check_tokenizer_dir(directory)
     try:
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True, trust_remote_code=False)

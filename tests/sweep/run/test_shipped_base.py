@@ -20,10 +20,9 @@ from sweep.run.ship import ship_base, write_shipped
 from sweep.run.shipped_base import read_manifest, shipped_base
 from sweep.spec.spec import SweepSpec, load_spec
 from tests.conftest import REPO
-from train_entry.builtin_base import SHIPPED_DIR
+from train_entry.builtin_base import MANIFEST, SHIPPED_DIR
 from train_entry.file_format import WRITTEN_BY
 from train_entry.model import Runtime, load_causal_lm
-from train_entry.pretrain import MANIFEST
 
 DEFAULT_SPEC = REPO / "search_spaces" / "lr_mix.yaml"
 SHIPPED_SPECS = [DEFAULT_SPEC, REPO / "search_spaces" / "lr_mix_python.yaml"]
