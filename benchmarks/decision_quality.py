@@ -65,6 +65,8 @@ replicates' and confirmation trials' few seeds after it)."""
 SWEEP_PROXY_STRIDE = 1_000
 """Variant default-seed{s} trains its trials at proxy seed s x this (0: the spec's own), its replicates and
 confirmation trials at the seeds just after it."""
+REMEASURE_FORMAT = 2
+"""Of remeasured.json in the work directory; a file of another format is measured again."""
 CALIBRATION_BINS = 10
 CALIBRATION_MIN_POINTS = 5
 """A calibration bin is judged (|P - frequency| <= 0.1) only with at least this many (point, seed) pairs."""
@@ -115,11 +117,14 @@ class Bench:
         self.budget = self.raw["objective"]["forgetting_budget"]
         self.proxy_seed = self.raw["proxy"]["seed"]
         self.remeasured_file = self.workdir / "remeasured.json"
+        stored = json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
+        # Re-measures of an earlier format (before 2 they kept the validation sets of the spec's proxy seed) are
+        # measured again.
         self.remeasured: dict[str, dict] = (
-            json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
+            stored.get("measures", {}) if stored.get("format") == REMEASURE_FORMAT else {}
         )
         self.fresh_grids: dict[int, dict[Point, Measured]] = {}
-        self._prepared: Prepared | None = None
+        self._prepared: dict[int, Prepared] = {}
 
     def spec(self, name: str, *, space: dict | None = None, proxy: dict | None = None, **search: Any) -> Path:
         raw = json.loads(json.dumps(self.raw))
@@ -150,21 +155,26 @@ class Bench:
         return run, walls[name]
 
     def remeasure(self, point: Point, seed: int) -> Measured:
-        """One proxy trial at the point with proxy seed `seed`, on two threads; kept in remeasured.json."""
+        """One proxy trial at the point with proxy seed `seed`, on two threads; kept in remeasured.json.
+
+        The proxy seed fixes the validation sets as well as the training seed (ProxyConfig.seed), and each validation
+        set has its own difficulty: a re-measure at seed s uses seed s's, as the grid at seed s does, so that a pick
+        off the grid and the grid's points compare on the same text."""
         key = f"{point.key}#{seed}"
         if key not in self.remeasured:
-            if self._prepared is None:
-                self._prepared = prepare(load_spec(self.spec("remeasure")))
-            config = self._prepared.trial_config(
+            if seed not in self._prepared:
+                self._prepared[seed] = prepare(load_spec(self.spec(f"remeasure-seed{seed}", proxy={"seed": seed})))
+            trial = self._prepared[seed].trial_config(
                 lr_fraction=point.lr_fraction,
                 mix=MixRatio.parse(point.mix),
                 output_dir=self.workdir / "remeasure" / key.replace(":", "-").replace("#", "-seed"),
                 seed=seed,
-            ).model_copy(update={"threads": 2})
-            result = run_trial(config, lambda metrics: False)
+            )
+            result = run_trial(trial.model_copy(update={"threads": 2}), lambda metrics: False)
             final = result.history[-1]
             self.remeasured[key] = {"domain_gain": final.domain_gain, "forgetting": final.forgetting}
-            self.remeasured_file.write_text(json.dumps(self.remeasured, indent=2))
+            stored = {"format": REMEASURE_FORMAT, "measures": self.remeasured}
+            self.remeasured_file.write_text(json.dumps(stored, indent=2))
         return Measured(**self.remeasured[key])
 
     def fresh(self, point: Point) -> list[Measured]:
