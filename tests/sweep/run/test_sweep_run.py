@@ -159,41 +159,16 @@ def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, t
     assert f"{len(trials)}/" in status and ("pick (" in status or "pick: none (" in status)
 
 
-def test_a_trial_that_raises_is_failed_after_its_retry_and_the_pruned_ones_are_pruned_in_optuna(
-    write_tiny_spec, tmp_path
-):
-    """One sweep for both: only high LRs at the most domain-heavy mix, a zero budget and a zero guard
-    margin, so general loss rises at the first evaluation and the guard stops each trial there;
-    and a file where the last trial wants its output directory, so every attempt of that trial raises (the last:
-    a trial that raises takes its Ray actor down, so the others reuse one actor and only the retry starts another)."""
-    spec = write_tiny_spec(
-        "prune.yaml",
-        space={"lr_fraction": {"low": 0.15, "high": 0.2}, "mix": ["1:4"]},
-        search={
-            "num_trials": 3,
-            "pruner": {"type": "median", "n_startup_trials": 1},
-            "forgetting_guard": {"margin": 0.0, "min_steps": 1},
-        },
-        objective={"forgetting_budget": 0.0},
-        execution={"max_retries": 1},
-    )
-    trials_dir = tmp_path / "runs" / "prune" / "trials"
-    trials_dir.mkdir(parents=True)
-    (trials_dir / "0002").write_text("in the way")
-    code, output = run("run", str(spec), cwd=tmp_path)
-    assert code == 0, output
-    trials = study_trials(tmp_path / "runs" / "prune", "prune")
-    assert len(trials) == 3 and trials[2].state is TrialState.FAIL
-    assert trials[2].user_attrs["attempts"] == 2  # the first run and one retry
-    assert trials[2].user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
+def test_trials_the_guard_stopped_are_pruned_in_optuna_with_their_curves(wandb_sweep):
+    """The W&B sweep's zero budget and guard margin stop its domain-heavy trials at their first evaluation."""
+    trials = study_trials(wandb_sweep, "wandb_sweep")
     pruned = [t for t in trials if t.state is TrialState.PRUNED]
     assert pruned, "no trial was pruned"
     for trial in pruned:
         assert trial.intermediate_values  # recorded in Optuna with its curve
         assert trial.user_attrs["status"] == "PRUNED" and trial.user_attrs["reason"]
-    table = pd.read_parquet(tmp_path / "runs" / "prune" / "trials.parquet")
-    assert table.loc[2, "status"] == "FAILED"
-    assert (table.loc[table["status"] == "PRUNED", "stopped_step"] < 40).all()
+    table = pd.read_parquet(wandb_sweep / "trials.parquet").set_index("number")
+    assert (table.loc[[t.number for t in pruned], "stopped_step"] < 40).all()
 
 
 def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_once_and_fresh_keeps_it(
@@ -206,17 +181,23 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     sharing a point and a seed (a sampler that started its stream over on a rerun drew trial 0 again). Every trial
     diverges within its first steps, before its first evaluation (a divergence factor just over 1, LRs near the
     base's own peak), the cheapest trial there is: each is recorded and the sweep goes on, ending with exit 0, its
-    report and no best observed trial, which status and promote handle. Then --fresh moves the run, its study with it, aside."""
+    report and no best observed trial, which status and promote handle. But the last trial: a file where it wants
+    its output directory makes every attempt of it raise, and it is failed after its one retry (the last, as a
+    trial that raises takes its Ray actor down: only the retry starts another). Then --fresh moves the run, its
+    study with it, aside."""
     spec = write_tiny_spec(
         "diverge.yaml",
         proxy={"divergence_factor": 1.0001},
         space={"lr_fraction": {"low": 0.9, "high": 1.0}, "mix": ["4:1", "1:1", "1:4"]},
         # Enough that the third stop still finds trials to run: a loaded machine may finish several between polls.
         search={"num_trials": 12, "sampler": "random"},
+        execution={"max_retries": 1},
     )
     run_dir = tmp_path / "runs" / "diverge"
+    (run_dir / "trials").mkdir(parents=True)
+    (run_dir / "trials" / "0011").write_text("in the way")
     for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        before = len(finished(study_trials(run_dir, "diverge"))) if run_dir.is_dir() else 0
+        before = len(finished(study_trials(run_dir, "diverge"))) if (run_dir / "optuna.db").is_file() else 0
         driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
         trials = wait_until(run_dir, "diverge", lambda trials, before=before: len(finished(trials)) > before)
         assert driver.poll() is None, "the sweep ended before it could be stopped"
@@ -238,7 +219,10 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     assert "no trial completed its full budget" in output and "Last result" not in output, output
     assert (run_dir / "report" / "index.html").is_file()
     after = {t.number: t for t in study_trials(run_dir, "diverge")}
-    assert len(after) == 12 and all(t.state is TrialState.PRUNED for t in after.values()), after
+    failed = after[11]
+    assert failed.state is TrialState.FAIL and failed.user_attrs["attempts"] == 2  # the first run and one retry
+    assert failed.user_attrs["reason"].startswith(("FileExistsError", "NotADirectoryError"))
+    assert len(after) == 12 and all(after[n].state is TrialState.PRUNED for n in range(11)), after
     for earlier in finished(trials):  # kept as they were, not re-run
         assert (after[earlier.number].datetime_complete, after[earlier.number].params) == (
             earlier.datetime_complete,
@@ -247,9 +231,10 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     assert all(after[t.number].params == t.params for t in interrupted)  # re-run at its own point
     runs = [(t.params["lr_fraction"], t.params["mix"], t.user_attrs.get("seed", 0)) for t in after.values()]
     assert len(set(runs)) == len(runs), runs
-    table = pd.read_parquet(run_dir / "trials.parquet")
-    assert sorted(table["number"]) == sorted(after)
-    assert (table["status"] == "DIVERGED").all() and table["reason"].str.contains("at step").all()
+    table = pd.read_parquet(run_dir / "trials.parquet").set_index("number")
+    assert sorted(table.index) == sorted(after) and table.loc[11, "status"] == "FAILED"
+    diverged = table.drop(index=11)
+    assert (diverged["status"] == "DIVERGED").all() and diverged["reason"].str.contains("at step").all()
 
     capsys.readouterr()
     assert main(["status", str(run_dir)]) == 0 and "12/12 done" in capsys.readouterr().out
