@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from reports.tables import print_outcome
     from sweep.address import check_ray_address
     from sweep.files.rundir import RunDir
-    from sweep.run.driver import run_sweep
+    from sweep.run.driver import RayConnection, run_sweep
     from sweep.run.tracking import resolve_wandb
     from sweep.spec.spec import load_spec
 
@@ -56,9 +56,10 @@ def run(args: argparse.Namespace) -> int:
     if notice:
         console.print(notice, style="yellow")
     view = LiveView(budget=spec.objective.forgetting_budget)
-    if spec.ladder is not None:
-        return _run_ladder(args, spec, run_dir, address=address, wandb=wandb, view=view, console=console)
-    outcome = run_sweep(spec, run_dir, address=address, fresh=args.fresh, wandb=wandb, view=view)
+    with RayConnection(address=address, wandb=wandb) as ray_connection:
+        if spec.ladder is not None:
+            return _run_ladder(args, spec, run_dir, ray_connection=ray_connection, view=view, console=console)
+        outcome = run_sweep(spec, run_dir, ray_connection=ray_connection, fresh=args.fresh, view=view)
 
     title = f"sweep {run_dir.path.name}"
     print_outcome(console, outcome.selection, outcome.rows, title=title, summary=outcome.summary, notes=outcome.notes)
@@ -90,7 +91,7 @@ def _check_storage_driver(path: Path, storage: str | None) -> None:
         raise SpecError(f"{path}: execution.storage = {shown_url(storage)!r}: {exc}") from None
 
 
-def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
+def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
     """Every rung's sweep, smallest first, then the law across them; a report per rung and one of the ladder."""
     from reports.ladder_report import print_ladder, write_ladder_report
     from reports.report import write_run_report
@@ -111,17 +112,11 @@ def _run_ladder(args, spec, run_dir, *, address, wandb, view, console) -> int:
 
     def run_rung(rung, run, start):
         return run_sweep(
-            rung.spec,
-            run,
-            address=address,
-            fresh=start.fresh,
-            wandb=wandb,
-            view=view,
-            study_name=start.study_name,
+            rung.spec, run, ray_connection=ray_connection, fresh=start.fresh, view=view, study_name=start.study_name
         )
 
-    # A Ray of our own is given this machine's GPUs; a cluster's are known once each rung's sweep joins it.
-    max_gpus = local_gpus() if address is None and spec.execution.gpus else None
+    # A Ray of our own is given this machine's GPUs; a cluster's are known once the first rung's sweep joins it.
+    max_gpus = local_gpus() if ray_connection.address is None and spec.execution.gpus else None
     outcome = run_ladder(spec, run_dir, target, fresh=args.fresh, view=view, run_rung=run_rung, max_gpus=max_gpus)
     for name in outcome.outcomes:
         write_run_report(run_dir.rung(name).path)

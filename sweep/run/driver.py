@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Protocol, Self
 
 import optuna
 import ray
@@ -78,21 +78,61 @@ class SweepOutcome:
         return sum(row.finished for row in self.rows)
 
 
+class RayConnection:
+    """The Ray that a driver's sweeps run their trials on, used as `with RayConnection(...) as ray_connection:`.
+
+    The cluster at `address` (checked by the caller), or a Ray of this process's own sized for the trials. The first
+    sweep with trials to run starts or joins it; the sweeps after it (a ladder's rungs) keep it, unless one needs
+    more CPUs or GPUs than a Ray of our own was started with; it is shut down when the block ends. A Ray start costs
+    ~7 s of CPU.
+    """
+
+    def __init__(self, *, address: str | None, wandb: WandbTarget | None) -> None:
+        self.address = address
+        self.wandb = wandb
+        self._started: tuple[int, int] | None = None
+        """(CPUs, GPUs) of the Ray of our own now running."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def ensure(self, execution: ExecutionConfig) -> None:
+        """Ray for the trials of `execution`: the one joined or started before if they fit it, else started now.
+        Whether they fit a cluster is trial_slots' to say."""
+        if ray.is_initialized() and (self.address is not None or self._holds(execution)):
+            return
+        self.close()
+        self._started = _start_ray(execution, address=self.address, wandb=self.wandb)
+
+    def close(self) -> None:
+        if ray.is_initialized():
+            ray.shutdown()
+        self._started = None
+
+    def _holds(self, execution: ExecutionConfig) -> bool:
+        """Whether the Ray of our own now running has the CPUs and GPUs a Ray for `execution` would have."""
+        wanted = _local_size(execution)
+        return self._started is not None and all(need <= have for need, have in zip(wanted, self._started))
+
+
 def run_sweep(
     spec: SweepSpec,
     run: RunDir,
     *,
-    address: str | None,
+    ray_connection: RayConnection,
     fresh: bool,
-    wandb: WandbTarget | None,
     view: SweepView,
     study_name: str | None = None,
 ) -> SweepOutcome:
-    """Runs (or resumes) the sweep in `run`; the caller has checked the run name and the address.
+    """Runs (or resumes) the sweep in `run` on `ray_connection`'s Ray; the caller has checked the run name.
 
     The study is named `study_name` (default the run directory's name). The storage URL and its environment are
     checked before the run directory is created or touched.
     """
+    wandb = ray_connection.wandb
     record = RunRecord(study_name=study_name or run.path.name, storage=spec.execution.storage)
     url = record.url(run)  # an unset ${NAME} in the storage URL stops here, before anything is written
     with locked(run):
@@ -110,17 +150,14 @@ def run_sweep(
             f"(study in {shown_url(url)}, run directory {run.path})"
         )
         if searcher.to_run > 0:
-            _start_ray(spec.execution, address=address, wandb=wandb)
-            try:
-                _route_logs(log)  # ray.init sets up its own console handler again
-                # Before anything is prepared: a trial larger than the cluster would wait forever.
-                slots = trial_slots(spec.execution, concurrency=spec.execution.concurrency,
-                                    cluster=ray.cluster_resources())  # fmt: skip
-                view.message(slots.line(spec.execution))
-                prepared = prepare(spec)
-                _tune(spec, searcher, sweep, prepared=prepared, slots=slots, wandb=wandb, run=run, url=url, view=view)
-            finally:
-                ray.shutdown()
+            ray_connection.ensure(spec.execution)
+            _route_logs(log)  # ray.init sets up its own console handler again
+            # Before anything is prepared: a trial larger than the cluster would wait forever.
+            slots = trial_slots(spec.execution, concurrency=spec.execution.concurrency,
+                                cluster=ray.cluster_resources())  # fmt: skip
+            view.message(slots.line(spec.execution))
+            prepared = prepare(spec)
+            _tune(spec, searcher, sweep, prepared=prepared, slots=slots, wandb=wandb, run=run, url=url, view=view)
         return finish_sweep(sweep, run, wandb=wandb)
 
 
@@ -169,26 +206,34 @@ def _tune(
     tuner.fit()
 
 
-def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> None:
-    """A Ray of our own sized for the trials, or the cluster at `address` (checked by the caller)."""
+def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> tuple[int, int] | None:
+    """A Ray of our own sized for the trials, and its (CPUs, GPUs); or the cluster at `address`, and None."""
     # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
     # runtime environment (held by Ray, never written into the run directory).
     runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
     if address is not None:
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
+        started = None
     else:
-        _start_local_ray(execution, runtime_env)
+        started = _local_size(execution)
+        _start_local_ray(*started, runtime_env)
     sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
+    return started
 
 
-def _start_local_ray(execution: ExecutionConfig, runtime_env: dict | None) -> None:
+def _local_size(execution: ExecutionConfig) -> tuple[int, int]:
+    """(CPUs, GPUs) of a Ray of our own for `execution`'s trials: every GPU here when trials use them, and trials at
+    once are as many as they hold (sweep.run.trial_slots)."""
+    return execution.concurrency * trial_cpus(execution), local_gpus() if execution.gpus else 0
+
+
+def _start_local_ray(cpus: int, gpus: int, runtime_env: dict | None) -> None:
     ray.init(
         # "local" starts a Ray of our own; None would join whatever RAY_ADDRESS or Ray's last
         # address file names, unchecked.
         address="local",
-        num_cpus=execution.concurrency * trial_cpus(execution),
-        # Every GPU here when trials use them: trials at once are as many as they hold (sweep.run.trial_slots).
-        num_gpus=local_gpus() if execution.gpus else 0,
+        num_cpus=cpus,
+        num_gpus=gpus,
         object_store_memory=OBJECT_STORE_BYTES,
         include_dashboard=False,
         log_to_driver=False,  # trial output goes to its file under tune/, not to this terminal
