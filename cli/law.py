@@ -53,7 +53,7 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from sweep.files.compat import LAW_FIT
     from sweep.files.records import write_model
-    from sweep.ladder.law_fit import LawSettings
+    from sweep.ladder.config import LawSettings
     from sweep.ladder.law_runs import fit_runs, report_lines
 
     report = fit_runs(

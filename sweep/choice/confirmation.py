@@ -22,27 +22,15 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
+from sweep.choice.config import Setting
 from sweep.choice.feasible import is_feasible
 from sweep.choice.observed import best_observed
-from sweep.choice.pick import Pick, PickConfig, pick_with
+from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import fit_surrogate, point_key
-from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
-from train_entry.config import SEED_LIMIT, StrictConfig
+from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio
-
-
-class ConfirmationConfig(StrictConfig):
-    """How the pick is confirmed at fresh seeds (`search.confirmation` in the spec)."""
-
-    seeds: int = Field(2, ge=0, le=20)
-    """Full-budget trials at the pick, each at a seed no trial of the sweep used; 0 turns confirmation off
-    (and `sweep promote` then needs --unconfirmed). Two give a mean and a first spread of the pick's own
-    re-runs; on the default spec they cost 2 x 205 k tokens, 8 % of a 25-point grid's tokens."""
-    candidates: int = Field(2, ge=1, le=10)
-    """Most points confirmed: a pick confirmed over the budget gives way to the next pick of the refitted
-    surrogate until this many were tried; each further point costs `seeds` more trials."""
 
 
 class Outcome(str, enum.Enum):
@@ -115,22 +103,6 @@ class State:
     confirmation: Confirmation
     pick: Pick
     due: Due | None
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What the rule needs from the sweep's plan, passed apart so this module needs no study."""
-
-    space: SearchSpace
-    budget: float
-    pick: PickConfig
-    config: ConfirmationConfig
-    first_seed: int
-    """The first seed no other trial uses (SweepPlan.first_confirmation_seed)."""
-
-    def seeds(self, round_: int) -> list[int]:
-        start = self.first_seed + round_ * self.config.seeds
-        return [(start + k) % SEED_LIMIT for k in range(self.config.seeds)]
 
 
 def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:

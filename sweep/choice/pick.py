@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from sweep.choice.config import PickConfig
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
     Z90,
@@ -40,17 +41,6 @@ LR_GRID = 41
 trial's noise can tell apart."""
 MIX_GRID = 21
 """Candidate mixes over a mix range, evenly spaced in log(general / domain)."""
-
-
-class PickConfig(StrictConfig):
-    """The rule that turns the surrogate into one recommended point (`objective.pick` in the spec)."""
-
-    min_probability: float = Field(0.9, gt=0.0, lt=1.0)
-    """Smallest probability, under the surrogate, that a re-run at a candidate ends within the forgetting
-    budget; 0.9 keeps the pick off the budget's edge, where half of all re-runs would land over it."""
-    gain_lower_sd: float = Field(1.0, ge=0.0, le=5.0)
-    """Candidates are ranked by predicted domain_gain less this many standard deviations of the surface:
-    1 prefers a point the trials pin down to a slightly higher guess in a gap between them."""
 
 
 class PickSource(str, enum.Enum):

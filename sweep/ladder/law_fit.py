@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
 from scipy.optimize import least_squares
 from scipy.stats import qmc
 
+from sweep.ladder.config import LawSettings
 from sweep.ladder.law import (
     PARAMETERS,
     FitQuality,
@@ -30,10 +30,7 @@ from sweep.ladder.law import (
     change_gradient,
 )
 from sweep.ladder.law_table import ObservationTable
-from train_entry.config import Seed, StrictConfig
 
-LEVEL = 0.90
-"""Of every interval: the surrogate's 90 %, so that the sweep's, the ladder's and the law's intervals read alike."""
 TOLERANCE = 1e-6
 """least_squares' relative tolerance on the cost and the step: the starts that reach the best optimum agree on the
 cost to 1e-6 of it, and tighter tolerances took three times the steps to move the fourth digit of the law's
@@ -47,28 +44,6 @@ POLISHED = 2
 BASIN = 1.10
 """A start whose screened cost came within 10 % of the best polished cost found the optimum's basin: screened
 starts there lie 0.5-4 % above it, those in other basins 50-80 %."""
-
-
-class LawSettings(StrictConfig):
-    """How a law is fitted and how much its prediction is resampled."""
-
-    starts: int = Field(16, ge=1, le=1000)
-    """Starting points per loss for the full fit: on the tests' synthetic ladder three in four starts or more find
-    the best optimum's basin, so 16 leave next to no chance of missing it."""
-    huber_scale: float = Field(1e-3, gt=0.0, le=1.0)
-    """Residuals beyond this (in relative change: 1e-3 is 0.1 % of the base's loss) count linearly: the seed-to-seed
-    spread of forgetting on the bundled corpora, sd 0.0010 (0.0005 in domain_gain; BENCHMARKS.md, the default
-    spec's replicates)."""
-    refits: int = Field(200, ge=0, le=10_000)
-    """Bootstrap refits behind the intervals: 200 put a 90 % interval's ends on 10 refits each."""
-    refit_starts: int = Field(2, ge=1, le=1000)
-    """Starts per loss of a refit: the full fit's parameters and one Latin-hypercube point."""
-    seed: Seed = 0
-    """Seeds the starts and the resampling: the same table gives the same answer."""
-    level: float = Field(LEVEL, gt=0.0, lt=1.0)
-    outside_limit: float = Field(0.10, ge=0.0, le=1.0)
-    """A larger share of refits with their optimum outside the searched box (or none at all) refuses the
-    prediction."""
 
 
 class LawFitError(ValueError):

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field
 
+from sweep.ladder.config import LawSettings
 from sweep.ladder.law import Law
-from sweep.ladder.law_fit import LawFitError, LawSettings, fit_law
+from sweep.ladder.law_fit import LawFitError, fit_law
 from sweep.ladder.law_optimum import (
     Point,
     Refusal,

@@ -14,9 +14,10 @@ from typing import Literal
 
 from pydantic import Field
 
+from sweep.ladder.config import LawSettings
 from sweep.ladder.law import Law, LossLaw
 from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_fit import LawFitError, LawSettings, fit_law
+from sweep.ladder.law_fit import LawFitError, fit_law
 from sweep.ladder.law_optimum import SearchBox, TargetScale, critical_share
 from sweep.ladder.law_predict import TargetPrediction, predict
 from sweep.ladder.law_table import LawInputError, ObservationTable

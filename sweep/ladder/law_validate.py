@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from pydantic import Field
 
-from sweep.ladder.law_fit import LawFitError, LawSettings, fit_law
+from sweep.ladder.config import LawSettings
+from sweep.ladder.law_fit import LawFitError, fit_law
 from sweep.ladder.law_optimum import Point, SearchBox, TargetScale, at, constrained_optimum
 from sweep.ladder.law_predict import TargetPrediction, predict
 from sweep.ladder.law_table import LawInputError, ObservationTable

@@ -17,8 +17,7 @@ from sweep.choice.surrogate import Box
 from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
-from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, RungName
-from sweep.ladder.law_fit import LawSettings
+from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, LawSettings, RungName
 from sweep.ladder.law_optimum import SearchBox
 from sweep.ladder.law_runs import LawFitReport
 from sweep.ladder.law_table import Observation, ObservationTable

@@ -16,10 +16,9 @@ from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
 from sweep.run.tracking import TrialRun, WandbTarget, wandb_trial_config
 from sweep.study.record import Attr
-from sweep.study.searcher import NUMBER
 from sweep.study.study import load_study
 from sweep.study.table import trial_row
-from sweep.study.trial import Report, run_study_trial
+from sweep.study.trial import NUMBER, Report, run_study_trial
 from train_entry.trial_config import Metrics, TrialResult
 
 

@@ -22,8 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from sweep.choice.confirmation import ConfirmationConfig
-from sweep.choice.pick import PickConfig
+from sweep.choice.config import ConfirmationConfig, PickConfig
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
 from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
 from sweep.ladder.config import LadderConfig

@@ -23,10 +23,7 @@ from sweep.study.record import Attr
 from sweep.study.replicates import is_replicate, replicates_due
 from sweep.study.study import SweepStudy
 from sweep.study.table import trial_rows
-from sweep.study.trial import record_failure
-
-NUMBER = "number"
-"""The Optuna trial number in a Ray Tune trial's config; the params ride along for Ray's logs."""
+from sweep.study.trial import NUMBER, record_failure
 
 
 class StudySearcher(Searcher):

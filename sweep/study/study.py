@@ -18,8 +18,7 @@ from optuna.trial import FrozenTrial
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from sweep.choice.confirmation import Setting
-from sweep.choice.pick import PickConfig
+from sweep.choice.config import PickConfig, Setting
 from sweep.files.compat import STUDY_PLAN, FormatError
 from sweep.files.config_file import SpecError
 from sweep.spec.space import SearchSpace

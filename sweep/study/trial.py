@@ -22,6 +22,9 @@ from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 Report = Callable[[Metrics], bool]
 """What a proxy trial calls at each evaluation; True stops it."""
 
+NUMBER = "number"
+"""The Optuna trial number in a Ray Tune trial's config (the searcher's suggestion, which the trainable runs); the
+params ride along for Ray's logs."""
 FORGETTING_CONSTRAINT = "forgetting"
 """The Optuna constraint: final forgetting minus the budget."""
 

@@ -27,6 +27,17 @@ def test_the_modules_that_read_a_run_import_no_training_stack():
     assert done.stdout.strip() == "[]", done.stdout
 
 
+def test_a_trial_process_loads_none_of_the_rules_that_choose_the_point():
+    """Each Tune trial's process reads the spec, the run directory and the study; the rules that choose the point
+    (the surrogate's scipy.stats and scikit-learn, ~1.5 s of CPU) are the driver's."""
+    probe = (
+        "import sys\nimport sweep.run.trainable\n"
+        "print(sorted({'scipy.stats', 'sklearn', 'sweep.choice.surrogate', 'sweep.choice.pick'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 @pytest.mark.slow
 def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_trial_stack(tiny_sweep, tiny_corpora):
     """`sweep run` hands each trial to a Ray worker: its own process, once the tokenizer, the corpora's samples, the

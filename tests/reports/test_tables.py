@@ -11,8 +11,9 @@ from rich.console import Console
 from cli import main
 from reports.decision import pick_lines
 from reports.tables import print_corpora, print_outcome
+from sweep.choice.config import PickConfig
 from sweep.choice.observed import select
-from sweep.choice.pick import PickConfig, make_pick
+from sweep.choice.pick import make_pick
 from sweep.spec.space import SearchSpace
 from tests.sweep.scripted import trial_row
 from train_entry.data.corpus import CorpusStats

@@ -9,14 +9,14 @@ from scripted import STEPS, scripted, smooth_rows
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, trials_expected
-from sweep.choice.confirmation import ConfirmationConfig, Outcome, Setting, confirmation_state
+from sweep.choice.config import ConfirmationConfig, PickConfig, Setting
+from sweep.choice.confirmation import Outcome, confirmation_state
 from sweep.choice.observed import select
-from sweep.choice.pick import PickConfig
 from sweep.choice.surrogate import point_key
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Attr, Status
-from sweep.study.searcher import NUMBER, StudySearcher, enqueue_confirmations, is_confirmation
-from sweep.study.trial import run_study_trial
+from sweep.study.searcher import StudySearcher, enqueue_confirmations, is_confirmation
+from sweep.study.trial import NUMBER, run_study_trial
 
 MIXES = ["4:1", "1:1", "1:4"]
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2, "log": True}, "mix": MIXES})

@@ -13,8 +13,9 @@ from scripted import STEPS, scripted, spec_with
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, read_best, write_best
+from sweep.choice.config import PickConfig
 from sweep.choice.observed import best_observed, select
-from sweep.choice.pick import MIX_GRID, PickConfig, PickSource, candidates, make_pick, pick_with
+from sweep.choice.pick import MIX_GRID, PickSource, candidates, make_pick, pick_with
 from sweep.choice.surrogate import Z90, fit_surrogate
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir

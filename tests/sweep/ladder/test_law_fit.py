@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from sweep.ladder.law_fit import LawSettings, fit_law
+from sweep.ladder.config import LawSettings
+from sweep.ladder.law_fit import fit_law
 from sweep.ladder.law_optimum import SearchBox, TargetScale, constrained_optimum
 from sweep.ladder.law_table import ObservationTable, lr_mean
 from tests.sweep.ladder.synthetic import (

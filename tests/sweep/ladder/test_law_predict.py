@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from sweep.ladder.law_fit import LawSettings, fit_law
+from sweep.ladder.config import LawSettings
+from sweep.ladder.law_fit import fit_law
 from sweep.ladder.law_optimum import SearchBox, at
 from sweep.ladder.law_predict import predict
 from tests.sweep.ladder.synthetic import RUNGS, TRUTH, draw

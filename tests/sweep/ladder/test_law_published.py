@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from sweep.ladder.config import LawSettings
 from sweep.ladder.law import Loss
-from sweep.ladder.law_fit import LawSettings, fit_law, fit_loss_law
+from sweep.ladder.law_fit import fit_law, fit_loss_law
 from sweep.ladder.law_optimum import SearchBox, TargetScale, constrained_optimum, critical_share
 from sweep.ladder.law_runs import PUBLISHED_TREND, trend
 from sweep.ladder.law_table import lr_area

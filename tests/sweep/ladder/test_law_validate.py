@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from sweep.ladder.law_fit import LawSettings
+from sweep.ladder.config import LawSettings
 from sweep.ladder.law_optimum import SearchBox
 from sweep.ladder.law_table import LawInputError, ObservationTable
 from sweep.ladder.law_validate import leave_one_rung_out

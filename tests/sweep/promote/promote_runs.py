@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sweep.choice.best import BestSummary, Cost, Evidence, write_best
+from sweep.choice.config import PickConfig
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
-from sweep.choice.pick import Pick, PickConfig, PickedPoint, PickSource, Prediction, make_pick
+from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status

@@ -6,9 +6,9 @@ from ray.tune.search import Searcher
 from scripted import STEPS, scripted
 
 from sweep.study.record import Attr
-from sweep.study.searcher import NUMBER, StudySearcher
+from sweep.study.searcher import StudySearcher
 from sweep.study.table import trial_rows
-from sweep.study.trial import run_study_trial
+from sweep.study.trial import NUMBER, run_study_trial
 
 
 def test_a_new_sweep_asks_exactly_the_planned_trials(open_sweep):
