@@ -90,8 +90,6 @@ class RayConnection:
     def __init__(self, *, address: str | None, wandb: WandbTarget | None) -> None:
         self.address = address
         self.wandb = wandb
-        self._started: tuple[int, int] | None = None
-        """(CPUs, GPUs) of the Ray of our own now running."""
 
     def __enter__(self) -> Self:
         return self
@@ -105,17 +103,17 @@ class RayConnection:
         if ray.is_initialized() and (self.address is not None or self._holds(execution)):
             return
         self.close()
-        self._started = _start_ray(execution, address=self.address, wandb=self.wandb)
+        _start_ray(execution, address=self.address, wandb=self.wandb)
 
     def close(self) -> None:
         if ray.is_initialized():
             ray.shutdown()
-        self._started = None
 
     def _holds(self, execution: ExecutionConfig) -> bool:
         """Whether the Ray of our own now running has the CPUs and GPUs a Ray for `execution` would have."""
-        wanted = _local_size(execution)
-        return self._started is not None and all(need <= have for need, have in zip(wanted, self._started))
+        cpus, gpus = _local_size(execution)
+        resources = ray.cluster_resources()
+        return cpus <= resources.get("CPU", 0) and gpus <= resources.get("GPU", 0)
 
 
 def run_sweep(
@@ -206,19 +204,16 @@ def _tune(
     tuner.fit()
 
 
-def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> tuple[int, int] | None:
-    """A Ray of our own sized for the trials, and its (CPUs, GPUs); or the cluster at `address`, and None."""
+def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbTarget | None) -> None:
+    """A Ray of our own sized for the trials, or the cluster at `address` (checked by the caller)."""
     # Trials on other nodes log online only with the driver's W&B key: it travels in the job's
     # runtime environment (held by Ray, never written into the run directory).
     runtime_env = {"env_vars": env} if (env := worker_env(wandb)) else None
     if address is not None:
         ray.init(address=address, log_to_driver=False, configure_logging=False, runtime_env=runtime_env)
-        started = None
     else:
-        started = _local_size(execution)
-        _start_local_ray(*started, runtime_env)
+        _start_local_ray(*_local_size(execution), runtime_env)
     sigterm_as_sigint()  # after ray.init, which replaces the handler: SIGTERM is Tune's graceful stop too
-    return started
 
 
 def _local_size(execution: ExecutionConfig) -> tuple[int, int]:
