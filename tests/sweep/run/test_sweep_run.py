@@ -18,6 +18,7 @@ import yaml
 from optuna.trial import TrialState
 
 from cli import main
+from sweep.files.rundir import RunDir
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +42,12 @@ def run(*args: str, cwd: Path) -> tuple[int, str]:
     return process.returncode, output
 
 
+def study_url(run_dir: Path) -> str:
+    return f"sqlite:///{RunDir(run_dir).study_db}"
+
+
 def study_trials(run_dir: Path, name: str) -> list[optuna.trial.FrozenTrial]:
-    return optuna.load_study(study_name=name, storage=f"sqlite:///{run_dir / 'optuna.db'}").get_trials()
+    return optuna.load_study(study_name=name, storage=study_url(run_dir)).get_trials()
 
 
 def running(trials: list[optuna.trial.FrozenTrial]) -> list[optuna.trial.FrozenTrial]:
@@ -61,8 +66,8 @@ def wait_until(run_dir: Path, name: str, ready) -> list[optuna.trial.FrozenTrial
     try:
         while time.monotonic() < deadline and not ready(trials):
             time.sleep(0.2)
-            if storage is None and (run_dir / "run.json").is_file() and (run_dir / "optuna.db").is_file():
-                storage = optuna.storages.RDBStorage(f"sqlite:///{run_dir / 'optuna.db'}")
+            if storage is None and RunDir(run_dir).run_json.is_file() and RunDir(run_dir).study_db.is_file():
+                storage = optuna.storages.RDBStorage(study_url(run_dir))
             if storage is not None:
                 try:
                     trials = optuna.load_study(study_name=name, storage=storage).get_trials()
@@ -207,7 +212,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     (run_dir / "trials").mkdir(parents=True)
     (run_dir / "trials" / "0011").write_text("in the way")
     for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        before = len(finished(study_trials(run_dir, "diverge"))) if (run_dir / "optuna.db").is_file() else 0
+        before = len(finished(study_trials(run_dir, "diverge"))) if RunDir(run_dir).study_db.is_file() else 0
         driver = sweep_cli("run", str(spec), cwd=tmp_path, start_new_session=True)
         trials = wait_until(run_dir, "diverge", lambda trials, before=before: len(finished(trials)) > before)
         assert driver.poll() is None, "the sweep ended before it could be stopped"
