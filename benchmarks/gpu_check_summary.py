@@ -70,7 +70,7 @@ def _proxy(path: Path) -> str:
         rows = json.loads(path.read_text())
     except (OSError, ValueError):
         return "1B proxy trial: no figures (stopped at the time limit before its first row, or failed)"
-    shown = [f"{row['gpus']} GPU(s) {row['ratio']:.2f} of bare, MFU {row['trial_mfu']:.0%}" for row in rows]
+    shown = [f"{row['what']} on {row['gpus']}: {row['ratio']:.2f} of bare, MFU {row['trial_mfu']:.0%}" for row in rows]
     return "1B proxy trial: " + ", ".join(shown)
 
 

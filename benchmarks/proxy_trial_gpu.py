@@ -6,7 +6,8 @@ on all of them (FSDP2, bf16 compute, fp32 reduction, one NCCL worker per GPU as 
 bundled corpora blended 1:1 by megatron-core, with the LR schedule, gradient clipping, the divergence check (which
 reads the loss every step) and an evaluation at the end. The bare loop is the textbook forward / backward / AdamW
 step on random tokens made beforehand, on the same model built the same way (load_causal_lm, sharded_causal_lm),
-in the same process(es), reading no loss until its end. Tokens per second are those of the steps after --warmup,
+in the same process(es), reading no loss until its end. Each is measured eager and compiled (execution.compile:
+each decoder layer and the loss torch.compile'd, train_entry.model.ready_layers), the bare loop likewise. Tokens per second are those of the steps after --warmup,
 timed by on_step's clock for the trial (each step has read its loss: the GPU's work is done) and synchronised for
 the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x the matmul parameters and the
 attention, no recomputation counted) over the card's dense bf16 peak x GPUs (--peak-tflops; default the H100 and
@@ -39,16 +40,17 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-import torch.nn.functional as F
 
 from sweep.promote.counts import model_flops_per_token
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
 from train_entry.group import Group
+from train_entry.loop import next_token_loss
 from train_entry.megatron.config import ModelShape
+from train_entry.megatron.fusions import compile_failure
 from train_entry.mix import MixRatio
-from train_entry.model import Runtime, load_causal_lm
+from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.proxy import run_trial
 from train_entry.sharded.fsdp import sharded_causal_lm
 from train_entry.sharded.trial import run_sharded_trial
@@ -149,8 +151,8 @@ def bare_loop(model: torch.nn.Module, config: TrialConfig, runtime: Runtime, *, 
             torch.cuda.synchronize()
             started = time.perf_counter()
         with runtime.autocast():
-            logits = model(input_ids=tokens[step, :, :-1]).logits
-        F.cross_entropy(logits.flatten(0, 1).float(), tokens[step, :, 1:].flatten()).backward()
+            loss = next_token_loss(model, tokens[step, :, :-1], tokens[step, :, 1:], compiled=runtime.compiled)
+        loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
@@ -163,8 +165,10 @@ def one_gpu(config: TrialConfig, *, warmup: int) -> tuple[float, float]:
     run_trial(config, lambda metrics: False, on_step=clock)
     trial = clock.tokens_per_s(config.proxy.batch_size * config.proxy.seq_len)
     _free()
-    runtime = Runtime.detect()
-    bare = bare_loop(load_causal_lm(config.base_dir, runtime), config, runtime, warmup=warmup)
+    runtime = Runtime.detect(compiled=config.compile)
+    model = load_causal_lm(config.base_dir, runtime)
+    ready_layers(model, runtime, activation_checkpointing=False)
+    bare = bare_loop(model, config, runtime, warmup=warmup)
     _free()
     return trial, bare
 
@@ -178,7 +182,7 @@ def _sharded_worker(rank: int, gpus: int, config_json: str, warmup: int, out: st
         run_sharded_trial(config, lambda metrics: False, on_step=clock)
         trial = clock.tokens_per_s(config.proxy.batch_size * config.proxy.seq_len)
         _free()
-        runtime = Runtime.for_shard()
+        runtime = Runtime.for_shard(compiled=config.compile)
         model = sharded_causal_lm(
             config.base_dir, runtime, Group.default(runtime.device), activation_checkpointing=False
         )
@@ -195,7 +199,7 @@ def all_gpus(config: TrialConfig, work: Path, *, gpus: int, warmup: int) -> tupl
     """(trial, bare) tokens per second of one trial sharded over `gpus` GPUs, batch SEQUENCES_PER_GPU x gpus."""
     proxy = config.proxy.model_copy(update={"batch_size": SEQUENCES_PER_GPU * gpus})
     sharded = config.model_copy(update={"proxy": proxy, "output_dir": str(work / f"trial-{gpus}")})
-    out = work / f"sharded-{gpus}.json"
+    out = work / f"sharded-{gpus}-{config.compile}.json"
     out.unlink(missing_ok=True)
     Path(f"{out}.store").unlink(missing_ok=True)
     mp.start_processes(
@@ -243,11 +247,18 @@ def main(argv: list[str] | None = None) -> int:
         "| trial | GPUs | trial tokens/s | bare tokens/s | trial / bare | trial MFU | bare MFU |\n|---|---|---|---|---|---|---|"
     )
     rows: list[Row] = []
+    variants = [("", config)]
+    if (failure := compile_failure(torch.device("cuda"))) is None:
+        variants.append((", compiled", config.model_copy(update={"compile": True})))
+    else:
+        print(f"no compiled rows: torch.compile cannot build a kernel here ({failure})", flush=True)
     # The sharded trial runs on a one-GPU machine too: its FSDP path (one worker) against the one-process path.
-    for what, measure in (
-        ("one GPU", lambda: (1, *one_gpu(config, warmup=args.warmup))),
-        ("sharded (FSDP2)", lambda: (gpus, *all_gpus(config, work, gpus=gpus, warmup=args.warmup))),
-    ):
+    measures = [(f"one GPU{how}", lambda c=c: (1, *one_gpu(c, warmup=args.warmup))) for how, c in variants]
+    measures += [
+        (f"sharded (FSDP2){how}", lambda c=c: (gpus, *all_gpus(c, work, gpus=gpus, warmup=args.warmup)))
+        for how, c in variants
+    ]
+    for what, measure in measures:
         rows.append(row(what, *measure(), args.peak_tflops))
         print(table_row(rows[-1]), flush=True)
         _write(args.json, rows)

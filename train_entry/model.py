@@ -33,25 +33,27 @@ class Runtime:
     autocast_dtype: torch.dtype | None
     """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU, and for a sharded model, whose
     mixed precision FSDP applies (train_entry.sharded.fsdp)."""
+    compiled: bool = False
+    """torch.compile each decoder layer (`ready_layers`) and the loss (train_entry.loop.next_token_loss)."""
 
     @classmethod
-    def cpu(cls) -> Runtime:
-        return cls(torch.device("cpu"), "sdpa", None)
+    def cpu(cls, *, compiled: bool = False) -> Runtime:
+        return cls(torch.device("cpu"), "sdpa", None, compiled)
 
     @classmethod
-    def detect(cls) -> Runtime:
+    def detect(cls, *, compiled: bool = False) -> Runtime:
         if not torch.cuda.is_available():
-            return cls.cpu()
+            return cls.cpu(compiled=compiled)
         has_flash = importlib.util.find_spec("flash_attn") is not None
-        return cls(torch.device("cuda"), "flash_attention_2" if has_flash else "sdpa", torch.bfloat16)
+        return cls(torch.device("cuda"), "flash_attention_2" if has_flash else "sdpa", torch.bfloat16, compiled)
 
     @classmethod
-    def for_shard(cls) -> Runtime:
+    def for_shard(cls, *, compiled: bool = False) -> Runtime:
         """A sharded trial's worker: the GPU its launcher made current (Ray Train and torchrun both do), no autocast."""
-        detected = cls.detect()
+        detected = cls.detect(compiled=compiled)
         if detected.device.type == "cpu":
             return detected
-        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None)
+        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None, compiled)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
@@ -84,7 +86,30 @@ def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
     return model.to(runtime.device)
 
 
-def recompute_layers(model: PreTrainedModel) -> None:
+def ready_layers(model: PreTrainedModel, runtime: Runtime, *, activation_checkpointing: bool) -> None:
+    """Activation checkpointing on request, then, when the runtime is compiled, each decoder layer compiled in place:
+    the order torchtitan applies them in, before any sharding. Regional compilation: every layer of a model has the
+    same code and shapes, so one graph serves them all (compiled in seconds, not the whole model's minutes); it fuses
+    the RMS norms, rotary embedding, SwiGLU and residual adds that eager PyTorch runs as memory-bound kernels of
+    their own."""
+    if activation_checkpointing:
+        _recompute_layers(model)
+    if runtime.compiled:
+        for layer in decoder_layers(model):
+            layer.compile(dynamic=False)
+
+
+def decoder_layers(model: PreTrainedModel) -> list[torch.nn.Module]:
+    """The repeated blocks, in the order they run: the classes the model names as not to be split
+    (`_no_split_modules`: LlamaDecoderLayer, ...), as accelerate finds them."""
+    names = set(model._no_split_modules or ())
+    layers = [module for module in model.modules() if type(module).__name__ in names]
+    if not layers:
+        raise HfDirError(f"{type(model).__name__} names no decoder layer class (_no_split_modules)")
+    return layers
+
+
+def _recompute_layers(model: PreTrainedModel) -> None:
     """Activation checkpointing: each decoder layer keeps its input and recomputes the rest in the backward
     (transformers' own wrapping in torch.utils.checkpoint, non-reentrant, which FSDP2 works with)."""
     non_reentrant = {"use_reentrant": False}

@@ -21,7 +21,7 @@ from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
 from train_entry.loop import Batches, LoopResult, Sharing, fit, mean_loss
-from train_entry.model import Runtime, load_causal_lm, recompute_layers
+from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.trial_config import (
     RESULT_JSON,
     TRIAL_CONFIG_JSON,
@@ -48,12 +48,11 @@ def run_trial(
     started = time.perf_counter()
     output_dir = write_config(config)
     torch.set_num_threads(config.threads)
-    runtime = Runtime.detect()
+    runtime = Runtime.detect(compiled=config.compile)
     stream, valid = trial_data(config, cache_dir=output_dir / "megatron_index")
     torch.manual_seed(config.seed)
     model = load_causal_lm(config.base_dir, runtime)
-    if config.activation_checkpointing:
-        recompute_layers(model)
+    ready_layers(model, runtime, activation_checkpointing=config.activation_checkpointing)
     outcome, history = train(config, model, stream, valid, runtime, report=report, on_step=on_step)
     return write_result(config, outcome, history, wall_seconds=time.perf_counter() - started)
 

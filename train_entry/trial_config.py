@@ -80,6 +80,9 @@ class TrialConfig(StrictConfig):
     activation_checkpointing: bool = False
     """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute, for
     a trial whose activations at the proxy's batch and sequence length would not fit beside its weights."""
+    compile: bool = False
+    """torch.compile each decoder layer and the loss (train_entry.model.ready_layers): faster steps on a GPU after
+    a compilation of seconds at the trial's start; the same numbers to bf16's rounding."""
     checkpoint_interval: int | None = Field(None, gt=0)
     """A sharded trial's steps between the checkpoints a retry resumes from (train_entry.sharded.checkpoint); a
     multiple of proxy.eval_interval, since a checkpoint follows its evaluation's report. Default: every evaluation.

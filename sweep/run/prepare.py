@@ -65,6 +65,7 @@ class Prepared:
             proxy=self.spec.proxy,
             threads=self.spec.execution.cpus,
             activation_checkpointing=self.spec.execution.activation_checkpointing,
+            compile=self.spec.execution.compile,
             checkpoint_interval=self.spec.execution.checkpoint_interval,
             output_dir=str(output_dir.resolve()),
             seed=seed,

@@ -56,6 +56,9 @@ class TrialScale(StrictConfig):
     activation_checkpointing: bool = False
     """Keep only each decoder layer's input and recompute the rest in the backward: about a third more compute, for
     a base whose activations at the proxy's batch and sequence length do not fit beside its weights."""
+    compile: bool = False
+    """torch.compile each decoder layer (regional compilation) and the loss: faster GPU steps for a compilation of
+    seconds at each trial's start, cached on disk for the trials after it."""
     checkpoint_interval: int | None = Field(None, gt=0)
     """A sharded trial's steps between the checkpoints a restarted worker group resumes from, a multiple of
     proxy.eval_interval; default every evaluation. Each writes 12 bytes per parameter (fp32 weights, Adam)."""

@@ -130,7 +130,7 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
         "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms; 1B proxy trial: "
-        "1 GPU(s) 0.96 of bare, MFU 41%, 8 GPU(s) 0.93 of bare, MFU 38%"
+        "one GPU on 1: 0.96 of bare, MFU 41%, sharded (FSDP2) on 8: 0.93 of bare, MFU 38%"
     )
 
 

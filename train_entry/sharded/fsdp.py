@@ -27,7 +27,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 
 from train_entry.group import Group
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, first_line, model_config
-from train_entry.model import Runtime, load_causal_lm, recompute_layers
+from train_entry.model import Runtime, decoder_layers, load_causal_lm, ready_layers
 
 
 def mixed_precision(runtime: Runtime) -> MixedPrecisionPolicy:
@@ -46,8 +46,7 @@ def sharded_causal_lm(
         model = AutoModelForCausalLM.from_config(
             config, attn_implementation=runtime.attention, dtype=torch.float32, trust_remote_code=False
         )
-    if activation_checkpointing:
-        recompute_layers(model)
+    ready_layers(model, runtime, activation_checkpointing=activation_checkpointing)
     policy = mixed_precision(runtime)
     for unit in shard_units(model):
         fully_shard(unit, mp_policy=policy)
@@ -67,10 +66,7 @@ def sharded_causal_lm(
 def shard_units(model: PreTrainedModel) -> list[torch.nn.Module]:
     """The modules sharded as units of their own, in the order they run: the input embedding, the repeated blocks
     the model names as not to be split (LlamaDecoderLayer, ...), the output layer; the embeddings only untied."""
-    names = set(model._no_split_modules or ())
-    layers = [module for module in model.modules() if type(module).__name__ in names]
-    if not layers:
-        raise HfDirError(f"{type(model).__name__} names no decoder layer class (_no_split_modules) to shard by")
+    layers = decoder_layers(model)
     embedding, output = model.get_input_embeddings(), model.get_output_embeddings()
     if output is None or output.weight is embedding.weight:
         return layers

@@ -36,7 +36,7 @@ def run_sharded_trial(
     """Runs one proxy trial on this worker of the default process group; see the module's docstring.
     `on_step(step, train_loss)` (the mean over the workers) is for progress bars and benchmarks only."""
     started = time.perf_counter()
-    runtime = Runtime.for_shard()
+    runtime = Runtime.for_shard(compiled=config.compile)
     group = Group.default(runtime.device)
     if config.proxy.batch_size % group.size:
         raise ValueError(

@@ -10,7 +10,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from sweep.spec.trial_memory import activation_bytes_per_token_layer, gpus_needed, trial_memory
 from train_entry.megatron.config import ModelShape
-from train_entry.model import recompute_layers
+from train_entry.model import Runtime, ready_layers
 
 LLAMA_3_1_8B = ModelShape(
     num_layers=32, hidden_size=4096, ffn_hidden_size=14336, num_attention_heads=32, num_query_groups=8,
@@ -27,8 +27,7 @@ def kept_per_token(*, activation_checkpointing: bool) -> tuple[float, ModelShape
         num_key_value_heads=kv_heads, attn_implementation="sdpa",
     )  # fmt: skip
     model = LlamaForCausalLM(config).to(torch.bfloat16).train()
-    if activation_checkpointing:
-        recompute_layers(model)
+    ready_layers(model, Runtime.cpu(), activation_checkpointing=activation_checkpointing)
     weights = {parameter.untyped_storage().data_ptr() for parameter in model.parameters()}
     kept: dict[int, int] = {}
 

@@ -55,13 +55,14 @@ def test_the_sharded_model_keeps_fp32_master_weights_computes_in_bf16_and_reduce
         dist.destroy_process_group()
 
 
-def test_a_trial_sharded_over_nccl_workers_measures_what_one_gpu_does(prepared, tmp_path):
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_trial_sharded_over_nccl_workers_measures_what_one_gpu_does(prepared, tmp_path, compiled):
     config = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path / "one")
     one = run_trial(config, lambda metrics: False)
     workers = min(2, torch.cuda.device_count())
     sharded = same_on_every_worker(
         run_workers(
-            config.model_copy(update={"output_dir": str(tmp_path / "sharded")}),
+            config.model_copy(update={"output_dir": str(tmp_path / "sharded"), "compile": compiled}),
             tmp_path / "workers",
             ScriptedReport(tmp_path / "reports"),
             size=workers,
