@@ -67,7 +67,8 @@ def next_token_loss(
 ) -> torch.Tensor:
     """Mean cross-entropy over all label tokens (labels are already shifted by the dataset); `compiled` fuses the
     logits' fp32 upcast into the softmax instead of writing an fp32 copy (4 GB at 8192 tokens of a 128k vocabulary)."""
-    logits = model(input_ids=tokens).logits
+    # No KV cache: training reads none, and its per-layer index would give every compiled layer a graph of its own.
+    logits = model(input_ids=tokens, use_cache=False).logits
     return (_compiled_cross_entropy() if compiled else _cross_entropy)(logits, labels)
 
 

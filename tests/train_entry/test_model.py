@@ -8,6 +8,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from train_entry.hf_dir import HfDirError
+from train_entry.loop import next_token_loss
 from train_entry.model import Runtime, decoder_layers, ready_layers
 
 
@@ -43,3 +44,18 @@ def test_a_model_naming_no_decoder_layer_class_is_refused_naming_its_class():
     model._no_split_modules = []
     with pytest.raises(HfDirError, match=r"LlamaForCausalLM names no decoder layer class \(_no_split_modules\)"):
         decoder_layers(model)
+
+
+def test_every_decoder_layer_of_a_compiled_model_runs_one_graph(monkeypatch):
+    """Dynamo alone (CompileCounter, no Inductor): a guard on anything per layer, as a KV cache's layer index was,
+    would compile a graph per layer and, past torch's recompile limit of 8, run the rest eagerly."""
+    from torch._dynamo.testing import CompileCounter
+
+    counter, compile_in_place = CompileCounter(), torch.nn.Module.compile
+    monkeypatch.setattr(torch.nn.Module, "compile", lambda self, **options: compile_in_place(self, backend=counter))
+    torch._dynamo.reset()
+    model = LlamaForCausalLM(llama().config)
+    ready_layers(model, Runtime.cpu(compiled=True), activation_checkpointing=False)
+    tokens = torch.randint(0, 64, (2, 9))
+    next_token_loss(model, tokens[:, :-1], tokens[:, 1:]).backward()
+    assert counter.frame_count == 1
