@@ -42,13 +42,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sweep.promote.counts import model_flops_per_token
+from train_entry.compiler import compile_failure
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
 from train_entry.group import Group
 from train_entry.loop import next_token_loss
 from train_entry.megatron.config import ModelShape
-from train_entry.megatron.fusions import compile_failure
 from train_entry.mix import MixRatio
 from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.proxy import run_trial

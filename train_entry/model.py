@@ -7,7 +7,9 @@ CUDA: bf16 autocast and flash-attention 2 when the `flash-attn` package is insta
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from huggingface_hub.errors import StrictDataclassError
 from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
+from train_entry.compiler import compile_failure
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, first_line, model_config
 
 # Loading and saving a model this small is instant; transformers' progress bars would only be noise
@@ -38,14 +41,15 @@ class Runtime:
 
     @classmethod
     def cpu(cls, *, compiled: bool = False) -> Runtime:
-        return cls(torch.device("cpu"), "sdpa", None, compiled)
+        return cls(torch.device("cpu"), "sdpa", None, compiled and compiles("cpu"))
 
     @classmethod
     def detect(cls, *, compiled: bool = False) -> Runtime:
         if not torch.cuda.is_available():
             return cls.cpu(compiled=compiled)
         has_flash = importlib.util.find_spec("flash_attn") is not None
-        return cls(torch.device("cuda"), "flash_attention_2" if has_flash else "sdpa", torch.bfloat16, compiled)
+        attention = "flash_attention_2" if has_flash else "sdpa"
+        return cls(torch.device("cuda"), attention, torch.bfloat16, compiled and compiles("cuda"))
 
     @classmethod
     def for_shard(cls, *, compiled: bool = False) -> Runtime:
@@ -59,6 +63,20 @@ class Runtime:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
+
+@functools.cache
+def compiles(device_type: str) -> bool:
+    """Whether torch.compile builds kernels on this node's `device_type`; where it cannot, a compiled runtime runs
+    eager (slower, the same numbers) and says why once, instead of every trial failing in its first step."""
+    failure = compile_failure(torch.device(device_type))
+    if failure is not None:
+        warnings.warn(
+            f"execution.compile is on, but torch.compile cannot build a kernel on {device_type} here ({failure}): "
+            "the trial runs eager; install a C compiler and Python's headers on this node",
+            stacklevel=2,
+        )
+    return failure is None
 
 
 def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:

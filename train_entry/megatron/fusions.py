@@ -3,8 +3,8 @@
 Without Transformer Engine the entry turns on megatron-core's own SwiGLU, residual-add and
 cross-entropy fusions, which megatron.core.jit compiles with torch.compile. On CUDA that generates
 Triton kernels, which need a C compiler and Python's headers on the node; an image without them
-would fail in the first forward pass, deep inside Inductor. The preflight compiles one tiny
-function of the same kind on the run's device, outside any cache; when that fails, the run uses
+would fail in the first forward pass, deep inside Inductor. The preflight (train_entry.compiler)
+compiles one tiny function of the same kind on the run's device, outside any cache; when that fails, the run uses
 megatron-core's unfused code instead, and says so once. CPT_SWEEP_FUSIONS=off skips the preflight
 and runs unfused (the switch for a node known to lack a compiler).
 """
@@ -16,7 +16,8 @@ import os
 import warnings
 
 import torch
-import torch.nn.functional as F
+
+from train_entry.compiler import compile_failure
 
 FUSIONS_ENV = "CPT_SWEEP_FUSIONS"
 SETTINGS = ("auto", "off")
@@ -41,22 +42,3 @@ def fusions_usable(device_type: str) -> bool:
             stacklevel=2,
         )
     return failure is None
-
-
-def compile_failure(device: torch.device) -> str | None:
-    """None when a torch.compile'd SwiGLU (one of the fusions megatron-core compiles) builds and runs on `device`;
-    else why not, in one line."""
-
-    def swiglu(x: torch.Tensor) -> torch.Tensor:
-        gate, up = x.chunk(2, dim=-1)
-        return F.silu(gate) * up
-
-    try:
-        # Past every cache: a kernel compiled on another node or earlier says nothing of this node's compiler.
-        with torch._inductor.config.patch(force_disable_caches=True):
-            torch.compile(swiglu, fullgraph=True, dynamic=False)(torch.randn(4, 16, device=device))
-    except Exception as error:  # noqa: BLE001 - whatever stops the compile (Inductor, Triton, the C compiler) means "unfused"
-        return f"{type(error).__name__}: {str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}"
-    finally:
-        torch._dynamo.reset()
-    return None
