@@ -1,7 +1,8 @@
-"""Loads the base as a Hugging Face causal LM and picks the device, dtype and attention kernel.
+"""Loads the base as a Hugging Face causal LM, picks the device, dtype and attention kernel, and readies its layers.
 
 CUDA: bf16 autocast and flash-attention 2 when the `flash-attn` package is installed (the
-`gpu` extra), SDPA otherwise. CPU: fp32 and PyTorch SDPA.
+`gpu` extra), SDPA otherwise. CPU: fp32 and PyTorch SDPA. Either way, on request, activation
+checkpointing and torch.compile of each decoder layer (`ready_layers`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class Runtime:
         detected = cls.detect(compiled=compiled)
         if detected.device.type == "cpu":
             return detected
-        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None, compiled)
+        return cls(torch.device("cuda", torch.cuda.current_device()), detected.attention, None, detected.compiled)
 
     def autocast(self) -> contextlib.AbstractContextManager:
         if self.autocast_dtype is None:
