@@ -35,3 +35,12 @@ def test_a_compiled_runtime_where_nothing_compiles_runs_eager_and_says_why_once(
             assert Runtime.detect(compiled=True).compiled is False  # asked once: no second warning, no second compile
     finally:
         compiles.cache_clear()
+
+
+def test_a_sharded_worker_on_a_gpu_node_that_cannot_compile_runs_eager(monkeypatch):
+    """The CUDA branch of Runtime, as a GPU node without a C compiler sees it (no GPU needed: nothing runs on it)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr("train_entry.model.compiles", lambda device_type: device_type != "cuda")
+    assert Runtime.detect(compiled=True).compiled is False
+    assert Runtime.for_shard(compiled=True).compiled is False
