@@ -7,8 +7,9 @@ bundled corpora blended 1:1 by megatron-core, with the LR schedule, gradient cli
 reads the loss every step) and an evaluation at the end. The bare loop is the textbook forward / backward / AdamW
 step on random tokens made beforehand, on the same model built the same way (load_causal_lm, sharded_causal_lm),
 in the same process(es), reading no loss until its end. Each is measured eager and compiled (execution.compile:
-each decoder layer and the loss torch.compile'd, train_entry.model.ready_layers), the bare loop likewise. Tokens per second are those of the steps after --warmup,
-timed by on_step's clock for the trial (each step has read its loss: the GPU's work is done) and synchronised for
+each decoder layer and the loss torch.compile'd, train_entry.model.ready_layers), the bare loop likewise; where
+torch.compile cannot build a kernel, the compiled rows are left out with a warning saying why. Tokens per second are
+those of the steps after --warmup, timed by on_step's clock for the trial (each step has read its loss: the GPU's work is done) and synchronised for
 the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x the matmul parameters and the
 attention, no recomputation counted) over the card's dense bf16 peak x GPUs (--peak-tflops; default the H100 and
 H200 SXM datasheets' 989, as sweep.promote.clusters has it).
@@ -42,7 +43,6 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sweep.promote.counts import model_flops_per_token
-from train_entry.compiler import compile_failure
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
@@ -50,7 +50,7 @@ from train_entry.group import Group
 from train_entry.loop import next_token_loss
 from train_entry.megatron.config import ModelShape
 from train_entry.mix import MixRatio
-from train_entry.model import Runtime, load_causal_lm, ready_layers
+from train_entry.model import Runtime, compiles, load_causal_lm, ready_layers
 from train_entry.proxy import run_trial
 from train_entry.sharded.fsdp import sharded_causal_lm
 from train_entry.sharded.trial import run_sharded_trial
@@ -248,10 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: list[Row] = []
     variants = [("", config)]
-    if (failure := compile_failure(torch.device("cuda"))) is None:
+    if compiles("cuda"):  # the trial's own preflight, asked once per process; it warns why where it cannot
         variants.append((", compiled", config.model_copy(update={"compile": True})))
-    else:
-        print(f"no compiled rows: torch.compile cannot build a kernel here ({failure})", flush=True)
     # The sharded trial runs on a one-GPU machine too: its FSDP path (one worker) against the one-process path.
     measures = [(f"one GPU{how}", lambda c=c: (1, *one_gpu(c, warmup=args.warmup))) for how, c in variants]
     measures += [
