@@ -13,6 +13,7 @@ import math
 import os
 import shlex
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from promote_runs import write_run
@@ -241,26 +242,35 @@ def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp
     assert produced == expected.read_text(), f"{expected} differs; see this module's docstring to regenerate"
 
 
+H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 * 2**30)
+"""What validate_args asks of the device (its architecture, for the features it gates), as the full run's nodes answer."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, monkeypatch):
-    """Where Megatron-LM's training package is installed (a GPU cluster's image), its own parser reads
-    the arguments; validate_args asks CUDA for the device, so it runs only where there is one."""
+    """Where Megatron-LM's training package is importable (a GPU cluster's image, or a checkout of Megatron-LM
+    core_v0.16.1 on PYTHONPATH with triton installed), its own parse_args and validate_args read the arguments.
+    Without CUDA, validate_args is told the device is an H100, as on the nodes the plan is for."""
     arguments = pytest.importorskip(
         "megatron.training.arguments", reason="Megatron-LM (megatron.training) not installed"
     )
     import torch
 
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *_: H100)
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: (H100.major, H100.minor))
     plan = plans[target]
     tokens = shlex.split(write_plan(plan, tmp_path).megatron_args.read_text())
     monkeypatch.setattr("sys.argv", ["pretrain_gpt.py", *tokens])
     for name, value in (
-        ("WORLD_SIZE", "480"),
+        ("WORLD_SIZE", str(plan.cluster.gpus)),
         ("RANK", "0"),
         ("LOCAL_RANK", "0"),
         ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
     ):
         monkeypatch.setenv(name, value)
     args = arguments.parse_args()
+    arguments.validate_args(args, {})
     assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (
         plan.run.parallelism.tensor,
         plan.run.parallelism.pipeline,
@@ -272,9 +282,7 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     )
     assert args.ddp_bucket_size == plan.run.parallelism.ddp_bucket_size
     assert args.transformer_impl == ("transformer_engine" if plan.cluster.transformer_engine else "local")
-    if torch.cuda.is_available():
-        arguments.validate_args(args, {})
-        assert args.data_parallel_size == plan.chosen.data_parallel
+    assert args.data_parallel_size == plan.chosen.data_parallel
 
 
 def test_a_full_run_check_that_fails_is_one_line_naming_its_key():
