@@ -1,6 +1,6 @@
 """The GPU check's closing line: the tests passed, the entry's per-layer ratio to bare PyTorch, the optimizer
 step's time, whether Adam's step count survived megatron-core's save and load, and the 1B proxy trial's ratio to
-its bare loop and MFU on one GPU and sharded over all of them.
+its bare loop, MFU and peak memory against the estimate, on one GPU and sharded over all of them.
 
     python benchmarks/gpu_check_summary.py LOG_DIR      # reads gpu-tests.xml and the benchmarks' JSON there
 
@@ -70,7 +70,11 @@ def _proxy(path: Path) -> str:
         rows = json.loads(path.read_text())
     except (OSError, ValueError):
         return "1B proxy trial: no figures (stopped at the time limit before its first row, or failed)"
-    shown = [f"{row['what']} on {row['gpus']}: {row['ratio']:.2f} of bare, MFU {row['trial_mfu']:.0%}" for row in rows]
+    shown = [
+        f"{row['what']} on {row['gpus']}: {row['ratio']:.2f} of bare, MFU {row['trial_mfu']:.0%}, "
+        f"peak {row['trial_peak_gb']:.1f} GB per GPU (estimated {row['estimate_gb']:.1f})"
+        for row in rows
+    ]
     return "1B proxy trial: " + ", ".join(shown)
 
 

@@ -14,6 +14,11 @@ the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x
 attention, no recomputation counted) over the card's dense bf16 peak x GPUs (--peak-tflops; default the H100 and
 H200 SXM datasheets' 989, as sweep.promote.clusters has it).
 
+Each trial row also sets the trial's peak memory on a GPU (torch.cuda.max_memory_reserved: what the caching
+allocator held at its most, fragmentation included; rank 0's on the sharded trial) beside the estimate the tool
+sizes trials by (sweep.spec.trial_memory, for that trial's batch and number of GPUs, its 6 GB reserve included):
+a measured peak above the estimate means the tool would put a trial on GPUs it does not fit.
+
 The model is Llama 3.2 1B's shape (16 layers x 2048, FFN 8192, 32 heads / 8 KV, vocabulary 128256, tied
 embeddings: 1.24 B parameters), randomly initialised (no download: the GPU machine may have no internet) and saved
 in bf16; the corpora are tokenised by a 4096-entry BPE trained on the bundled general corpus (the output layer
@@ -43,6 +48,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from sweep.promote.counts import model_flops_per_token
+from sweep.spec.trial_memory import GB, trial_memory
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
@@ -75,10 +81,23 @@ class Row:
     bare_tokens_per_s: float
     trial_mfu: float
     bare_mfu: float
+    trial_peak_gb: float
+    """The trial's peak memory on one GPU (the allocator's reserved bytes; rank 0's when sharded)."""
+    estimate_gb: float
+    """sweep.spec.trial_memory's figure for the same trial: what the tool sizes trials by."""
 
     @property
     def ratio(self) -> float:
         return self.trial_tokens_per_s / self.bare_tokens_per_s
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One path's figures: the trial's and the bare loop's tokens per second, the trial's peak memory per GPU."""
+
+    trial_tokens_per_s: float
+    bare_tokens_per_s: float
+    trial_peak_gb: float
 
 
 class StepClock:
@@ -159,18 +178,20 @@ def bare_loop(model: torch.nn.Module, config: TrialConfig, runtime: Runtime, *, 
     return (proxy.steps - warmup) * proxy.batch_size * proxy.seq_len / (time.perf_counter() - started)
 
 
-def one_gpu(config: TrialConfig, *, warmup: int) -> tuple[float, float]:
-    """(trial, bare) tokens per second on one GPU."""
+def one_gpu(config: TrialConfig, *, warmup: int) -> Measured:
+    """The trial and the bare loop on one GPU."""
     clock = StepClock(warmup)
+    torch.cuda.reset_peak_memory_stats()
     run_trial(config, lambda metrics: False, on_step=clock)
     trial = clock.tokens_per_s(config.proxy.batch_size * config.proxy.seq_len)
+    peak_gb = torch.cuda.max_memory_reserved() / GB
     _free()
     runtime = Runtime.detect(compiled=config.compile)
     model = load_causal_lm(config.base_dir, runtime)
     ready_layers(model, runtime, activation_checkpointing=False)
     bare = bare_loop(model, config, runtime, warmup=warmup)
     _free()
-    return trial, bare
+    return Measured(trial, bare, peak_gb)
 
 
 def _sharded_worker(rank: int, gpus: int, config_json: str, warmup: int, out: str) -> None:
@@ -179,8 +200,10 @@ def _sharded_worker(rank: int, gpus: int, config_json: str, warmup: int, out: st
     try:
         config = TrialConfig.model_validate_json(config_json)
         clock = StepClock(warmup)
+        torch.cuda.reset_peak_memory_stats()
         run_sharded_trial(config, lambda metrics: False, on_step=clock)
         trial = clock.tokens_per_s(config.proxy.batch_size * config.proxy.seq_len)
+        peak_gb = torch.cuda.max_memory_reserved() / GB
         _free()
         runtime = Runtime.for_shard(compiled=config.compile)
         model = sharded_causal_lm(
@@ -190,13 +213,13 @@ def _sharded_worker(rank: int, gpus: int, config_json: str, warmup: int, out: st
         share = config.model_copy(update={"proxy": config.proxy.model_copy(update={"batch_size": SEQUENCES_PER_GPU})})
         bare = bare_loop(model, share, runtime, warmup=warmup) * gpus
         if rank == 0:
-            Path(out).write_text(json.dumps({"trial": trial, "bare": bare}))
+            Path(out).write_text(json.dumps(asdict(Measured(trial, bare, peak_gb))))
     finally:
         dist.destroy_process_group()
 
 
-def all_gpus(config: TrialConfig, work: Path, *, gpus: int, warmup: int) -> tuple[float, float]:
-    """(trial, bare) tokens per second of one trial sharded over `gpus` GPUs, batch SEQUENCES_PER_GPU x gpus."""
+def all_gpus(config: TrialConfig, work: Path, *, gpus: int, warmup: int) -> Measured:
+    """One trial sharded over `gpus` GPUs, batch SEQUENCES_PER_GPU x gpus, and the bare loop likewise."""
     proxy = config.proxy.model_copy(update={"batch_size": SEQUENCES_PER_GPU * gpus})
     sharded = config.model_copy(update={"proxy": proxy, "output_dir": str(work / f"trial-{gpus}")})
     out = work / f"sharded-{gpus}-{config.compile}.json"
@@ -205,8 +228,7 @@ def all_gpus(config: TrialConfig, work: Path, *, gpus: int, warmup: int) -> tupl
     mp.start_processes(
         _sharded_worker, args=(gpus, sharded.model_dump_json(), warmup, str(out)), nprocs=gpus, start_method="spawn"
     )
-    figures = json.loads(out.read_text())
-    return figures["trial"], figures["bare"]
+    return Measured(**json.loads(out.read_text()))
 
 
 def _free() -> None:
@@ -214,16 +236,31 @@ def _free() -> None:
     torch.cuda.empty_cache()
 
 
-def row(what: str, gpus: int, trial: float, bare: float, peak_tflops: float) -> Row:
+def estimate_gb(gpus: int) -> float:
+    """What sweep.spec.trial_memory puts on each GPU of the benchmark's trial over `gpus` GPUs."""
+    batch_size = SEQUENCES_PER_GPU * gpus
+    return trial_memory(LLAMA_3_2_1B, batch_size=batch_size, workers=gpus, activation_checkpointing=False).total_gb
+
+
+def row(what: str, gpus: int, measured: Measured, peak_tflops: float) -> Row:
     peak_flops = gpus * peak_tflops * 1e12
     flops = model_flops_per_token(LLAMA_3_2_1B)
-    return Row(what, gpus, trial, bare, trial * flops / peak_flops, bare * flops / peak_flops)
+    trial, bare = measured.trial_tokens_per_s, measured.bare_tokens_per_s
+    mfu = trial * flops / peak_flops, bare * flops / peak_flops
+    return Row(what, gpus, trial, bare, *mfu, trial_peak_gb=measured.trial_peak_gb, estimate_gb=estimate_gb(gpus))
+
+
+TABLE_HEADER = (
+    "| trial | GPUs | trial tokens/s | bare tokens/s | trial / bare | trial MFU | bare MFU | peak GB per GPU (estimate) |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
 
 
 def table_row(measured: Row) -> str:
     return (
         f"| {measured.what} | {measured.gpus} | {measured.trial_tokens_per_s:,.0f} | {measured.bare_tokens_per_s:,.0f} "
-        f"| {measured.ratio:.2f} | {measured.trial_mfu:.1%} | {measured.bare_mfu:.1%} |"
+        f"| {measured.ratio:.2f} | {measured.trial_mfu:.1%} | {measured.bare_mfu:.1%} "
+        f"| {measured.trial_peak_gb:.1f} ({measured.estimate_gb:.1f}) |"
     )
 
 
@@ -243,17 +280,15 @@ def main(argv: list[str] | None = None) -> int:
     config = setup(work, steps=args.steps, gpus=gpus)
     print(f"{torch.cuda.get_device_name()} x {gpus}, 1.24B parameters, {SEQUENCES_PER_GPU} x 2048 tokens per GPU, "
           f"MFU of {args.peak_tflops:g} TFLOP/s per GPU", flush=True)  # fmt: skip
-    print(
-        "| trial | GPUs | trial tokens/s | bare tokens/s | trial / bare | trial MFU | bare MFU |\n|---|---|---|---|---|---|---|"
-    )
+    print(TABLE_HEADER)
     rows: list[Row] = []
     variants = [("", config)]
     if compiles("cuda"):  # the trial's own preflight, asked once per process; it warns why where it cannot
         variants.append((", compiled", config.model_copy(update={"compile": True})))
     # The sharded trial runs on a one-GPU machine too: its FSDP path (one worker) against the one-process path.
-    measures = [(f"one GPU{how}", lambda c=c: (1, *one_gpu(c, warmup=args.warmup))) for how, c in variants]
+    measures = [(f"one GPU{how}", lambda c=c: (1, one_gpu(c, warmup=args.warmup))) for how, c in variants]
     measures += [
-        (f"sharded (FSDP2){how}", lambda c=c: (gpus, *all_gpus(c, work, gpus=gpus, warmup=args.warmup)))
+        (f"sharded (FSDP2){how}", lambda c=c: (gpus, all_gpus(c, work, gpus=gpus, warmup=args.warmup)))
         for how, c in variants
     ]
     for what, measure in measures:

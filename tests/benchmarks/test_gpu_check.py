@@ -123,14 +123,22 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
     ]
     (tmp_path / "full-run-benchmark.json").write_text(json.dumps(rows))
     proxy = [
-        {"what": "one GPU", "gpus": 1, "ratio": 0.957, "trial_mfu": 0.412},
-        {"what": "sharded (FSDP2)", "gpus": 8, "ratio": 0.93, "trial_mfu": 0.375},
+        {"what": "one GPU", "gpus": 1, "ratio": 0.957, "trial_mfu": 0.412, "trial_peak_gb": 41.23, "estimate_gb": 54.0},
+        {
+            "what": "sharded (FSDP2)",
+            "gpus": 8,
+            "ratio": 0.93,
+            "trial_mfu": 0.375,
+            "trial_peak_gb": 29.0,
+            "estimate_gb": 35.73,
+        },
     ]
     (tmp_path / "proxy-trial-benchmark.json").write_text(json.dumps(proxy))
     assert summary(tmp_path) == (
         "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
         "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms; 1B proxy trial: "
-        "one GPU on 1: 0.96 of bare, MFU 41%, sharded (FSDP2) on 8: 0.93 of bare, MFU 38%"
+        "one GPU on 1: 0.96 of bare, MFU 41%, peak 41.2 GB per GPU (estimated 54.0), sharded (FSDP2) on 8: 0.93 of bare, "
+        "MFU 38%, peak 29.0 GB per GPU (estimated 35.7)"
     )
 
 
