@@ -116,6 +116,8 @@ COLUMNS = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain"
 OPTIONAL = ("wall s", "peak LR", "seed", "steps")
 """Dropped in this order, one by one, while the table is wider than the terminal: what is left (number, status,
 point, metrics) is never cut. peak LR is lr_fraction x the base's max_lr; the rest is in trials.csv."""
+UNBOUNDED_WIDTH = 10_000
+"""Wider than any table: the width a table is measured at to find its own."""
 
 
 def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> TrialsTable:
@@ -138,8 +140,11 @@ class TrialsTable:
         cells = [_trial_cells(row, self.best) for row in self.rows]
         shown = list(COLUMNS)
         table = self._table(shown, cells)
+        # Measured at a width nothing reaches: Measurement.get clamps what it measures to the width it is given, so
+        # at the terminal's own width every table would seem to fit, and one too wide would be cropped at its edge.
+        unbounded = options.update_width(UNBOUNDED_WIDTH)
         for column in OPTIONAL:
-            if Measurement.get(console, options, table).maximum <= options.max_width:
+            if Measurement.get(console, unbounded, table).maximum <= options.max_width:
                 break
             shown.remove(column)
             table = self._table(shown, cells)

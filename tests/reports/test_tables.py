@@ -10,7 +10,7 @@ from rich.console import Console
 
 from cli import main
 from reports.decision import pick_lines
-from reports.tables import print_corpora, print_outcome
+from reports.tables import print_corpora, print_outcome, trials_table
 from sweep.choice.config import PickConfig
 from sweep.choice.observed import select
 from sweep.choice.pick import make_pick
@@ -75,7 +75,9 @@ def test_a_long_pruning_reason_leaves_every_column_whole_and_is_written_below_th
 
     reason = "forgetting guard at step 50: forgetting 0.0216 now, predicted 0.0171 at the end, over budget 0.02 " * 2
     rows = [
-        trial_row(number, 0.1234, mix, 0.2, 0.03, status=Status.PRUNED, seed=0).model_copy(update={"reason": reason})
+        trial_row(number, 0.1234, mix, 0.2, 0.03, status=Status.PRUNED, seed=0).model_copy(
+            update={"reason": reason, "wall_seconds": 1234.0}  # a column as wide as its header
+        )
         for number, mix in ((7, "1:4"), (18, "4:1"))
     ] + [trial_row(25, 0.05, "1:1", 0.1, 0.0, seed=0)]
     space = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
@@ -83,13 +85,19 @@ def test_a_long_pruning_reason_leaves_every_column_whole_and_is_written_below_th
     print_outcome(console, select(rows, forgetting_budget=0.02, space=space), rows, title="sweep")
     text = console.export_text()
     lines = text.splitlines()
-    shown = [line.split()[:4] for line in lines if line.split()[:1] in (["7"], ["18"], ["25"])]
-    assert shown == [
-        ["7", "PRUNED", "0.1234", "0.00037"],
-        ["18", "PRUNED", "0.1234", "0.00037"],
-        ["25", "*", "COMPLETED", "0.05"],
+    shown = [line.split() for line in lines if line.split()[:1] in (["7"], ["18"], ["25"])]
+    assert [cells[:3] for cells in shown] == [
+        ["7", "PRUNED", "0.1234"],
+        ["18", "PRUNED", "0.1234"],
+        ["25", "*", "COMPLETED"],
     ]
+    assert [mix in cells for cells, mix in zip(shown, ["1:4", "4:1", "1:1"])] == [True] * 3
     assert "…" not in text and "domain_gain" in text and "forgetting" in text
     below = " ".join(line.strip() for line in lines if line.strip()).split("#7: ")[1]
     assert below.startswith(reason.strip()[:60])  # the reason whole, wrapped below the table
     assert max(len(line.rstrip()) for line in lines) <= width
+    # Uncropped, a table wider than the terminal would show here: a console cuts it at its edge (a sweep's table
+    # at 80 columns lost its last columns mid-number, 100 steps reading "10"); the optional columns must go instead.
+    uncropped = Console(width=width, record=True)
+    uncropped.print(trials_table(rows, best=None, title="sweep"), crop=False)
+    assert max(len(line.rstrip()) for line in uncropped.export_text().splitlines()) <= width
