@@ -25,6 +25,7 @@ from reports.decision import decision_lines
 from sweep.choice.best import BestSummary
 from sweep.choice.observed import Selection
 from sweep.choice.points import PointSummary, point_summaries, seed_noise
+from sweep.run.progress import byte_size
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.data.corpus import CorpusStats
@@ -32,9 +33,17 @@ from train_entry.trial_config import Metrics, TrialResult
 
 
 def metrics_table(history: Sequence[Metrics], *, title: str) -> Table:
-    table = Table(title=title)
-    for column in ("step", "tokens", "train loss", "domain loss", "general loss", "domain_gain", "forgetting"):
-        table.add_column(column, justify="right")
+    """A trial's evaluations, one row each, its cells whole in an 80-column terminal up to a billion tokens."""
+    table = Table(
+        title=title,
+        caption="loss: train on the step's batch, domain and general on the held-out text",
+        collapse_padding=True,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column in ("step", "tokens", "loss: train", "domain", "general", "domain_gain", "forgetting"):
+        table.add_column(column, justify="right", no_wrap=True)
     for m in history:
         table.add_row(
             str(m.step),
@@ -62,30 +71,38 @@ def print_trial(result: TrialResult, *, title: str, console: Console | None = No
 
 def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = None) -> None:
     """Documents and tokens per corpus split, how much of the corpus its sample covers, and what reading it skipped
-    (never silently)."""
-    table = Table(title="corpora")
-    columns = ("corpus", "documents", "tokens", "sample of corpus", "not UTF-8", "malformed", "empty", "oversized")
-    for column in columns:
-        table.add_column(column, justify="left" if column == "corpus" else "right")
+    (never silently). Five columns, the figures never cut: it reads whole in an 80-column terminal."""
+    table = Table(title="corpora", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for column in ("corpus", "documents", "tokens", "sample of corpus"):
+        table.add_column(column, justify="left" if column == "corpus" else "right", no_wrap=True)
+    table.add_column("skipped", overflow="fold")
     for name, s in stats.items():
-        skipped = (s.skipped_non_utf8, s.skipped_malformed, s.skipped_empty, s.skipped_oversized)
-        table.add_row(
-            name, f"{s.documents:,}", f"{s.tokens:,}", _coverage(s), *(f"{n:,}" if n else "" for n in skipped)
-        )
+        table.add_row(name, f"{s.documents:,}", f"{s.tokens:,}", _coverage(s), _skipped(s))
     (console or make_console()).print(table)
+
+
+def _skipped(stats: CorpusStats) -> str:
+    """ "3 not UTF-8, 1 empty": the documents reading skipped, by reason; empty when none was."""
+    counts = (
+        (stats.skipped_non_utf8, "not UTF-8"),
+        (stats.skipped_malformed, "malformed"),
+        (stats.skipped_empty, "empty"),
+        (stats.skipped_oversized, "oversized"),
+    )
+    return ", ".join(f"{count:,} {reason}" for count, reason in counts if count)
 
 
 def _coverage(stats: CorpusStats) -> str:
     """ "whole" or the share of the corpus's stored bytes the sample read, and the corpus's size."""
     if stats.sampled_bytes >= stats.corpus_bytes:
         return "whole"
-    return f"{stats.share:.2%} of {stats.corpus_bytes / 1e9:,.3g} GB"
+    return f"{stats.share * 100:.2g}% of {byte_size(stats.corpus_bytes)}"
 
 
 def print_manifest(manifest: Mapping[str, Any], console: Console | None = None) -> None:
     table = Table(title="base", show_header=False)
-    table.add_column("key")
-    table.add_column("value")
+    table.add_column("key", no_wrap=True)
+    table.add_column("value", overflow="fold")  # a path or a hash wraps whole instead of ending in "…"
     for key, value in flat_items(manifest):
         table.add_row(key, value)
     (console or make_console()).print(table)

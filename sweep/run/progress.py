@@ -29,16 +29,16 @@ def step_progress(label: str, total: int, *, lazy: bool = False, note: str = "")
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("loss {task.fields[loss]:.3f}"),
+        TextColumn("loss {task.fields[loss]}"),
         TimeRemainingColumn(),
         console=console,
     )
-    task = progress.add_task(label, total=total, loss=float("nan"))
+    task = progress.add_task(label, total=total, loss="-")  # until the first step reports one
 
     def on_step(step: int, loss: float) -> None:
         if not progress.live.is_started:
             progress.start()
-        progress.update(task, completed=step, loss=loss)
+        progress.update(task, completed=step, loss=f"{loss:.3f}")
 
     if not lazy:
         progress.start()
@@ -111,7 +111,7 @@ def sample_progress(label: str, max_tokens: int) -> Iterator[OnProgress]:
 def _sample_line(state: SampleProgress, elapsed: float) -> str:
     rate = state.tokens / elapsed if elapsed > 0 else 0.0
     return (
-        f"{_size(state.sampled_bytes)} of {_size(state.corpus_bytes)}  {state.documents:,} docs  "
+        f"{byte_size(state.sampled_bytes)} of {byte_size(state.corpus_bytes)}  {state.documents:,} docs  "
         f"{state.tokens:,}/{state.max_tokens or state.tokens:,} tokens  {rate:,.0f} tokens/s"
     )
 
@@ -129,9 +129,10 @@ def _sample_log_lines(label: str, started: float) -> OnProgress:
     return on_progress
 
 
-def _size(count: int) -> str:
-    for unit in ("B", "kB", "MB", "GB"):
+def byte_size(count: float) -> str:
+    """ "820 B", "3.9 MB", "5.0 TB": decimal units, as storage is sold and `ls -h --si` counts."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
         if count < 1000:
             return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
         count /= 1000
-    return f"{count:.1f} TB"
+    return f"{count:,.1f} PB"

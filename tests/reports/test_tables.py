@@ -4,13 +4,14 @@ manifest, the pick."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 from rich.console import Console
 
 from cli import main
 from reports.decision import pick_lines
-from reports.tables import print_corpora, print_outcome, trials_table
+from reports.tables import metrics_table, print_corpora, print_manifest, print_outcome, trials_table
 from sweep.choice.config import PickConfig
 from sweep.choice.observed import select
 from sweep.choice.pick import make_pick
@@ -18,6 +19,7 @@ from sweep.spec.space import SearchSpace
 from tests.sweep.scripted import trial_row
 from train_entry.data.corpus import CorpusStats
 from train_entry.mix import MixRatio
+from train_entry.trial_config import Metrics
 
 
 def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsys):
@@ -31,8 +33,9 @@ def test_sweep_base_prints_corpora_skips_and_the_manifest(write_tiny_spec, capsy
     assert main(["base", str(path)]) == 0
     out = capsys.readouterr().out
     domain_row = next(line for line in out.splitlines() if "domain.train" in line)
-    cells = [cell.strip() for cell in domain_row.split("│")[1:-1]]
-    assert cells[0] == "domain.train" and cells[3] == "whole" and cells[4:7] == ["1", "1", "1"], cells
+    cells = [cell.strip() for cell in re.split(r"\s{2,}", domain_row.strip())]
+    assert cells[0] == "domain.train" and cells[3] == "whole", cells
+    assert cells[4] == "1 not UTF-8, 1 malformed, 1 empty", cells
     assert "final.general_loss" in out and "builtin:tiny-llama" in out
 
 
@@ -45,9 +48,38 @@ def test_the_corpus_table_says_how_much_of_each_corpus_its_sample_covers():
 
     print_corpora(stats, console)
 
-    rows = {line.split("│")[1].strip(): line for line in console.export_text().splitlines() if "│ domain" in line}
-    assert "0.02% of 50 GB" in rows["domain.train"] and "4,000,000" in rows["domain.train"]
+    rows = {line.split()[0]: line for line in console.export_text().splitlines() if line.lstrip().startswith("domain")}
+    assert "0.02% of 50.0 GB" in rows["domain.train"] and "4,000,000" in rows["domain.train"]
     assert "whole" in rows["domain.valid"]
+
+
+def test_the_corpus_table_reads_whole_in_an_80_column_terminal():
+    """With a column for each reason a document was skipped, rich shrank the names to "domain…" and the token
+    counts to "3,005,…" at 80 columns."""
+    stats = {
+        f"non_english.{split}": CorpusStats(
+            documents=1_234_567,
+            tokens=987_654_321,
+            corpus_bytes=5 * 10**12,
+            sampled_bytes=10**9,
+            skipped_non_utf8=12,
+            skipped_malformed=3_456,
+            skipped_empty=7,
+            skipped_oversized=1,
+        )
+        for split in ("train", "valid")
+    }
+    console = Console(record=True, width=80)
+    print_corpora(stats, console)
+    text = console.export_text()
+    assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    rows = [line for line in text.splitlines() if line.lstrip().startswith("non_english")]
+    assert [row.split()[:7] for row in rows] == [
+        ["non_english.train", "1,234,567", "987,654,321", "0.02%", "of", "5.0", "TB"],
+        ["non_english.valid", "1,234,567", "987,654,321", "0.02%", "of", "5.0", "TB"],
+    ]
+    train = text.split("non_english.train")[1].split("non_english.valid")[0]  # its row, the skipped column wrapped
+    assert " ".join(train.split()[6:]) == "12 not UTF-8, 3,456 malformed, 7 empty, 1 oversized"
 
 
 def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_it_cannot_be_told_from():
@@ -101,3 +133,35 @@ def test_a_long_pruning_reason_leaves_every_column_whole_and_is_written_below_th
     uncropped = Console(width=width, record=True)
     uncropped.print(trials_table(rows, best=None, title="sweep"), crop=False)
     assert max(len(line.rstrip()) for line in uncropped.export_text().splitlines()) <= width
+
+
+def test_a_long_value_in_the_base_manifest_wraps_whole_in_an_80_column_terminal():
+    path = "/root/.cache/cpt-sweep/bases/tiny-llama-3713a3339efaaf6591cc0123456789abcdef0123456789"
+    console = Console(record=True, width=80)
+    print_manifest({"model": "builtin:tiny-llama", "path": path}, console)
+    text = console.export_text()
+    assert "…" not in text
+    assert path in "".join(line.split("│")[2].strip() for line in text.splitlines() if line.count("│") == 3)
+
+
+def test_a_trials_evaluations_read_whole_in_an_80_column_terminal():
+    """rich cut the headers to "domain_ga…" and "forgetti…" at 80 columns, and would cut a large token count."""
+    history = [
+        Metrics(
+            step=step,
+            tokens_seen=step * 32_768,
+            domain_loss=4.8,
+            general_loss=4.35,
+            domain_gain=0.0331,
+            forgetting=-0.0028,
+            train_loss=4.57,
+            lr=3e-4,
+        )
+        for step in (200, 30_000)
+    ]
+    console = Console(record=True, width=80)
+    console.print(metrics_table(history, title="proxy trial lr0.1_mix1-1: peak LR 0.0003, domain_share 0.50"))
+    text = console.export_text()
+    assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    last = next(line.split() for line in text.splitlines() if line.split()[:1] == ["30000"])
+    assert last == ["30000", "983,040,000", "4.5700", "4.8000", "4.3500", "+0.0331", "-0.0028"]
