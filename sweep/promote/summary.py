@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import io
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 
 from sweep.choice.pick import PickSource
 from sweep.ladder.law_validate import FoldErrors
-from sweep.promote.layout import RankedLayout, describe
+from sweep.promote.layout import describe
 from sweep.promote.plan import Plan
 from sweep.promote.point import PromotedPoint
 from train_entry.megatron.core_configs import transformer_engine_settings
@@ -22,7 +23,7 @@ NEAR_TIE = 0.02
 
 
 def summary_tables(plan: Plan) -> Group:
-    return Group(_run_table(plan), _blend_table(plan), _layout_table(plan), _estimate_table(plan))
+    return Group(_run_table(plan), _blend_table(plan), _layout_tables(plan), _estimate_table(plan))
 
 
 def summary_markdown(plan: Plan) -> str:
@@ -148,34 +149,38 @@ def _blend_table(plan: Plan) -> Table:
     return table
 
 
-def _layout_table(plan: Plan) -> Table:
-    table = Table(title=f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)")
-    for column in ("", "layout", "memory/GPU GB", "step s", "compute", "last stage", "bubble", "TP", "CP", "DP", "PP"):
-        table.add_column(column, justify="left" if column in ("", "layout") else "right")
-    for index, layout in enumerate(plan.layouts):
-        table.add_row("chosen" if index == 0 else f"#{index + 1}", *_layout_cells(layout))
+def _layout_tables(plan: Plan) -> Group:
+    """The layouts shown, fastest first: what each is, then where its step time goes. Two tables, each whole in
+    an 80-column terminal (one table of both folded every layout over four lines even at 120)."""
+    ranks = ["chosen" if index == 0 else f"#{index + 1}" for index in range(len(plan.layouts))]
+    shapes = _compact_table(
+        f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)",
+        ("", "TP", "PP", "VPP", "CP", "DP", "micro-batch", "recompute", "GB/GPU", "step s"),
+    )
+    for rank, layout in zip(ranks, plan.layouts):
+        par = layout.parallelism
+        vpp = str(par.virtual_pipeline) if par.virtual_pipeline else "-"
+        numbers = (par.tensor, par.pipeline, vpp, par.context, layout.data_parallel, par.micro_batch_size)
+        costs = (f"{layout.memory.total_gb:.1f}", f"{layout.step.total_s:.2f}")
+        shapes.add_row(rank, *map(str, numbers), par.recompute, *costs)
+    parts = _compact_table(
+        "Where each layout's step time goes, seconds",
+        ("", "compute", "last stage", "bubble", "TP comm", "CP comm", "DP comm", "PP comm"),
+    )
+    for rank, layout in zip(ranks, plan.layouts):
+        step = layout.step
+        waits = (step.imbalance_s, step.bubble_s)
+        comms = (step.tp_comm_s, step.cp_comm_s, step.dp_comm_s, step.pp_comm_s)
+        parts.add_row(rank, *(f"{value:.2f}" for value in (step.compute_s, *waits, *comms)))
+    return Group(shapes, parts)
+
+
+def _compact_table(title: str, columns: tuple[str, ...]) -> Table:
+    """A table of short cells, no vertical rules: first column left, the rest right, never wrapped."""
+    table = Table(title=title, header_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right", no_wrap=True)
     return table
-
-
-def _layout_cells(layout: RankedLayout) -> list[str]:
-    step = layout.step
-    return [
-        describe(layout),
-        f"{layout.memory.total_gb:.1f}",
-        f"{step.total_s:.2f}",
-        *(
-            f"{value:.2f}"
-            for value in (
-                step.compute_s,
-                step.imbalance_s,
-                step.bubble_s,
-                step.tp_comm_s,
-                step.cp_comm_s,
-                step.dp_comm_s,
-                step.pp_comm_s,
-            )
-        ),
-    ]
 
 
 def _estimate_table(plan: Plan) -> Table:

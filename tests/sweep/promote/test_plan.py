@@ -242,6 +242,24 @@ def test_generated_files_match_the_stored_expected_ones(plans, target, name, tmp
     assert produced == expected.read_text(), f"{expected} differs; see this module's docstring to regenerate"
 
 
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_plan_reads_whole_in_an_80_column_terminal(plans, target):
+    """One table of the layouts and their step times folded each layout over four lines, and at 80 columns rich
+    cut its numbers to "30.…"; printed uncropped, nothing may pass the terminal's edge or end in "…"."""
+    from rich.console import Console
+
+    from sweep.promote.summary import summary_tables
+
+    console = Console(width=80, record=True)
+    console.print(summary_tables(plans[target]), crop=False)
+    text = console.export_text()
+    assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
+    chosen = plans[target].chosen
+    row = next(line.split() for line in text.splitlines() if line.split()[:1] == ["chosen"])
+    assert row[1:3] == [str(chosen.parallelism.tensor), str(chosen.parallelism.pipeline)]
+    assert row[-1] == f"{chosen.step.total_s:.2f}"
+
+
 H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 * 2**30)
 """What validate_args asks of the device (its architecture, for the features it gates), as the full run's nodes answer."""
 
