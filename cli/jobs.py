@@ -8,6 +8,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    from sweep.promote.jobs import JobRow
 
 ACTIONS = ("list", "logs")
 
@@ -32,7 +38,6 @@ def add_parser(verbs) -> None:
 
 def list_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
-    from rich.table import Table
 
     from reports.console import make_console
     from sweep.promote.jobs import job_rows, run_dirs_for
@@ -42,15 +47,26 @@ def list_jobs(args: argparse.Namespace) -> int:
     if not rows:
         console.print("no submitted jobs" + (f" for {escape(str(args.run))}" if args.run else " under runs/"))
         return 0
-    table = Table(title="full-run jobs")
-    for column in ("run", "job", "status", "cluster", "submitted"):
-        table.add_column(column)
+    console.print(jobs_listing(rows))
+    return 0
+
+
+def jobs_listing(rows: list[JobRow]) -> Group:
+    """Each submitted job: its id (what `sweep jobs logs` takes) and status on one line, then, indented, its run and
+    when and where it was submitted, wrapped whole. A table of five columns cut ids and addresses to "cpt-llama3.…"
+    at 80 columns."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.text import Text
+
+    lines: list[Text | Padding] = [Text("full-run jobs", style="bold")]
     for row in rows:
         record = row.record
-        cells = (row.run, record.submission_id, row.status, record.address, record.submitted_at.isoformat())
-        table.add_row(*(escape(cell) for cell in cells))
-    console.print(table)
-    return 0
+        submitted = record.submitted_at.strftime("%Y-%m-%d %H:%M %Z")
+        lines.append(Text.assemble(record.submission_id, "  ", (row.status, "bold")))
+        details = f"run {row.run}, submitted {submitted} to {record.address}"
+        lines.append(Padding(Text(details, style="dim", overflow="fold"), (0, 0, 0, 4)))
+    return Group(*lines)
 
 
 def follow_job(args: argparse.Namespace) -> int:

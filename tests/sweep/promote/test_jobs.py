@@ -35,3 +35,25 @@ def test_jobs_lists_a_recorded_job_whose_cluster_is_gone_as_unreachable(tmp_path
 def test_jobs_of_a_missing_run_directory_is_exit_2(tmp_path, capsys):
     assert main(["jobs", "list", str(tmp_path / "nope")]) == 2
     assert "is not a run directory" in capsys.readouterr().err
+
+
+def test_the_jobs_read_whole_in_an_80_column_terminal():
+    """A submission id, a cluster address and an ISO time in five columns were cut to "cpt-llama3.…" at 80."""
+    from rich.console import Console
+
+    from cli.jobs import jobs_listing
+    from sweep.promote.jobs import JobRow
+
+    plan_id = "llama3.1-70b-h100-480-0123abcd"
+    record = JobRecord(
+        submission_id=f"cpt-{plan_id}-r12", plan_id=plan_id, attempt=12, address="http://127.0.0.1:8265",
+        submitted_at=datetime(2026, 11, 26, 7, 5, tzinfo=UTC),
+    )  # fmt: skip
+    console = Console(width=80, record=True)
+    console.print(jobs_listing([JobRow("lr_mix_ecommerce_v2", record, "RUNNING")]), crop=False)
+    lines = console.export_text().splitlines()
+    assert "…" not in "".join(lines) and max(len(line.rstrip()) for line in lines) <= 80
+    assert lines[1].split() == [record.submission_id, "RUNNING"]
+    assert " ".join(" ".join(lines[2:]).split()) == (
+        "run lr_mix_ecommerce_v2, submitted 2026-11-26 07:05 UTC to http://127.0.0.1:8265"
+    )
