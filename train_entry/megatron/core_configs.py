@@ -167,6 +167,9 @@ def _kernels(*, transformer_engine: bool, fusions: bool) -> dict[str, Any]:
         "bias_activation_fusion": fusions,
         "bias_dropout_fusion": fusions,
         "cross_entropy_loss_fusion": fusions,
+        # No CUDA graphs (cuda_graph_impl stays "none"). megatron-core 0.16's default scope, "full", is its deprecated
+        # spelling of the whole layer, and it warned so at every plan; [] is the same scope in the current one.
+        "cuda_graph_scope": [],
     }
 
 
