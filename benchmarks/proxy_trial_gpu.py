@@ -9,8 +9,8 @@ step on random tokens made beforehand, on the same model built the same way (loa
 in the same process(es), reading no loss until its end. Each is measured eager and compiled (execution.compile:
 each decoder layer and the loss torch.compile'd, train_entry.model.ready_layers), the bare loop likewise; where
 torch.compile cannot build a kernel, the compiled rows are left out with a warning saying why. Tokens per second are
-those of the steps after --warmup, timed by on_step's clock for the trial (each step has read its loss: the GPU's work is done) and synchronised for
-the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x the matmul parameters and the
+those of the steps after --warmup, timed by on_step's clock for the trial (each step has read its loss: the GPU's
+work is done) and synchronised for the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x the matmul parameters and the
 attention, no recomputation counted) over the card's dense bf16 peak x GPUs (--peak-tflops; default the H100 and
 H200 SXM datasheets' 989, as sweep.promote.clusters has it).
 
@@ -250,10 +250,9 @@ def row(what: str, gpus: int, measured: Measured, peak_tflops: float) -> Row:
     return Row(what, gpus, trial, bare, *mfu, trial_peak_gb=measured.trial_peak_gb, estimate_gb=estimate_gb(gpus))
 
 
-TABLE_HEADER = (
-    "| trial | GPUs | trial tokens/s | bare tokens/s | trial / bare | trial MFU | bare MFU | peak GB per GPU (estimate) |\n"
-    "|---|---|---|---|---|---|---|---|"
-)
+COLUMNS = ("trial", "GPUs", "trial tokens/s", "bare tokens/s", "trial / bare", "trial MFU", "bare MFU",
+           "peak GB per GPU (estimate)")  # fmt: skip
+TABLE_HEADER = f"| {' | '.join(COLUMNS)} |\n|{'---|' * len(COLUMNS)}"
 
 
 def table_row(measured: Row) -> str:
