@@ -197,6 +197,9 @@ def _tune(
             storage_path=str(run.path.resolve()),
             verbose=0,
             log_to_file=True,
+            # Each trial's stdout and stderr into tune/<trial>/ when it ends: Tune keeps them in Ray's session
+            # folder otherwise.
+            sync_config=tune.SyncConfig(sync_artifacts=True),
             failure_config=tune.FailureConfig(max_failures=execution.max_retries),
             callbacks=[StudyWatch(sweep, run, view, at_once=slots.at_once)],
         ),

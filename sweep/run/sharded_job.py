@@ -13,14 +13,25 @@ that has since died is passed over), while the Tune trial answers each with the 
 records it in the study, asks the pruner and reports it to Tune. Rank 0 sends the finished trial's result the same
 way (Ray Train V2 keeps only metrics reported with a checkpoint in its Result, and this job's checkpoints are the
 trial's own).
+
+Each worker's output, Python's and the C libraries' (NCCL, gloo) alike, goes to worker_<rank>.log in the trial's
+folder rather than to Ray's session logs on whichever node ran it, one file over all the trial's attempts: when each
+started, what it resumed from, and the traceback of the one that failed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
+import socket
+import sys
 import threading
+import time
+import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from queue import Empty
 from typing import Any
@@ -41,6 +52,8 @@ TRAIN_RUN_DIR = "ray_train"
 """In the trial's output directory: Ray Train's own record of the job."""
 RESULT = "result"
 """The request id of rank 0's last message, the trial's result, which is not answered."""
+WORKER_LOG = "worker_{rank}.log"
+"""In the trial's output directory: what a worker printed, over every attempt of the trial."""
 
 
 def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> TrialResult:
@@ -62,6 +75,8 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
             name=TRAIN_RUN_DIR,
             storage_path=config.output_dir,
             failure_config=FailureConfig(max_failures=workers.max_failures),
+            # Ray Train would also pass each print to its logger, which prints it again: twice in a worker's log.
+            worker_runtime_env={"env_vars": {"RAY_TRAIN_ENABLE_PRINT_PATCH": "0"}},
         ),
     )
     outcome: dict[str, Any] = {}
@@ -78,12 +93,15 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
 
 def clear_for_retry(output_dir: Path) -> None:
     """Empties a sharded trial's folder for another attempt (Ray Tune's retry, or a rerun of the sweep) but for its
-    checkpoint, which the attempt resumes from: a checkpoint is used only whole and of this very trial config
-    (train_entry.sharded.checkpoint), so one torn by the crash is passed over."""
+    checkpoint, which the attempt resumes from (a checkpoint is used only whole and of this very trial config,
+    train_entry.sharded.checkpoint, so one torn by the crash is passed over), and its workers' logs, which the
+    attempt appends to."""
     if not output_dir.is_dir():
         return
     for entry in output_dir.iterdir():
         if entry.name == CHECKPOINT_DIR and entry.is_dir() and not entry.is_symlink():
+            continue
+        if re.fullmatch(r"worker_\d+\.log", entry.name) and entry.is_file() and not entry.is_symlink():
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
@@ -127,9 +145,40 @@ def train_worker(loop_config: dict[str, Any]) -> None:
 
     config = TrialConfig.model_validate_json(loop_config["trial"])
     requests = loop_config["requests"]
-    result = run_sharded_trial(config, relay(requests, loop_config["answers"]))
-    if ray.train.get_context().get_world_rank() == 0:
+    context = ray.train.get_context()
+    rank = context.get_world_rank()
+    with _output_to(Path(config.output_dir) / WORKER_LOG.format(rank=rank)):
+        started = time.strftime("%Y-%m-%d %H:%M:%S")
+        print(f"{started} worker {rank} of {context.get_world_size()} started on {socket.gethostname()}")
+        try:
+            result = run_sharded_trial(config, relay(requests, loop_config["answers"]))
+        except Exception:
+            traceback.print_exc()
+            raise
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} worker {rank} ended: {result.status.value} at step {result.steps}")
+    if rank == 0:
         requests.put((RESULT, result.model_dump_json()))
+
+
+@contextlib.contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr, file descriptors 1 and 2 (the C libraries print there too), appended to
+    `path` until the block ends."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    kept = [os.dup(fd) for fd in (1, 2)]
+    with path.open("ab") as log:
+        for fd in (1, 2):
+            os.dup2(log.fileno(), fd)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, original in zip((1, 2), kept, strict=True):
+                os.dup2(original, fd)
+                os.close(original)
 
 
 def relay(requests: Queue, answers: Queue) -> Report:

@@ -23,6 +23,7 @@ import os
 import pickle
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -64,9 +65,11 @@ def save_checkpoint(
 ) -> Path:
     """Saves the shards (every worker) and progress.json (rank 0, last); removes the checkpoint it replaces."""
     path = output_dir / CHECKPOINT_DIR / f"step_{saved.steps_done:07d}"
+    started = time.perf_counter()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=path)
     if group.is_leader:
+        print(f"saved {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         # dcp.save returns on the coordinator after every rank's write is done and .metadata is written.
         partial = path / f"{PROGRESS_JSON}.partial"
         partial.write_text(CHECKPOINT_PROGRESS.dumps(saved))
@@ -93,6 +96,8 @@ def resume(
     state = {"model": model_state, "optimizer": optimizer_state}
     dcp.load(state, storage_reader=MetadataCheckingReader(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    if group.is_leader:
+        print(f"resumed from {path}: {saved.steps_done} of {config.proxy.steps} steps done", file=sys.stderr)
     return saved
 
 

@@ -1,6 +1,7 @@
 """A sharded trial as a Ray Train job of two CPU workers (gloo) on a local Ray, driven the way a Tune trial drives it:
 rank 0's reports answered here, a worker killed with SIGKILL mid-trial restarted by Ray Train and resumed from the
-trial's checkpoint with no step trained twice, and a report that stops the trial stopping every worker."""
+trial's checkpoint with no step trained twice, each worker's output in its log in the trial's folder, and a report
+that stops the trial stopping every worker."""
 
 from __future__ import annotations
 
@@ -107,6 +108,12 @@ def test_a_worker_killed_mid_trial_resumes_from_the_checkpoint_and_a_report_that
     assert result.tokens_seen == result.history[-1].tokens_seen
     assert not train_workers()  # the job's workers are gone with it
     assert not (tmp_path / CHECKPOINT_DIR).exists()  # the trial ended: nothing left to resume
+    # Each worker's log holds both attempts; rank 0's says where the second resumed from.
+    logs = {rank: (tmp_path / f"worker_{rank}.log").read_text() for rank in (0, 1)}
+    assert [log.count(f"worker {rank} of 2 started on ") for rank, log in logs.items()] == [2, 2]
+    assert f"resumed from {tmp_path / CHECKPOINT_DIR / 'step_0000020'}: 20 of 40 steps done" in logs[0]
+    assert "saved " in logs[0] and "resumed from" not in logs[1]
+    assert all(log.count(" ended: stopped at step 30") == 1 for log in logs.values())
 
 
 def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
@@ -118,12 +125,14 @@ def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
         (trial / folder).mkdir()
         (trial / folder / "half-written").write_bytes(b"\0")
     (trial / "result.json").write_text("{}")
+    (trial / "worker_0.log").write_text("the first attempt's output\n")
+    (trial / "worker_x.log").write_text("not a worker's log\n")
     elsewhere.mkdir()
     (elsewhere / "keep").write_text("not the trial's")
     (trial / "linked").symlink_to(elsewhere)
 
     clear_for_retry(trial)
 
-    assert sorted(path.name for path in trial.iterdir()) == ["checkpoint"]
+    assert sorted(path.name for path in trial.iterdir()) == ["checkpoint", "worker_0.log"]
     assert (saved / "progress.json").is_file() and (elsewhere / "keep").is_file()  # a link is removed, not followed
     clear_for_retry(tmp_path / "never-started")  # a first attempt has no folder yet

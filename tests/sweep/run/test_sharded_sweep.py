@@ -1,6 +1,7 @@
 """`sweep run` of a spec whose trial takes two workers: each Tune trial drives a Ray Train job of two gloo workers on
 CPU, whose sharded trial measures what the one-process trial of the same config does, reports to the study from
-rank 0, and leaves no checkpoint behind; the sweep's lines and `sweep status` count trials, not workers."""
+rank 0, and leaves no checkpoint behind but its workers' logs and the Tune trial's output; the sweep's lines and
+`sweep status` count trials, not workers."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ def test_a_sweep_of_two_worker_trials_runs_each_as_a_sharded_job_that_measures_w
     assert len(trials) == 1 and trials[0].state.is_finished()
     folder = run_dir / "trials" / "0000"
     assert not (folder / "checkpoint").exists()  # 12 bytes a parameter: gone once the trial ends
+    assert "worker 1 ended: completed at step 40" in (folder / "worker_1.log").read_text()
+    # The Tune trial's own output, which Tune leaves in Ray's session folder unless told to copy it.
+    assert sorted(path.name for path in (run_dir / "tune").glob("proxy_trainable_*/std*")) == ["stderr", "stdout"]
     sharded = TRIAL_RESULT.read(folder / "result.json", TrialResult)
     assert [m.step for m in sharded.history] == sorted(int(step) for step in trials[0].intermediate_values)
 
