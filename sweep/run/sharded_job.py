@@ -37,7 +37,8 @@ from queue import Empty
 from typing import Any
 
 import ray.train
-from ray.train import FailureConfig, RunConfig, ScalingConfig
+from ray.exceptions import RayTaskError
+from ray.train import FailureConfig, RunConfig, ScalingConfig, WorkerGroupError
 from ray.train.torch import TorchConfig, TorchTrainer
 from ray.util.queue import Queue
 
@@ -86,9 +87,27 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
     job.join()
     if failed is not None:
         raise failed
+    if isinstance(outcome.get("error"), WorkerGroupError):
+        raise ShardedTrialError(_what_workers_raised(outcome["error"], Path(config.output_dir))) from outcome["error"]
     if "error" in outcome:
         raise outcome["error"]
     return TrialResult.model_validate_json(outcome[RESULT])
+
+
+class ShardedTrialError(RuntimeError):
+    """The trial's workers failed, every restart of them too."""
+
+
+def _what_workers_raised(error: WorkerGroupError, output_dir: Path) -> str:
+    """One line: each distinct error and the ranks that raised it (Ray's own message is their tracebacks), and
+    where the workers' whole output is."""
+    ranks: dict[str, list[int]] = {}
+    for rank, failure in sorted(error.worker_failures.items()):
+        cause = failure.cause if isinstance(failure, RayTaskError) and failure.cause is not None else failure
+        lines = str(cause).strip().splitlines()
+        ranks.setdefault(f"{type(cause).__name__}: {lines[0] if lines else ''}", []).append(rank)
+    raised = "; ".join(f"rank {', '.join(map(str, numbers))}: {what}" for what, numbers in ranks.items())
+    return f"{raised} (each worker's output: {output_dir / WORKER_LOG.format(rank='<rank>')})"
 
 
 def clear_for_retry(output_dir: Path) -> None:

@@ -1,7 +1,7 @@
 """A sharded trial as a Ray Train job of two CPU workers (gloo) on a local Ray, driven the way a Tune trial drives it:
 rank 0's reports answered here, a worker killed with SIGKILL mid-trial restarted by Ray Train and resumed from the
-trial's checkpoint with no step trained twice, each worker's output in its log in the trial's folder, and a report
-that stops the trial stopping every worker."""
+trial's checkpoint with no step trained twice, each worker's output in its log in the trial's folder, a report that
+stops the trial stopping every worker, and workers that fail told in one line."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 import ray
 
 from sweep.run.prepare import prepare
-from sweep.run.sharded_job import clear_for_retry, run_sharded_job
+from sweep.run.sharded_job import ShardedTrialError, clear_for_retry, run_sharded_job
 from sweep.spec.spec import load_spec
 from sweep.spec.trial_scale import Workers
 from train_entry.mix import MixRatio
@@ -114,6 +114,23 @@ def test_a_worker_killed_mid_trial_resumes_from_the_checkpoint_and_a_report_that
     assert f"resumed from {tmp_path / CHECKPOINT_DIR / 'step_0000020'}: 20 of 40 steps done" in logs[0]
     assert "saved " in logs[0] and "resumed from" not in logs[1]
     assert all(log.count(" ended: stopped at step 30") == 1 for log in logs.values())
+
+
+@pytest.mark.slow
+def test_a_trial_whose_workers_fail_says_in_one_line_what_they_raised_and_where_their_output_is(
+    config, local_ray, tmp_path
+):
+    missing = tmp_path / "no-base"
+    broken = config.model_copy(update={"output_dir": str(tmp_path), "base_dir": str(missing)})
+    no_restart = Workers(count=2, gpus=False, cpus=1, max_failures=0)
+    with pytest.raises(ShardedTrialError) as failed:
+        run_sharded_job(broken, lambda metrics: False, no_restart)
+    # Ray's own message is every worker's traceback, cut short.
+    assert str(failed.value) == (
+        f"rank 0, 1: HfDirError: {missing} is not a Hugging Face model directory (no config.json) "
+        f"(each worker's output: {tmp_path}/worker_<rank>.log)"
+    )
+    assert f"HfDirError: {missing}" in (tmp_path / "worker_1.log").read_text()  # with its traceback
 
 
 def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
