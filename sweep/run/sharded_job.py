@@ -55,6 +55,7 @@ RESULT = "result"
 """The request id of rank 0's last message, the trial's result, which is not answered."""
 WORKER_LOG = "worker_{rank}.log"
 """In the trial's output directory: what a worker printed, over every attempt of the trial."""
+WORKER_LOG_NAME = re.compile(r"worker_\d+\.log")
 
 
 def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> TrialResult:
@@ -120,7 +121,7 @@ def clear_for_retry(output_dir: Path) -> None:
     for entry in output_dir.iterdir():
         if entry.name == CHECKPOINT_DIR and entry.is_dir() and not entry.is_symlink():
             continue
-        if re.fullmatch(r"worker_\d+\.log", entry.name) and entry.is_file() and not entry.is_symlink():
+        if WORKER_LOG_NAME.fullmatch(entry.name) and entry.is_file() and not entry.is_symlink():
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)
@@ -167,16 +168,19 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     context = ray.train.get_context()
     rank = context.get_world_rank()
     with _output_to(Path(config.output_dir) / WORKER_LOG.format(rank=rank)):
-        started = time.strftime("%Y-%m-%d %H:%M:%S")
-        print(f"{started} worker {rank} of {context.get_world_size()} started on {socket.gethostname()}")
+        _stamped(f"worker {rank} of {context.get_world_size()} started on {socket.gethostname()}")
         try:
             result = run_sharded_trial(config, relay(requests, loop_config["answers"]))
         except Exception:
             traceback.print_exc()
             raise
-        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} worker {rank} ended: {result.status.value} at step {result.steps}")
+        _stamped(f"worker {rank} ended: {result.status.value} at step {result.steps}")
     if rank == 0:
         requests.put((RESULT, result.model_dump_json()))
+
+
+def _stamped(line: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {line}", flush=True)
 
 
 @contextlib.contextmanager

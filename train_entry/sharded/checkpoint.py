@@ -69,11 +69,11 @@ def save_checkpoint(
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=path)
     if group.is_leader:
-        print(f"saved {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         # dcp.save returns on the coordinator after every rank's write is done and .metadata is written.
         partial = path / f"{PROGRESS_JSON}.partial"
         partial.write_text(CHECKPOINT_PROGRESS.dumps(saved))
         os.replace(partial, path / PROGRESS_JSON)
+        print(f"saved {path} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
         for older in (output_dir / CHECKPOINT_DIR).glob("step_*"):
             if older != path:
                 shutil.rmtree(older, ignore_errors=True)
