@@ -28,3 +28,13 @@ def non_embedding_params(model: ModelShape) -> int:
     norm). Kaplan et al. 2020 (arXiv:2001.08361) found scaling cleaner in it; at the proxies' sizes the
     embedding is 40 % of the total and would bend the axis, at 70B it is 3 %."""
     return model.num_layers * (layer_matrix_params(model) + layer_norm_params(model)) + model.hidden_size
+
+
+def embedding_params(model: ModelShape) -> int:
+    """One vocabulary x hidden matrix: the input embedding, and again the untied output layer."""
+    return model.vocab_size * model.hidden_size
+
+
+def total_params(model: ModelShape) -> int:
+    embeddings = embedding_params(model) * (2 if model.untie_embeddings_and_output_weights else 1)
+    return non_embedding_params(model) + embeddings

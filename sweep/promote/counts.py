@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweep.scale import kv_width, layer_matrix_params, layer_norm_params, non_embedding_params
+from sweep.scale import embedding_params, kv_width, layer_matrix_params, layer_norm_params, total_params
 from train_entry.megatron.config import ModelShape
 
 __all__ = [
@@ -16,16 +16,6 @@ __all__ = [
     "output_layer_flops_per_token",
     "total_params",
 ]
-
-
-def embedding_params(model: ModelShape) -> int:
-    """One vocabulary x hidden matrix: the input embedding, and again the untied output layer."""
-    return model.vocab_size * model.hidden_size
-
-
-def total_params(model: ModelShape) -> int:
-    embeddings = embedding_params(model) * (2 if model.untie_embeddings_and_output_weights else 1)
-    return non_embedding_params(model) + embeddings
 
 
 def model_flops_per_token(model: ModelShape) -> float:

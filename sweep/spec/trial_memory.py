@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.scale import kv_width, layer_matrix_params, layer_norm_params, non_embedding_params
+from sweep.scale import embedding_params, kv_width, layer_matrix_params, layer_norm_params, total_params
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape
 
@@ -85,8 +85,7 @@ def trial_memory(model: ModelShape, *, batch_size: int, workers: int, activation
     """One GPU's memory in a trial of `workers` GPUs training batches of `batch_size` sequences of model.seq_length."""
     h, vocab = model.hidden_size, model.vocab_size
     layer = layer_matrix_params(model) + layer_norm_params(model)
-    embeddings = vocab * h * (2 if model.untie_embeddings_and_output_weights else 1)
-    params = non_embedding_params(model) + embeddings
+    params = total_params(model)
     tokens = batch_size // workers * model.seq_length
     full_layer = activation_bytes_per_token_layer(model)
     kept_layer = 2 * h if activation_checkpointing else full_layer
@@ -97,8 +96,8 @@ def trial_memory(model: ModelShape, *, batch_size: int, workers: int, activation
     else:
         state = params * BYTES_SHARDED / workers
         untied = model.untie_embeddings_and_output_weights
-        root = h + (0 if untied else embeddings)
-        units = sorted([layer] * model.num_layers + ([vocab * h] * 2 if untied else []), reverse=True)
+        root = h + (0 if untied else embedding_params(model))
+        units = sorted([layer] * model.num_layers + ([embedding_params(model)] * 2 if untied else []), reverse=True)
         gathered = root * 2 + sum(units[:IN_FLIGHT_UNITS]) * BYTES_IN_FLIGHT
     logits = tokens * vocab * BYTES_LOGITS
     parts = [state / GB, gathered / GB, activations / GB, logits / GB, RESERVE_GB]
