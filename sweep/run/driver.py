@@ -31,6 +31,7 @@ from sweep.choice.best import BestSummary, best_summary, write_best
 from sweep.choice.observed import Selection, select
 from sweep.choice.points import replicates_note
 from sweep.files.rundir import RunDir, RunLocked, RunRecord
+from sweep.run.checkpoint_room import sweep_checkpoint_room
 from sweep.run.interrupt import sigterm_as_sigint
 from sweep.run.prepare import Prepared, prepare
 from sweep.run.sweep_log import log_sweep
@@ -154,6 +155,8 @@ def run_sweep(
             slots = trial_slots(spec.execution, concurrency=spec.execution.concurrency,
                                 cluster=ray.cluster_resources())  # fmt: skip
             view.message(slots.line(spec.execution))
+            if (room := sweep_checkpoint_room(spec, run.path, at_once=slots.at_once)) is not None:
+                view.message(f"warning: {room}")
             prepared = prepare(spec)
             _tune(spec, searcher, sweep, prepared=prepared, slots=slots, wandb=wandb, run=run, url=url, view=view)
         return finish_sweep(sweep, run, wandb=wandb)
