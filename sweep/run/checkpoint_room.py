@@ -39,7 +39,7 @@ def checkpoint_room(
         f"a sharded trial keeps a checkpoint of {byte_size(each)} ({BYTES_PER_PARAMETER} bytes per parameter), "
         f"{peak}: {at_once} trial(s) at once need {byte_size(needed)} and {where} has {byte_size(free_bytes)} free; "
         "free some, run fewer trials at once (execution.concurrency), or checkpoint less often "
-        "(execution.checkpoint_interval; at proxy.steps none is written, and a lost worker restarts its trial)"
+        "(execution.checkpoint_interval; from proxy.steps up none is written, and a lost worker restarts its trial)"
     )
 
 

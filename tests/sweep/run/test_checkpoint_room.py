@@ -29,7 +29,7 @@ def test_two_8b_trials_checkpointing_every_evaluation_need_four_checkpoints_of_r
     assert room(385) == (
         "a sharded trial keeps a checkpoint of 96.4 GB (12 bytes per parameter), two while it writes the next: "
         "2 trial(s) at once need 385.5 GB and /scratch/runs/cpt has 385.0 GB free; free some, run fewer trials at "
-        "once (execution.concurrency), or checkpoint less often (execution.checkpoint_interval; at proxy.steps none "
+        "once (execution.concurrency), or checkpoint less often (execution.checkpoint_interval; from proxy.steps up none "
         "is written, and a lost worker restarts its trial)"
     )
     assert "one: 2 trial(s) at once need 192.7 GB" in room(100, interval=50)
