@@ -64,9 +64,19 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
     An exception raised by `report` ends the job and is raised here; so is Ray Train's own once it gives up.
     """
     requests, answers = Queue(actor_options={"num_cpus": 0}), Queue(actor_options={"num_cpus": 0})
+    # Each worker looks for this file: one on a node that does not share the trial's folder would write its shards
+    # where no other worker, nor a resumed trial, finds them.
+    shared = Path(config.output_dir) / f".shared-{uuid.uuid4().hex}"
+    shared.parent.mkdir(parents=True, exist_ok=True)
+    shared.touch()
     trainer = TorchTrainer(
         train_worker,
-        train_loop_config={"trial": config.model_dump_json(), "requests": requests, "answers": answers},
+        train_loop_config={
+            "trial": config.model_dump_json(),
+            "requests": requests,
+            "answers": answers,
+            "shared": shared.name,
+        },
         scaling_config=ScalingConfig(
             num_workers=workers.count,
             use_gpu=workers.gpus,
@@ -86,6 +96,7 @@ def run_sharded_job(config: TrialConfig, report: Report, workers: Workers) -> Tr
     job.start()
     failed = _answer_reports(job, requests, answers, report, outcome)
     job.join()
+    shared.unlink(missing_ok=True)
     if failed is not None:
         raise failed
     if isinstance(outcome.get("error"), WorkerGroupError):
@@ -170,6 +181,7 @@ def train_worker(loop_config: dict[str, Any]) -> None:
     with _output_to(Path(config.output_dir) / WORKER_LOG.format(rank=rank)):
         _stamped(f"worker {rank} of {context.get_world_size()} started on {socket.gethostname()}")
         try:
+            check_shared(Path(config.output_dir) / loop_config["shared"])
             result = run_sharded_trial(config, relay(requests, loop_config["answers"]))
         except Exception:
             traceback.print_exc()
@@ -177,6 +189,20 @@ def train_worker(loop_config: dict[str, Any]) -> None:
         _stamped(f"worker {rank} ended: {result.status.value} at step {result.steps}")
     if rank == 0:
         requests.put((RESULT, result.model_dump_json()))
+
+
+def check_shared(marker: Path) -> None:
+    """NotShared unless this node sees the file the Tune trial wrote into the trial's folder."""
+    if not marker.is_file():
+        raise NotShared(
+            f"{marker.parent} on {socket.gethostname()} is not the trial's folder the Tune trial wrote into: the run "
+            "directory must be on a file system every node of the cluster shares, since a trial's workers write "
+            "one checkpoint into it (docs/multi-gpu.md)"
+        )
+
+
+class NotShared(RuntimeError):
+    """A worker's node does not share the trial's folder with the Tune trial's node."""
 
 
 def _stamped(line: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 import ray
 
 from sweep.run.prepare import prepare
-from sweep.run.sharded_job import ShardedTrialError, clear_for_retry, run_sharded_job
+from sweep.run.sharded_job import NotShared, ShardedTrialError, check_shared, clear_for_retry, run_sharded_job
 from sweep.spec.spec import load_spec
 from sweep.spec.trial_scale import Workers
 from train_entry.mix import MixRatio
@@ -108,6 +108,7 @@ def test_a_worker_killed_mid_trial_resumes_from_the_checkpoint_and_a_report_that
     assert result.tokens_seen == result.history[-1].tokens_seen
     assert not train_workers()  # the job's workers are gone with it
     assert not (tmp_path / CHECKPOINT_DIR).exists()  # the trial ended: nothing left to resume
+    assert not list(tmp_path.glob(".shared-*"))  # nor the file each worker looked for
     # Each worker's log holds both attempts; rank 0's says where the second resumed from.
     logs = {rank: (tmp_path / f"worker_{rank}.log").read_text() for rank in (0, 1)}
     assert [log.count(f"worker {rank} of 2 started on ") for rank, log in logs.items()] == [2, 2]
@@ -133,6 +134,16 @@ def test_a_trial_whose_workers_fail_says_in_one_line_what_they_raised_and_where_
     assert f"HfDirError: {missing}" in (tmp_path / "worker_1.log").read_text()  # with its traceback
 
 
+def test_a_worker_whose_node_does_not_share_the_trials_folder_is_stopped_naming_it(tmp_path):
+    """What a worker on a node without the run directory's file system sees: a folder without the Tune trial's file
+    (every job in this module passes the check: they share this machine's disk)."""
+    marker = tmp_path / ".shared-0123"
+    with pytest.raises(NotShared, match=rf"^{tmp_path} on \S+ is not the trial's folder the Tune trial wrote into: "):
+        check_shared(marker)
+    marker.touch()
+    check_shared(marker)
+
+
 def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
     trial, elsewhere = tmp_path / "trial", tmp_path / "elsewhere"
     saved = trial / "checkpoint" / "step_0000020"
@@ -144,6 +155,7 @@ def test_a_retried_trial_keeps_only_the_checkpoint_it_resumes_from(tmp_path):
     (trial / "result.json").write_text("{}")
     (trial / "worker_0.log").write_text("the first attempt's output\n")
     (trial / "worker_x.log").write_text("not a worker's log\n")
+    (trial / ".shared-0123").touch()  # a crashed job's
     elsewhere.mkdir()
     (elsewhere / "keep").write_text("not the trial's")
     (trial / "linked").symlink_to(elsewhere)
