@@ -45,6 +45,10 @@ class ProxyConfig(OptimizerConfig):
             raise ValueError(f"eval_interval may not exceed steps, got {self.eval_interval=}, {self.steps=}")
         return self
 
+    def checkpoint_steps(self, checkpoint_interval: int | None) -> int:
+        """Steps between a sharded trial's checkpoints: `checkpoint_interval` (execution's), else every evaluation."""
+        return checkpoint_interval or self.eval_interval
+
 
 class CorpusPrefixes(StrictConfig):
     """megatron-core indexed datasets (path prefixes of .bin/.idx pairs) of one split."""
@@ -125,7 +129,7 @@ class TrialConfig(StrictConfig):
     @property
     def checkpoint_steps(self) -> int:
         """Steps between a sharded trial's checkpoints."""
-        return self.checkpoint_interval or self.proxy.eval_interval
+        return self.proxy.checkpoint_steps(self.checkpoint_interval)
 
 
 class TrialStatus(str, enum.Enum):

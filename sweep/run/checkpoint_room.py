@@ -51,7 +51,7 @@ def sweep_checkpoint_room(spec: SweepSpec, run_dir: Path, *, at_once: int) -> st
     shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)
     if shape is None:
         return None
-    interval = spec.execution.checkpoint_interval or spec.proxy.eval_interval  # as TrialConfig.checkpoint_steps
+    interval = spec.proxy.checkpoint_steps(spec.execution.checkpoint_interval)
     free = shutil.disk_usage(run_dir).free
     return checkpoint_room(shape, steps=spec.proxy.steps, interval=interval, at_once=at_once, free_bytes=free,
                            where=run_dir)  # fmt: skip
