@@ -1,8 +1,9 @@
 """Loads the base as a Hugging Face causal LM, picks the device, dtype and attention kernel, and readies its layers.
 
 CUDA: bf16 autocast and flash-attention 2 when the `flash-attn` package is installed (the
-`gpu` extra), SDPA otherwise. CPU: fp32 and PyTorch SDPA. Either way, on request, activation
-checkpointing and torch.compile of each decoder layer (`ready_layers`).
+`gpu` extra), SDPA otherwise. CPU: fp32 and PyTorch SDPA. A model whose transformers class has no path for that
+kernel runs the next it has (`attention_kernel`). Either way, on request, activation checkpointing and
+torch.compile of each decoder layer (`ready_layers`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from pathlib import Path
 
 import torch
 from huggingface_hub.errors import StrictDataclassError
-from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
+from transformers import (
+    MODEL_FOR_CAUSAL_LM_MAPPING,
+    AutoConfig,
+    AutoModelForCausalLM,
+    PretrainedConfig,
+    PreTrainedModel,
+)
 from transformers.utils import logging as transformers_logging
 
 from train_entry.compiler import compile_failure
@@ -33,7 +40,7 @@ class Runtime:
 
     device: torch.device
     attention: str
-    """A transformers attn_implementation: "flash_attention_2" or "sdpa"."""
+    """The attention kernel preferred, a transformers attn_implementation: "flash_attention_2" or "sdpa"."""
     autocast_dtype: torch.dtype | None
     """bf16 on CUDA (weights and optimizer state stay fp32); None on CPU, and for a sharded model, whose
     mixed precision FSDP applies (train_entry.sharded.fsdp)."""
@@ -84,13 +91,14 @@ def load_causal_lm(base_dir: Path | str, runtime: Runtime) -> PreTrainedModel:
     """Loads a saved causal LM in fp32 (master weights) on the runtime's device, running none of the directory's
     code; HfDirError when it cannot be loaded whole (see train_entry.hf_dir)."""
     base_dir = Path(base_dir)
-    model_config(base_dir)  # an auto_map is refused before transformers reads the directory
+    config = base_config(base_dir)
     try:
         with _transformers_quiet():
             model, loading = AutoModelForCausalLM.from_pretrained(
                 base_dir,
+                config=config,
                 dtype=torch.float32,
-                attn_implementation=runtime.attention,
+                attn_implementation=attention_kernel(config, runtime),
                 local_files_only=True,
                 trust_remote_code=False,
                 # Reported by the check below in one line, not as transformers' multi-line report and traceback.
@@ -140,15 +148,39 @@ def _recompute_layers(model: PreTrainedModel) -> None:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=non_reentrant)
 
 
-def base_vocab_size(base_dir: Path) -> int | None:
-    """The base's embedding rows, from its config.json as transformers reads it (all of it checked, no weights
-    read, none of the directory's code run); None for a config without vocab_size."""
+def base_config(base_dir: Path | str) -> PretrainedConfig:
+    """The base's config.json as transformers reads it (all of it checked, no weights read, none of the directory's
+    code run: an auto_map is refused before transformers reads the directory)."""
     model_config(base_dir)
     try:
-        config = AutoConfig.from_pretrained(base_dir, local_files_only=True, trust_remote_code=False)
+        return AutoConfig.from_pretrained(base_dir, local_files_only=True, trust_remote_code=False)
     except (OSError, ValueError, TypeError, StrictDataclassError) as error:
-        raise HfDirError(f"{base_dir / CONFIG_JSON}: transformers cannot read it ({first_line(error)})") from None
-    return getattr(config, "vocab_size", None)
+        raise HfDirError(f"{Path(base_dir) / CONFIG_JSON}: transformers cannot read it ({first_line(error)})") from None
+
+
+def base_vocab_size(base_dir: Path) -> int | None:
+    """The base's embedding rows, from its config.json; None for a config without vocab_size."""
+    return getattr(base_config(base_dir), "vocab_size", None)
+
+
+ATTENTION_KERNELS = ("flash_attention_2", "sdpa", "eager")
+"""In the order a trial prefers them: each fused kernel first, eager (the s x s scores kept per head) last."""
+
+
+def attention_kernel(config: PretrainedConfig, runtime: Runtime) -> str:
+    """The runtime's kernel where the model's transformers class has a path for it, else the next one it has:
+    transformers 5 gives Gemma 2, BLOOM and MPT no SDPA path, and BLOOM and MPT no flash-attention one. A class
+    transformers does not know is left to from_pretrained's own error."""
+    model_class = MODEL_FOR_CAUSAL_LM_MAPPING.get(type(config), None)
+    if model_class is None:
+        return runtime.attention
+    supported = {
+        "flash_attention_2": model_class._supports_flash_attn,
+        "sdpa": model_class._supports_sdpa,
+        "eager": True,
+    }
+    preferred = ATTENTION_KERNELS[ATTENTION_KERNELS.index(runtime.attention) :]
+    return next(kernel for kernel in preferred if supported[kernel])
 
 
 def _check_loaded_whole(base_dir: Path, loading: dict) -> None:

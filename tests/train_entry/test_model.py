@@ -1,15 +1,16 @@
-"""How a trial readies its model's layers: activation checkpointing and regional compilation. The compiled trial's
-numbers are checked on CUDA (tests/train_entry/test_cuda.py): compiling on CPU takes Inductor's C++ build ~20 s."""
+"""How a trial loads its model and readies its layers: the attention kernel, activation checkpointing and regional
+compilation. The compiled trial's numbers are checked on CUDA (tests/train_entry/test_cuda.py): compiling on CPU
+takes Inductor's C++ build ~20 s."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, BloomConfig, Gemma2Config, LlamaConfig, LlamaForCausalLM
 
 from train_entry.hf_dir import HfDirError
 from train_entry.loop import next_token_loss
-from train_entry.model import Runtime, decoder_layers, ready_layers
+from train_entry.model import Runtime, attention_kernel, decoder_layers, load_causal_lm, ready_layers
 
 
 def llama() -> LlamaForCausalLM:
@@ -25,6 +26,38 @@ def llama() -> LlamaForCausalLM:
 def a_node_that_compiles(monkeypatch):
     """Skips the compile preflight (a real C++ build, ~18 s here): tests/train_entry/test_compiler.py checks it."""
     monkeypatch.setattr("train_entry.model.compiles", lambda device_type: True)
+
+
+# transformers 5 gives Gemma 2 no SDPA path (its logits soft-capping) and BLOOM (ALiBi) neither SDPA nor flash
+# attention: both are families a ladder is built from (Gemma 2 2B, 9B, 27B; BLOOM 560M to 176B).
+SMALL = {"vocab_size": 64, "hidden_size": 16, "num_attention_heads": 2}
+GEMMA2 = Gemma2Config(**SMALL, intermediate_size=32, num_hidden_layers=1, num_key_value_heads=1, head_dim=8)
+BLOOM = BloomConfig(**SMALL, n_layer=1)
+FLASH = Runtime(torch.device("cuda"), "flash_attention_2", torch.bfloat16)
+
+
+@pytest.mark.parametrize(
+    ("config", "on_cpu", "with_flash_attn"),
+    [
+        (LlamaConfig(**SMALL), "sdpa", "flash_attention_2"),
+        (GEMMA2, "eager", "flash_attention_2"),
+        (BLOOM, "eager", "eager"),
+    ],
+    ids=["llama", "gemma2", "bloom"],
+)
+def test_a_model_runs_the_preferred_attention_kernel_its_class_has_else_the_next(config, on_cpu, with_flash_attn):
+    assert attention_kernel(config, Runtime.cpu()) == on_cpu
+    assert attention_kernel(config, FLASH) == with_flash_attn
+
+
+@pytest.mark.parametrize("config", [GEMMA2, BLOOM], ids=["gemma2", "bloom"])
+def test_a_base_without_an_sdpa_path_loads_and_trains_with_eager_attention(config, tmp_path):
+    """Such a base was refused as "not a loadable Hugging Face causal LM (... does not support ... sdpa ...)"."""
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    model = load_causal_lm(tmp_path, Runtime.cpu())
+    assert model.config._attn_implementation == "eager"
+    tokens = torch.randint(0, 64, (2, 9))
+    next_token_loss(model, tokens[:, :-1], tokens[:, 1:]).backward()
 
 
 def compiled_modules(model: torch.nn.Module) -> list[torch.nn.Module]:

@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from huggingface_hub.errors import StrictDataclassError
 from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-from transformers import AutoConfig, AutoModelForCausalLM, PreTrainedModel
+from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from train_entry.group import Group
-from train_entry.hf_dir import CONFIG_JSON, HfDirError, first_line, model_config
-from train_entry.model import Runtime, decoder_layers, load_causal_lm, ready_layers
+from train_entry.model import Runtime, attention_kernel, base_config, decoder_layers, load_causal_lm, ready_layers
 
 
 def mixed_precision(runtime: Runtime) -> MixedPrecisionPolicy:
@@ -41,10 +39,10 @@ def sharded_causal_lm(
     base_dir: str, runtime: Runtime, group: Group, *, activation_checkpointing: bool
 ) -> PreTrainedModel:
     """The base, sharded over `group` (torch.distributed's default group) on `runtime`'s device."""
-    config = _base_config(base_dir)
+    config = base_config(base_dir)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(
-            config, attn_implementation=runtime.attention, dtype=torch.float32, trust_remote_code=False
+            config, attn_implementation=attention_kernel(config, runtime), dtype=torch.float32, trust_remote_code=False
         )
     ready_layers(model, runtime, activation_checkpointing=activation_checkpointing)
     policy = mixed_precision(runtime)
@@ -71,14 +69,6 @@ def shard_units(model: PreTrainedModel) -> list[torch.nn.Module]:
     if output is None or output.weight is embedding.weight:
         return layers
     return [embedding, *layers, output]
-
-
-def _base_config(base_dir: str):
-    model_config(base_dir)  # an auto_map is refused before transformers reads the directory
-    try:
-        return AutoConfig.from_pretrained(base_dir, local_files_only=True, trust_remote_code=False)
-    except (OSError, ValueError, TypeError, StrictDataclassError) as error:
-        raise HfDirError(f"{base_dir}/{CONFIG_JSON}: transformers cannot read it ({first_line(error)})") from None
 
 
 def _broadcast_buffers(model: torch.nn.Module, full: torch.nn.Module | None, group: Group) -> None:
