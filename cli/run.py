@@ -102,7 +102,6 @@ def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
     from sweep.promote.ladder import ladder_target
     from sweep.promote.targets import load_target
     from sweep.run.driver import run_sweep
-    from sweep.run.trial_slots import local_gpus
 
     try:  # before any compute: the rungs are matched to the target's pretraining tokens
         full_run = PromotionConfig(tokens=spec.ladder.full_run_tokens)
@@ -115,8 +114,7 @@ def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
             rung.spec, run, ray_connection=ray_connection, fresh=start.fresh, view=view, study_name=start.study_name
         )
 
-    # A Ray of our own is given this machine's GPUs; a cluster's are known once the first rung's sweep joins it.
-    max_gpus = local_gpus() if ray_connection.address is None and spec.execution.gpus else None
+    max_gpus = ray_connection.gpus(spec.execution) if spec.execution.gpus else None
     outcome = run_ladder(spec, run_dir, target, fresh=args.fresh, view=view, run_rung=run_rung, max_gpus=max_gpus)
     for name in outcome.outcomes:
         write_run_report(run_dir.rung(name).path)

@@ -62,15 +62,16 @@ def run_ladder(
 ) -> LadderOutcome:
     """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, matched to `target`, and fits the
     law over them; `max_gpus` is the cluster's GPUs when known, for the plan of trials at once shown before the
-    first rung."""
+    first rung, and ClusterTooSmall, before anything is written, when a rung's trial takes more."""
     rungs = rung_specs(spec, target.cpt_share)
     names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
+    plan = gpu_plan(rungs, max_gpus=max_gpus)  # before anything is written: a rung the cluster cannot hold stops here
     with locked(run):
         if fresh and (trash := run.move_to_trash(keep=run.lock)) is not None:
             view.message(f"--fresh: the previous ladder is kept in {trash}")
         summary = _start(spec, run, rungs, target)
         write_ladder(run, summary)  # from the start: `sweep status` shows the ladder while its first rung runs
-        for line in gpu_plan(rungs, max_gpus=max_gpus):
+        for line in plan:
             view.message(line)
         outcomes: dict[str, SweepOutcome] = {}
         for index, (rung, study_name) in enumerate(zip(rungs, names)):
@@ -146,10 +147,11 @@ def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
 
 def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
     """Each rung's GPUs per trial and trials at once on `max_gpus` GPUs (None: not known yet), when trials run on
-    GPUs; shown before the first rung starts."""
+    GPUs; shown before the first rung starts. ClusterTooSmall when a rung's trial takes more than `max_gpus`."""
     if rungs[0].spec.execution.gpus == 0:
         return []
-    cluster = f"{max_gpus} GPUs here" if max_gpus is not None else "as many as the cluster's GPUs hold"
+    cluster = f"the Ray cluster's {max_gpus} GPUs" if max_gpus is not None else "the cluster's GPUs"
+    cluster = f"as many as {cluster} hold"
     lines = [f"ladder plan (trials at once: at most execution.concurrency, {cluster}):"]
     for rung in rungs:
         spec = rung.spec

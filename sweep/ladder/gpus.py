@@ -5,7 +5,8 @@ needs ~137 GB for its weights, gradients and Adam state alone). On GPUs (executi
 takes the GPUs the rung names (`ladder.rungs[i].gpus`), else execution.gpus when they hold it, else the fewest that
 do (sweep.spec.trial_memory.gpus_needed); a rung that no count of GPUs holds, or not the count it names, is refused with
 the figures when the spec is read. Each rung runs as many trials at once as the cluster's GPUs hold:
-execution.concurrency, and no more than its GPUs // the rung's GPUs per trial.
+execution.concurrency, and no more than its GPUs // the rung's GPUs per trial. A rung whose trial takes more GPUs than
+the cluster has is refused before the first rung runs, not hours later when its turn comes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweep.ladder.config import BuiltinRung, HfRung, builtin_shape
+from sweep.run.trial_slots import ClusterTooSmall
 from sweep.spec.trial_memory import TrialMemory, gpus_needed
 from sweep.spec.trial_scale import (
     TrialScale,
@@ -128,7 +130,13 @@ def rung_gpus(
     concurrency: int,
     max_gpus: int | None,
 ) -> RungGpus:
-    """The plan of a rung whose trials run as `scale` says, on a cluster of `max_gpus` GPUs (None: not known)."""
+    """The plan of a rung whose trials run as `scale` says, on a cluster of `max_gpus` GPUs (None: not known);
+    ClusterTooSmall when one of its trials takes more."""
+    if max_gpus is not None and scale.gpus > max_gpus:
+        raise ClusterTooSmall(
+            f"rung {name}: a trial takes {scale.gpus:g} GPU(s) and the Ray cluster has {max_gpus}; run the ladder on "
+            "a machine or cluster (--address) with more"
+        )
     return RungGpus(
         name=name,
         gpus=scale.gpus,

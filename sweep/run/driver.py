@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -105,6 +106,14 @@ class RayConnection:
             return
         self.close()
         _start_ray(execution, address=self.address, wandb=self.wandb)
+
+    def gpus(self, execution: ExecutionConfig) -> int:
+        """The GPUs trials can take: the cluster's at `address` (joined now, for a ladder to check every rung before
+        its first), else this machine's, which a Ray of our own is given."""
+        if self.address is None:
+            return local_gpus()
+        self.ensure(execution)
+        return math.floor(ray.cluster_resources().get("GPU", 0))
 
     def close(self) -> None:
         if ray.is_initialized():

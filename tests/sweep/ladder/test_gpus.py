@@ -16,6 +16,7 @@ from cli import main
 from sweep.files.config_file import SpecError
 from sweep.ladder.driver import gpu_plan
 from sweep.ladder.rungs import rung_specs
+from sweep.run.trial_slots import ClusterTooSmall
 from sweep.spec.spec import load_spec
 from tests.conftest import REPO
 from tests.hf_dirs import qwen_family_dirs
@@ -68,7 +69,7 @@ def test_the_shipped_family_ladder_runs_each_rung_on_the_gpus_that_hold_its_tria
     assert plan(family_spec(tmp_path, family), max_gpus=8) == [(1, 8), (1, 8), (2, 4), (4, 2)]
     rungs = rung_specs(load_spec(family_spec(tmp_path, family)), SHARE)
     assert gpu_plan(rungs, max_gpus=8) == [
-        "ladder plan (trials at once: at most execution.concurrency, 8 GPUs here):",
+        "ladder plan (trials at once: at most execution.concurrency, as many as the Ray cluster's 8 GPUs hold):",
         "  rung Qwen2.5-0.5B: 0.49B parameters, 1 GPU(s) per trial, 8 trial(s) at once, 18.2 GB per GPU",
         "  rung Qwen2.5-1.5B: 1.54B parameters, 1 GPU(s) per trial, 8 trial(s) at once, 44.4 GB per GPU",
         "  rung Qwen2.5-3B: 3.09B parameters, 2 GPU(s) per trial, 4 trial(s) at once, 47.4 GB per GPU",
@@ -82,6 +83,27 @@ def test_the_shipped_family_ladder_runs_each_rung_on_the_gpus_that_hold_its_tria
         (400, 100, 100)
     }
     assert [r.spec.proxy.batch_size for r in rungs] == [r.design.batch_size for r in rungs] == [1, 3, 8, 16]
+
+
+def test_a_rung_larger_than_the_cluster_stops_the_ladder_before_anything_is_written(
+    family, tmp_path, monkeypatch, capsys
+):
+    """Its turn would come after the smaller rungs' hours; the plan is checked before the first rung starts."""
+    path = family_spec(tmp_path, family)
+    with pytest.raises(ClusterTooSmall, match="^rung Qwen2.5-3B: a trial takes 2 GPU"):
+        gpu_plan(rung_specs(load_spec(path), SHARE), max_gpus=1)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("sweep.run.driver.local_gpus", lambda: 2)  # a machine of two GPUs: a Ray of our own has them
+
+    assert main(["run", str(path)]) == 2
+
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        "error: rung Qwen2.5-7B: a trial takes 4 GPU(s) and the Ray cluster has 2; run the ladder on a machine or "
+        "cluster (--address) with more"
+    )
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "cache").exists()
 
 
 def test_rungs_left_to_the_tool_take_execution_gpus_when_they_hold_their_trial_else_the_fewest_that_do(
