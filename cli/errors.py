@@ -7,6 +7,7 @@ from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDirError
 from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch
+from sweep.ladder.tokenizers import TokenizersDiffer
 from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
 from sweep.run.trial_slots import ClusterTooSmall
@@ -32,4 +33,5 @@ INPUT_ERRORS = (
     LadderMismatch,
     LawInputError,
     ClusterTooSmall,
+    TokenizersDiffer,
 )

@@ -21,6 +21,7 @@ from sweep.ladder.law_study import study_observations
 from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
 from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
+from sweep.ladder.tokenizers import check_one_tokenizer
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.spec import SweepSpec
 from sweep.spec.trial_scale import base_shape
@@ -62,10 +63,13 @@ def run_ladder(
 ) -> LadderOutcome:
     """Runs (or resumes) every rung of the spec's ladder in `run`, smallest first, matched to `target`, and fits the
     law over them; `max_gpus` is the cluster's GPUs when known, for the plan of trials at once shown before the
-    first rung, and ClusterTooSmall, before anything is written, when a rung's trial takes more."""
+    first rung. Before anything is written, ClusterTooSmall when a rung's trial takes more GPUs than the cluster has,
+    and TokenizersDiffer when the rungs do not share one tokenizer."""
     rungs = rung_specs(spec, target.cpt_share)
     names = [check_run_name(f"{run.path.name}.{rung.name}", origin="the ladder's name and a rung's") for rung in rungs]
-    plan = gpu_plan(rungs, max_gpus=max_gpus)  # before anything is written: a rung the cluster cannot hold stops here
+    # Before anything is written: a rung the cluster cannot hold, or rungs of two tokenizers, stop here.
+    plan = gpu_plan(rungs, max_gpus=max_gpus)
+    check_one_tokenizer(rungs)
     with locked(run):
         if fresh and (trash := run.move_to_trash(keep=run.lock)) is not None:
             view.message(f"--fresh: the previous ladder is kept in {trash}")
