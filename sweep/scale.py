@@ -7,15 +7,26 @@ from __future__ import annotations
 from train_entry.megatron.config import ModelShape
 
 
+def head_width(model: ModelShape) -> int:
+    """One attention head's width: kv_channels, else hidden / heads."""
+    return model.kv_channels or model.hidden_size // model.num_attention_heads
+
+
+def query_width(model: ModelShape) -> int:
+    """Width of the query projection and of the attention output: heads x head width (the hidden size but where
+    kv_channels says otherwise)."""
+    return model.num_attention_heads * head_width(model)
+
+
 def kv_width(model: ModelShape) -> int:
-    """Width of the key (or value) projection: key/value heads x head dimension."""
-    return model.num_query_groups * (model.hidden_size // model.num_attention_heads)
+    """Width of the key (or value) projection: key/value heads x head width."""
+    return model.num_query_groups * head_width(model)
 
 
 def layer_matrix_params(model: ModelShape) -> int:
-    """One layer's weight matrices: Q and O (h x h), K and V (h x kv width), SwiGLU gate, up and down."""
+    """One layer's weight matrices: Q and O (h x query width), K and V (h x kv width), SwiGLU gate, up and down."""
     h = model.hidden_size
-    return 2 * h * h + 2 * h * kv_width(model) + 3 * h * model.ffn_hidden_size
+    return 2 * h * query_width(model) + 2 * h * kv_width(model) + 3 * h * model.ffn_hidden_size
 
 
 def layer_norm_params(model: ModelShape) -> int:

@@ -125,15 +125,19 @@ class HfModelConfig(BaseModel):
     num_hidden_layers: int = Field(gt=0)
     num_attention_heads: int = Field(gt=0)
     num_key_value_heads: int | None = Field(None, gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    """Qwen 3 and Gemma give it where it is not hidden_size / num_attention_heads."""
     intermediate_size: int = Field(gt=0)
 
     def model_shape(self, *, vocab_size: int, seq_len: int, untied: bool) -> ModelShape:
+        own_width = self.head_dim is not None and self.head_dim != self.hidden_size // self.num_attention_heads
         return ModelShape(
             num_layers=self.num_hidden_layers,
             hidden_size=self.hidden_size,
             ffn_hidden_size=self.intermediate_size,
             num_attention_heads=self.num_attention_heads,
             num_query_groups=self.num_key_value_heads or self.num_attention_heads,
+            kv_channels=self.head_dim if own_width else None,
             vocab_size=vocab_size,
             seq_length=seq_len,
             untie_embeddings_and_output_weights=untied,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweep.scale import embedding_params, kv_width, layer_matrix_params, layer_norm_params, total_params
+from sweep.scale import embedding_params, kv_width, layer_matrix_params, layer_norm_params, query_width, total_params
 from train_entry.megatron.config import ModelShape
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "mlp_flops_per_token",
     "model_flops_per_token",
     "output_layer_flops_per_token",
+    "query_width",
     "total_params",
 ]
 
@@ -34,8 +35,9 @@ def output_layer_flops_per_token(model: ModelShape) -> float:
 
 
 def attention_flops_per_token(model: ModelShape) -> float:
-    """The attention part of model_flops_per_token (forward + backward)."""
-    return 12.0 * model.num_layers * model.hidden_size * model.seq_length
+    """The attention part of model_flops_per_token (forward + backward): its scores and weighted sum are as wide as
+    the queries (the hidden size but where kv_channels says otherwise)."""
+    return 12.0 * model.num_layers * query_width(model) * model.seq_length
 
 
 def mlp_flops_per_token(model: ModelShape) -> float:

@@ -20,35 +20,8 @@ PRETRAIN_SCRIPT = "pretrain_gpt.py"
 def megatron_args(plan: Plan) -> list[list[str]]:
     """One group per flag: the flag and its values."""
     run = plan.run
-    model, par, opt, data, ckpt = (run.model, run.parallelism, run.optimization, run.data, run.checkpoint)
-    args: list[list[str]] = [
-        # Model: a Llama-architecture decoder through megatron-core's GPT model.
-        ["--num-layers", str(model.num_layers)],
-        ["--hidden-size", str(model.hidden_size)],
-        ["--ffn-hidden-size", str(model.ffn_hidden_size)],
-        ["--num-attention-heads", str(model.num_attention_heads)],
-        ["--group-query-attention"],
-        ["--num-query-groups", str(model.num_query_groups)],
-        ["--seq-length", str(model.seq_length)],
-        ["--max-position-embeddings", str(model.seq_length)],
-        ["--position-embedding-type", "rope"],
-        ["--rotary-base", str(model.rotary_base)],
-    ]
-    if model.rope_scaling_factor is not None:
-        args += [["--use-rope-scaling"], ["--rope-scaling-factor", _number(model.rope_scaling_factor)]]
-    args += [
-        ["--normalization", "RMSNorm"],
-        ["--norm-epsilon", _number(model.norm_epsilon)],
-        ["--swiglu"],
-        ["--disable-bias-linear"],
-        ["--attention-dropout", "0.0"],
-        ["--hidden-dropout", "0.0"],
-        ["--init-method-std", _number(model.init_method_std)],
-        # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
-        ["--make-vocab-size-divisible-by", str(_vocab_divisor(model.vocab_size, par.tensor))],
-    ]
-    if model.untie_embeddings_and_output_weights:
-        args.append(["--untie-embeddings-and-output-weights"])
+    par, opt, data, ckpt = (run.parallelism, run.optimization, run.data, run.checkpoint)
+    args = _model(plan)
     args += [*_layer_implementation(plan), ["--bf16"] if opt.bf16 else [], *_layout(plan)]
     args += [
         ["--use-distributed-optimizer"],
@@ -77,6 +50,40 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     if run.eval_interval is not None:
         args.append(["--eval-interval", str(run.eval_interval)])
     return [group for group in args if group]
+
+
+def _model(plan: Plan) -> list[list[str]]:
+    """The model: a Llama-architecture decoder through megatron-core's GPT model."""
+    model, tensor = plan.run.model, plan.run.parallelism.tensor
+    args: list[list[str]] = [
+        ["--num-layers", str(model.num_layers)],
+        ["--hidden-size", str(model.hidden_size)],
+        ["--ffn-hidden-size", str(model.ffn_hidden_size)],
+        ["--num-attention-heads", str(model.num_attention_heads)],
+        ["--group-query-attention"],
+        ["--num-query-groups", str(model.num_query_groups)],
+        *([["--kv-channels", str(model.kv_channels)]] if model.kv_channels is not None else []),
+        ["--seq-length", str(model.seq_length)],
+        ["--max-position-embeddings", str(model.seq_length)],
+        ["--position-embedding-type", "rope"],
+        ["--rotary-base", str(model.rotary_base)],
+    ]
+    if model.rope_scaling_factor is not None:
+        args += [["--use-rope-scaling"], ["--rope-scaling-factor", _number(model.rope_scaling_factor)]]
+    args += [
+        ["--normalization", "RMSNorm"],
+        ["--norm-epsilon", _number(model.norm_epsilon)],
+        ["--swiglu"],
+        ["--disable-bias-linear"],
+        ["--attention-dropout", "0.0"],
+        ["--hidden-dropout", "0.0"],
+        ["--init-method-std", _number(model.init_method_std)],
+        # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
+        ["--make-vocab-size-divisible-by", str(_vocab_divisor(model.vocab_size, tensor))],
+    ]
+    if model.untie_embeddings_and_output_weights:
+        args.append(["--untie-embeddings-and-output-weights"])
+    return args
 
 
 def _optimization(plan: Plan) -> list[list[str]]:

@@ -12,7 +12,8 @@ bf16 tensors stored per token of one layer,
   attention: RMSNorm input 2h + QKV input 2h + Q 2h + K, V 2 x 2 x kv + attention output 2h,
   MLP:       RMSNorm input 2h + gate/up input 2h + SwiGLU input 2 x 2f + down input 2f,
 
-i.e. 12h + 4kv + 6f bytes (no dropout masks: Llama trains without dropout). Tensor parallelism
+i.e. 12h + 4kv + 6f bytes (Q and the attention output are 2q each, q the query width, where kv_channels makes it
+other than h) (no dropout masks: Llama trains without dropout). Tensor parallelism
 splits them all under sequence parallelism; without it (Transformer Engine's layers are needed
 for it) the two RMSNorm inputs and the two column-parallel inputs, 8h, stay whole on every TP rank
 (Korthikanti's table 2, "tensor parallel" row). Flash attention never stores the s x s scores
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sweep.promote.counts import embedding_params, kv_width, layer_matrix_params, layer_norm_params
+from sweep.promote.counts import embedding_params, kv_width, layer_matrix_params, layer_norm_params, query_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism
 
@@ -63,7 +64,7 @@ class Memory(StrictConfig):
 
 def activation_bytes_per_token_layer(model: ModelShape) -> int:
     """Bytes of activations one layer stores per token without recomputation and without TP."""
-    return 12 * model.hidden_size + 4 * kv_width(model) + 6 * model.ffn_hidden_size
+    return 8 * model.hidden_size + 4 * query_width(model) + 4 * kv_width(model) + 6 * model.ffn_hidden_size
 
 
 def stored_bytes_per_token_layer(model: ModelShape, par: Parallelism) -> float:

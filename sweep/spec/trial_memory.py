@@ -20,7 +20,8 @@ Activations per token of one layer, as the Hugging Face Llama layer stores them 
 with flash attention: each RMSNorm keeps its fp32 input (4h) and its normalised bf16 (2h), the projections after it
 their shared input (2h); attention keeps the rotated query (2h) and key (2kv), the value (2kv) and its output, which
 the output projection reads as it is (2h); the SwiGLU keeps gate and up (2f each), the SiLU's output (2f) and the
-down projection's input (2f): 20h + 4kv + 8f bytes, and a few fp32 figures per token (each norm's scale, each
+down projection's input (2f): 20h + 4kv + 8f bytes (the query and the attention output 2q each, q the query width,
+where kv_channels makes it other than h), and a few fp32 figures per token (each norm's scale, each
 head's log-sum-exp). tests/sweep/spec/test_trial_memory.py counts them on a real layer. That is more than
 Megatron's fused layer keeps (12h + 4kv + 6f, sweep.promote.memory): a proxy trains the Hugging Face model. Under
 activation checkpointing a layer keeps only its input (2h) until its backward recomputes the rest.
@@ -30,7 +31,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.scale import embedding_params, kv_width, layer_matrix_params, layer_norm_params, total_params
+from sweep.scale import (
+    embedding_params,
+    kv_width,
+    layer_matrix_params,
+    layer_norm_params,
+    query_width,
+    total_params,
+)
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape
 
@@ -78,7 +86,7 @@ class TrialMemory(StrictConfig):
 
 def activation_bytes_per_token_layer(model: ModelShape) -> int:
     """What one Hugging Face Llama layer keeps per token for its backward (see the module's docstring)."""
-    return 20 * model.hidden_size + 4 * kv_width(model) + 8 * model.ffn_hidden_size
+    return 16 * model.hidden_size + 4 * query_width(model) + 4 * kv_width(model) + 8 * model.ffn_hidden_size
 
 
 def trial_memory(model: ModelShape, *, batch_size: int, workers: int, activation_checkpointing: bool) -> TrialMemory:

@@ -30,6 +30,9 @@ class ModelShape(StrictConfig):
     num_attention_heads: int = Field(gt=0)
     num_query_groups: int = Field(gt=0)
     """Key/value heads (grouped-query attention); equal to num_attention_heads for plain multi-head."""
+    kv_channels: int | None = Field(None, gt=0)
+    """Each attention head's width where it is not hidden_size / num_attention_heads (Qwen 3 0.6B and 4B: 128
+    where that gives 64 and 80); Megatron's --kv-channels. None: hidden_size / num_attention_heads."""
     vocab_size: int = Field(gt=0)
     """Rows of the embedding and output layer as stored in the base checkpoint (padding included):
     the checkpoint's shapes must match the model's, and tensor parallelism must divide it."""
@@ -48,9 +51,9 @@ class ModelShape(StrictConfig):
 
     @model_validator(mode="after")
     def _heads_fit(self) -> ModelShape:
-        if self.hidden_size % self.num_attention_heads:
+        if self.kv_channels is None and self.hidden_size % self.num_attention_heads:
             raise ValueError(
-                f"hidden_size must be a multiple of num_attention_heads, "
+                f"hidden_size must be a multiple of num_attention_heads (or kv_channels given), "
                 f"got {self.hidden_size=}, {self.num_attention_heads=}"
             )
         if self.num_attention_heads % self.num_query_groups:

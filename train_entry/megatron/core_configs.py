@@ -61,6 +61,7 @@ def core_configs(
             ffn_hidden_size=model.ffn_hidden_size,
             num_attention_heads=model.num_attention_heads,
             num_query_groups=model.num_query_groups,
+            kv_channels=model.kv_channels,  # None: hidden_size / num_attention_heads
             # Llama: RMSNorm, SwiGLU (gated SiLU), no biases, no dropout.
             normalization="RMSNorm",
             layernorm_epsilon=model.norm_epsilon,

@@ -344,3 +344,23 @@ def test_a_sweep_of_megatron_prefixes_promotes_them_without_placeholders(tmp_pat
     )  # fmt: skip
     assert plan.run.data.tokenizer == "/models/llama"
     assert plan.placeholders == []
+
+
+def test_a_target_whose_heads_are_not_hidden_over_heads_wide_plans_with_kv_channels(run_dir, tmp_path):
+    """Qwen 3 32B's shape: 64 heads of 128 over a hidden size of 5120, which Megatron would otherwise split into 80."""
+    target = tmp_path / "qwen3-32b.yaml"
+    target.write_text(
+        "name: qwen3-32b\nmax_lr: 3.0e-4\npretrain_tokens: 3.6e+13\nsource: Qwen3 config.json\nmodel:\n"
+        "  num_layers: 64\n  hidden_size: 5120\n  ffn_hidden_size: 25600\n  num_attention_heads: 64\n"
+        "  num_query_groups: 8\n  kv_channels: 128\n  vocab_size: 151936\n  seq_length: 4096\n  rotary_base: 1000000\n"
+        "  rope_scaling_factor: null\n  norm_epsilon: 1.0e-6\n"
+    )
+    plan = make_plan(run_dir, PromotionConfig(target=str(target)))
+    args = parse_args_txt(write_plan(plan, tmp_path).megatron_args.read_text())
+    assert args["--kv-channels"] == ["128"] and args["--hidden-size"] == ["5120"]
+    transformer, _, _ = core_configs(plan.run)
+    assert transformer.kv_channels == 128
+    plans_without = parse_args_txt(
+        write_plan(make_plan(run_dir, PROMOTIONS["llama3.1-8b"]), tmp_path).megatron_args.read_text()
+    )
+    assert "--kv-channels" not in plans_without  # a Llama's heads are hidden / heads wide: Megatron's default
