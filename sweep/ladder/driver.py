@@ -155,8 +155,7 @@ def gpu_plan(rungs: list[RungSpec], *, max_gpus: int | None) -> list[str]:
     if rungs[0].spec.execution.gpus == 0:
         return []
     cluster = f"the Ray cluster's {max_gpus} GPUs" if max_gpus is not None else "the cluster's GPUs"
-    cluster = f"as many as {cluster} hold"
-    lines = [f"ladder plan (trials at once: at most execution.concurrency, {cluster}):"]
+    lines = [f"ladder plan (trials at once: at most execution.concurrency, as many as {cluster} hold):"]
     for rung in rungs:
         spec = rung.spec
         shape = base_shape(spec.base.model, spec.base.builtin, spec.proxy.seq_len)

@@ -62,7 +62,7 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--num-attention-heads", str(model.num_attention_heads)],
         ["--group-query-attention"],
         ["--num-query-groups", str(model.num_query_groups)],
-        *([["--kv-channels", str(model.kv_channels)]] if model.kv_channels is not None else []),
+        ["--kv-channels", str(model.kv_channels)] if model.kv_channels is not None else [],
         ["--seq-length", str(model.seq_length)],
         ["--max-position-embeddings", str(model.seq_length)],
         ["--position-embedding-type", "rope"],

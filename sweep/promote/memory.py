@@ -12,8 +12,8 @@ bf16 tensors stored per token of one layer,
   attention: RMSNorm input 2h + QKV input 2h + Q 2h + K, V 2 x 2 x kv + attention output 2h,
   MLP:       RMSNorm input 2h + gate/up input 2h + SwiGLU input 2 x 2f + down input 2f,
 
-i.e. 12h + 4kv + 6f bytes (Q and the attention output are 2q each, q the query width, where kv_channels makes it
-other than h) (no dropout masks: Llama trains without dropout). Tensor parallelism
+i.e. 12h + 4kv + 6f bytes, no dropout masks (Llama trains without dropout); Q and the attention output are 2q
+each where kv_channels makes the query width q other than h. Tensor parallelism
 splits them all under sequence parallelism; without it (Transformer Engine's layers are needed
 for it) the two RMSNorm inputs and the two column-parallel inputs, 8h, stay whole on every TP rank
 (Korthikanti's table 2, "tensor parallel" row). Flash attention never stores the s x s scores

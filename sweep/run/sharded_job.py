@@ -43,6 +43,7 @@ from ray.train.torch import TorchConfig, TorchTrainer
 from ray.util.queue import Queue
 
 from sweep.spec.trial_scale import Workers
+from train_entry.hf_dir import first_line
 from train_entry.sharded.checkpoint import CHECKPOINT_DIR
 from train_entry.trial_config import Metrics, TrialConfig, TrialResult
 
@@ -116,8 +117,7 @@ def _what_workers_raised(error: WorkerGroupError, output_dir: Path) -> str:
     ranks: dict[str, list[int]] = {}
     for rank, failure in sorted(error.worker_failures.items()):
         cause = failure.cause if isinstance(failure, RayTaskError) and failure.cause is not None else failure
-        lines = str(cause).strip().splitlines()
-        ranks.setdefault(f"{type(cause).__name__}: {lines[0] if lines else ''}", []).append(rank)
+        ranks.setdefault(first_line(cause), []).append(rank)
     raised = "; ".join(f"rank {', '.join(map(str, numbers))}: {what}" for what, numbers in ranks.items())
     return f"{raised} (each worker's output: {output_dir / WORKER_LOG.format(rank='<rank>')})"
 
