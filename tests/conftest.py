@@ -75,7 +75,9 @@ TINY_SPEC: dict[str, Any] = {
     },
     "space": {"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]},
     "objective": {"forgetting_budget": 0.02},
-    "search": {"num_trials": 4, "replicates": {"top": 0}, "confirmation": {"seeds": 0}},
+    # No pruner: 4 trials of 40 steps leave the default median pruner (4 startup trials) nothing it could prune, and
+    # a pruner that cannot act is warned about (sweep/spec/inert.py); the tests that prune set their own.
+    "search": {"num_trials": 4, "pruner": {"type": "none"}, "replicates": {"top": 0}, "confirmation": {"seeds": 0}},
     # One trial process at a time: a second one (a Ray worker importing torch and megatron-core) costs a tiny
     # sweep ~17 s more CPU (64 vs 46 s), far more than its trials; sweeps that test trials side by side ask for it.
     "execution": {"concurrency": 1, "cpus": 1},

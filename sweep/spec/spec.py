@@ -29,6 +29,7 @@ from sweep.ladder.config import LadderConfig
 from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.space import SearchSpace
+from sweep.spec.inert import inert_settings
 from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
 from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.study.replicates import ReplicatesConfig
@@ -352,9 +353,14 @@ def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
 
 
 def load_spec(path: str | Path) -> SweepSpec:
-    """Reads and validates a spec file; raises SpecError naming the file, key and value."""
+    """Reads and validates a spec file; raises SpecError naming the file, key and value, also for an early-stopping
+    setting that cannot act on its trials (sweep/spec/inert.py), written or left at its default."""
     path = Path(path)
-    return load_config(path, SweepSpec, raw=spec_content(path))
+    spec = load_config(path, SweepSpec, raw=spec_content(path))
+    inert = inert_settings(spec.search, spec.proxy)
+    if inert:
+        raise SpecError("\n".join(f"{path}: {setting.message}" for setting in inert))
+    return spec
 
 
 def spec_content(path: Path, *, copy: bool = False) -> Any:
@@ -363,6 +369,10 @@ def spec_content(path: Path, *, copy: bool = False) -> Any:
     raw = read_raw(path, kind="spec")
     if not copy and not (isinstance(raw, dict) and FORMAT_KEY in raw):
         return raw
+    return _unstamped(path, raw)
+
+
+def _unstamped(path: Path, raw: Any) -> Any:
     try:
         return SPEC.unstamped(path, raw)
     except FormatError as exc:
