@@ -1,36 +1,33 @@
-"""The decision in words: the pick with its intervals and its confirmation, the best observed trial, and one line
-saying why the pick is not the best observed trial when it is not.
+"""The decision in words: the headline (the pick and its confirmation, sweep/choice/verdict.py), the pick's predicted
+figures and why it was chosen, how it compares with every tried point, each confirmed candidate, and one line on
+the best observed trial when it is not the pick.
 
-The end of `sweep run`, `sweep status`, the report's summary and its two figures of the decision (the Pareto plot,
-the surrogate plot) all read it from here, so a reader meets one pick and one best observed trial, each named for
-what it is, and never two unexplained winners.
+The end of `sweep run`, `sweep status`, the report's summary and its two figures of the decision all read it from
+here. Every sentence states something the record holds (best.json's own figures): a sentence is said only when its
+figures make it true, and tests/reports/test_decision_claims.py holds each one against the record.
 """
 
 from __future__ import annotations
 
 from sweep.choice.best import BestSummary
-from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
+from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Outcome
 from sweep.choice.pick import Comparison, Pick, PickSource
 from sweep.choice.surrogate import point_key
-
-OUTCOME_WORDS = {
-    Outcome.CONFIRMED: "confirmed",
-    Outcome.NOT_FOUND: "no confirmed point (promote only with --unconfirmed)",
-    Outcome.PENDING: "pending",
-    Outcome.OFF: "off (search.confirmation.seeds is 0), the pick was not re-run",
-}
+from sweep.choice.verdict import measured_words, numbers
 
 
-def pick_lines(pick: Pick) -> list[str]:
-    """The pick in words: the point and where it comes from, its predicted figures, why, and which tried
-    points the trials cannot tell from it."""
+def pick_lines(pick: Pick, *, headline: str | None = None) -> list[str]:
+    """The pick in words: `headline` (else the point and where it comes from), its predicted figures, why, and how
+    every tried point compares with it."""
     if pick.source is None or pick.point is None:
-        return [f"pick: none ({pick.reason})"]
+        return [headline or f"pick: none ({pick.reason})"]
     point = pick.point
-    where = f"lr_fraction {point.lr_fraction:.4g}, mix {point.mix}"
-    if point.trials:
-        where += f" (trial{'s' if len(point.trials) > 1 else ''} {', '.join(map(str, point.trials))})"
-    lines = [f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'best observed trial'}): {where}"]
+    if headline is None:
+        where = f"lr_fraction {point.lr_fraction:.4g}, mix {point.mix}"
+        if point.trials:
+            where += f" (trial{'s' if len(point.trials) > 1 else ''} {numbers(point.trials)})"
+        headline = f"pick ({'surrogate' if pick.source is PickSource.SURROGATE else 'best observed trial'}): {where}"
+    lines = [headline]
     if pick.gain is not None and pick.forgetting is not None:
         gain, forgetting = pick.gain, pick.forgetting
         lines.append(
@@ -39,19 +36,52 @@ def pick_lines(pick: Pick) -> list[str]:
             f"P(a re-run within the budget) {pick.probability_within_budget:.2f}"
         )
     lines.append(f"  why: {pick.reason}")
-    if pick.comparisons:
-        same = [f"{c.point.lr_fraction:.4g} @ {c.point.mix}" for c in pick.indistinguishable]
+    return lines + [f"  {line}" for line in comparison_lines(pick)]
+
+
+def comparison_lines(pick: Pick) -> list[str]:
+    """How the tried points compare with the pick in domain_gain (the 90 % interval of the difference): measurably
+    less, indistinguishable, or measurably more, and then why the rule passed them over."""
+    comparisons = pick.comparisons
+    if not comparisons:
+        return []
+    if all(c.gains_less for c in comparisons):
+        return ["every other tried point gains measurably less (90 % intervals of the difference exclude 0)"]
+    lines = []
+    less = [c for c in comparisons if c.gains_less]
+    if less:
+        lines.append(f"{len(less)} of the {len(comparisons)} other tried points gain measurably less")
+    if pick.indistinguishable:
         lines.append(
-            "  indistinguishable from it (90 % interval of the gain difference spans 0): " + ", ".join(same)
-            if same
-            else "  every other tried point gains measurably less (90 % intervals of the difference exclude 0)"
+            "indistinguishable from it in domain_gain (90 % interval of the difference spans 0): "
+            + ", ".join(_where(c) for c in pick.indistinguishable)
+        )
+    if pick.gaining_more:
+        lines.append(
+            "gain measurably more, passed over by the rule: " + ", ".join(_passed_over(c, pick) for c in pick.gaining_more)
         )
     return lines
 
 
+def _passed_over(comparison: Comparison, pick: Pick) -> str:
+    """Why the rule did not pick a point that gains more: the figure that kept it out."""
+    p = comparison.probability_within_budget
+    if comparison.excluded:
+        why = "its fresh seeds ended over the budget"
+    elif p < pick.min_probability:
+        why = f"P(a re-run within the budget) {p:.2f} < {pick.min_probability:g}"
+    else:
+        why = f"P {p:.2f}, but its lower-confidence domain_gain ranks below the pick's"
+    return f"{_where(comparison)} ({why})"
+
+
+def _where(comparison: Comparison) -> str:
+    return f"{comparison.point.lr_fraction:.4g} @ {comparison.point.mix}"
+
+
 def decision_lines(summary: BestSummary) -> list[str]:
-    """The pick's lines, its confirmation and the line on the best observed trial."""
-    lines = pick_lines(summary.pick)
+    """The headline, the pick's figures and comparisons, its confirmation and the line on the best observed trial."""
+    lines = pick_lines(summary.pick, headline=summary.verdict)
     if summary.pick.point is None:
         return lines
     lines += confirmation_lines(summary.confirmation, summary.evidence.forgetting_budget)
@@ -60,28 +90,37 @@ def decision_lines(summary: BestSummary) -> list[str]:
 
 
 def confirmation_lines(confirmation: Confirmation, budget: float) -> list[str]:
-    """The outcome, then each point confirmed: its fresh seeds' mean ± sd against what was predicted."""
-    head = f"  confirmation at fresh seeds: {OUTCOME_WORDS[confirmation.outcome]}"
-    if confirmation.outcome is Outcome.PENDING:
-        head += f" ({confirmation.reason})"
-    return [head] + [f"    {round_line(point, budget)}" for point in confirmation.rounds]
+    """The outcome, then each candidate confirmed: its fresh seeds' mean ± sd against what was predicted."""
+    return [f"  confirmation at fresh seeds: {outcome_words(confirmation)}"] + [
+        f"    {round_line(point, budget)}" for point in confirmation.rounds
+    ]
+
+
+def outcome_words(confirmation: Confirmation) -> str:
+    """Which candidate held and which did not; "held" is said only of a candidate whose fresh seeds kept the budget."""
+    over = [point for point in confirmation.rounds if not point.within_budget]
+    failed = (
+        f"candidate{'s' if len(over) > 1 else ''} {numbers([point.round + 1 for point in over])} ended over the budget"
+    )
+    match confirmation.outcome:
+        case Outcome.CONFIRMED:
+            held = confirmation.confirmed
+            words = f"candidate {held.round + 1} ({held.lr_fraction:.4g} @ {held.mix}) held"
+            return f"{words}; {failed}" if over else words
+        case Outcome.NOT_FOUND:
+            return f"no candidate held ({failed}; promote only with --unconfirmed)" if over else confirmation.reason
+        case Outcome.PENDING:
+            return f"pending ({confirmation.reason})" + (f"; {failed}" if over else "")
+        case _:
+            return "off (search.confirmation.seeds is 0), the pick was not re-run"
 
 
 def round_line(point: ConfirmedPoint, budget: float) -> str:
-    """One confirmed candidate: where, measured mean ± sd against predicted, and the verdict."""
-    where = f"candidate {point.round + 1} ({point.lr_fraction:.4g} @ {point.mix}), trials {_numbers(point.trials)}"
+    """One confirmed candidate: where, its fresh seeds' mean ± sd against predicted, and the verdict."""
+    where = f"candidate {point.round + 1} ({point.lr_fraction:.4g} @ {point.mix}), trials {numbers(point.trials)}"
     if point.gain is None or point.forgetting is None:
         return f"{where}: no confirmation trial completed"
-    predicted = (
-        f" (predicted {point.predicted_gain:.4f}, {point.predicted_forgetting:.4f})"
-        if point.predicted_gain is not None and point.predicted_forgetting is not None
-        else ""
-    )
-    verdict = "within" if point.within_budget else "over"
-    return (
-        f"{where}: confirmed domain_gain {spread(point.gain)}, forgetting {spread(point.forgetting)}{predicted}, "
-        f"{verdict} the budget {budget:g}"
-    )
+    return f"{where}: at fresh seeds {measured_words(point, budget, with_prediction=True)}"
 
 
 def why_not_best_observed(summary: BestSummary) -> str | None:
@@ -91,7 +130,7 @@ def why_not_best_observed(summary: BestSummary) -> str | None:
     if pick.point is None:
         return None
     budget = summary.evidence.forgetting_budget
-    moved = _moved_by_confirmation(summary.confirmation, pick, budget)
+    moved = _moved_by_confirmation(summary.confirmation, budget)
     if best is None:
         line = "there is no best observed trial (no completed trial is within the budget)"
         if pick.probability_within_budget is not None:
@@ -108,8 +147,8 @@ def why_not_best_observed(summary: BestSummary) -> str | None:
     return f"{moved}; {line}" if moved else line
 
 
-def _moved_by_confirmation(confirmation: Confirmation, pick: Pick, budget: float) -> str | None:
-    """What the candidates confirmed over the budget said, when they moved the pick (or left none)."""
+def _moved_by_confirmation(confirmation: Confirmation, budget: float) -> str | None:
+    """What the candidates that ended over the budget measured, when they moved the pick (or left none)."""
     refused = [point for point in confirmation.rounds if not point.within_budget]
     if not refused:
         return None
@@ -132,12 +171,13 @@ def _over(point: ConfirmedPoint, budget: float) -> str:
     if point.forgetting is None:
         return f"({point.lr_fraction:.4g} @ {point.mix}) confirmation trials did not complete"
     return (
-        f"({point.lr_fraction:.4g} @ {point.mix}) confirmed forgetting {point.forgetting.mean:.4f} > budget {budget:g}"
+        f"({point.lr_fraction:.4g} @ {point.mix}) forgetting at fresh seeds {point.forgetting.mean:.4f} > budget "
+        f"{budget:g}"
     )
 
 
 def _against_best(pick: Pick, best: int, comparison: Comparison | None) -> str:
-    what = "a point no search trial tried" if not pick.point.trials else f"trial {_numbers(pick.point.trials)}'s point"
+    what = "a point no search trial tried" if not pick.point.trials else f"trial {numbers(pick.point.trials)}'s point"
     if comparison is None or pick.probability_within_budget is None:
         return f"the pick is {what}, not the best observed trial's ({best}): {pick.reason}"
     difference = f"{comparison.gain_difference:+.4f} [{comparison.low:+.4f}, {comparison.high:+.4f}]"
@@ -157,11 +197,3 @@ def _against_best(pick: Pick, best: int, comparison: Comparison | None) -> str:
 def _comparison(pick: Pick, lr_fraction: float, domain_share: float) -> Comparison | None:
     key = point_key(lr_fraction, domain_share)
     return next((c for c in pick.comparisons if point_key(c.point.lr_fraction, c.point.domain_share) == key), None)
-
-
-def spread(measured: Measured) -> str:
-    return f"{measured.mean:.4f}" if measured.sd is None else f"{measured.mean:.4f} ± {measured.sd:.4f}"
-
-
-def _numbers(numbers: list[int]) -> str:
-    return ", ".join(map(str, numbers))

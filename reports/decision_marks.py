@@ -11,10 +11,11 @@ import textwrap
 
 from matplotlib.axes import Axes
 
-from reports.decision import spread, why_not_best_observed
+from reports.decision import why_not_best_observed
 from reports.snapshot import RunSnapshot
 from sweep.choice.confirmation import ConfirmedPoint
 from sweep.choice.pick import PickSource
+from sweep.choice.verdict import spread
 
 PICK_COLOUR = "#dd6b20"
 """The pick is an orange diamond on every figure; the best observed trial keeps the black star."""
@@ -54,6 +55,9 @@ def pick_on_front(ax: Axes, snapshot: RunSnapshot, *, colour: str | None = None,
         [x], [y], xerr=xerr, yerr=yerr, fmt=PICK_MARKER, markersize=9, color=colour or PICK_COLOUR,
         markeredgecolor="white", capsize=3, zorder=6, label=prefix + label,
     )  # fmt: skip
+    if not prefix:  # one run: the pick is the labelled point (several runs' labels go in the legend)
+        ax.annotate(f"pick: {where}", (x, y), xytext=(10, -14), textcoords="offset points", fontsize=8,
+                    color=PICK_COLOUR, fontweight="bold")  # fmt: skip
     for confirmed in snapshot.summary.confirmation.rounds:
         _confirmed_on_front(ax, confirmed, colour=colour or PICK_COLOUR, prefix=prefix)
 

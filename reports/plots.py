@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -21,12 +22,14 @@ from matplotlib import ticker
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from reports.decision_marks import decision_on_surrogate, pick_on_front, titled
+from reports.decision_marks import PICK_COLOUR, decision_on_surrogate, pick_on_front, titled
 from reports.snapshot import RunSnapshot, ratio_label
+from sweep.choice.support import UNTRIED_DISTANCE, nearest_trial_distance, untried_mixes
 from sweep.choice.surrogate import completed
 from sweep.spec.space import LRFractionRange, MixRange
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
+from train_entry.mix import MixRatio
 
 STATUS_COLOURS = {
     Status.COMPLETED: "#2b6cb0",
@@ -50,7 +53,7 @@ MINOR_LR_DIGITS = (2, 3, 5)
 def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
     """domain_gain against forgetting: every finished trial, each run's Pareto front, budget, best observed trial
     and pick with its confirmation; for one run, why the pick is not the best observed trial under the title."""
-    figure, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
+    figure, ax = plt.subplots(figsize=(8, 6.8), layout="constrained")
     several = len(snapshots) > 1
     for index, snapshot in enumerate(snapshots):
         colour = RUN_COLOURS[index % len(RUN_COLOURS)]
@@ -66,10 +69,66 @@ def front_figure(snapshots: Sequence[RunSnapshot]) -> Figure:
         ax.set_title("domain_gain vs forgetting — " + " vs ".join(s.name for s in snapshots))
     else:
         ax.set_title(titled("domain_gain vs forgetting", snapshots[0], width=110), fontsize=9)
-    ax.margins(x=0.08, y=0.12)  # room for the best observed trial's label inside the axes
+    _limit_to_what_matters(ax, snapshots)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    # Below the axes, as on the surrogate plot: inside, the decision's long labels hid trials.
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     return figure
+
+
+OUTLIER_MARGIN = 0.15
+"""Of the span of what matters, left around it on the trade-off plot; a stopped trial beyond is drawn at the edge."""
+
+
+def front_extent(snapshots: Sequence[RunSnapshot]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """(forgetting, domain_gain) limits of the trade-off plot: the completed trials, each pick with its intervals and
+    its confirmation's mean ± sd, and the budget, with a margin. A trial stopped early far out (a pruned trial whose
+    forgetting was 5 x the budget) would squeeze everything that decides into a corner: it is drawn at the edge."""
+    xs, ys = [], []
+    for snapshot in snapshots:
+        xs.append(snapshot.plan.forgetting_budget)
+        for row in snapshot.rows:
+            if row.status is Status.COMPLETED and _plottable(row):
+                xs.append(row.forgetting)
+                ys.append(row.domain_gain)
+        pick = snapshot.summary.pick
+        if pick.forgetting is not None and pick.gain is not None:
+            xs += [pick.forgetting.low, pick.forgetting.high]
+            ys += [pick.gain.low, pick.gain.high]
+        for point in snapshot.summary.confirmation.rounds:
+            if point.forgetting is not None and point.gain is not None:
+                xs += [point.forgetting.mean - (point.forgetting.sd or 0), point.forgetting.mean + (point.forgetting.sd or 0)]
+                ys += [point.gain.mean - (point.gain.sd or 0), point.gain.mean + (point.gain.sd or 0)]
+    if not ys:  # nothing completed yet: the stopped trials are all there is
+        for snapshot in snapshots:
+            ys += [row.domain_gain for row in snapshot.rows if _plottable(row)]
+            xs += [row.forgetting for row in snapshot.rows if _plottable(row)]
+    return _padded(xs), _padded(ys or [0.0])
+
+
+def _padded(values: list[float]) -> tuple[float, float]:
+    low, high = min(values), max(values)
+    margin = (high - low) * OUTLIER_MARGIN or abs(high) * OUTLIER_MARGIN or 1e-3
+    return low - margin, high + margin
+
+
+def _limit_to_what_matters(ax: Axes, snapshots: Sequence[RunSnapshot]) -> None:
+    """Sets the limits of front_extent and draws each stopped trial beyond them at the edge, with its value."""
+    (x_low, x_high), (y_low, y_high) = front_extent(snapshots)
+    ax.set_xlim(x_low, x_high)
+    ax.set_ylim(y_low, y_high)
+    for snapshot in snapshots:
+        for row in snapshot.rows:
+            if row.status is Status.COMPLETED or not _plottable(row):
+                continue
+            if x_low <= row.forgetting <= x_high and y_low <= row.domain_gain <= y_high:
+                continue
+            x, y = min(max(row.forgetting, x_low), x_high), min(max(row.domain_gain, y_low), y_high)
+            ax.annotate(
+                f"#{row.number} ({row.status.value.lower()}) at {row.forgetting:.3f}, {row.domain_gain:.3f} →",
+                (x, y), xytext=(-4, -6 if y >= y_high else 6), textcoords="offset points", ha="right", va="center", fontsize=7,
+                color="#4a5568", annotation_clip=False,
+            )  # fmt: skip
 
 
 def _plot_trials_and_front(ax: Axes, snapshot: RunSnapshot, *, colour: str, several: bool) -> None:
@@ -127,10 +186,8 @@ def _plot_best_observed(ax: Axes, snapshot: RunSnapshot, *, colour: str, several
         linewidth=0.8,
         zorder=5,
         # With several runs the optima may sit close together: their labels go in the legend.
-        label=f"{label}best observed trial ({best.number})" + (f": {where}" if several else ""),
+        label=f"{label}best observed trial ({best.number}), one seed: {where}",
     )
-    if not several:
-        ax.annotate(where, (best.forgetting, best.domain_gain), xytext=(8, 8), textcoords="offset points")
 
 
 def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
@@ -173,40 +230,82 @@ def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
             red, green, blue, _ = image.cmap(image.norm(means[i, j]))
             dark = 0.299 * red + 0.587 * green + 0.114 * blue < 0.5
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    best = snapshot.selection.best_observed
-    if best is not None:
-        cell = (lr_axis.index(best.lr_fraction), mix_axis.index(best.domain_share))
-        ax.add_patch(plt.Rectangle((cell[0] - 0.5, cell[1] - 0.5), 1, 1, fill=False, edgecolor=BEST_COLOUR, lw=2.5))
+    point = snapshot.summary.pick.point
+    if point is not None:
+        cell = (lr_axis.index(point.lr_fraction), mix_axis.index(point.domain_share))
+        ax.add_patch(plt.Rectangle((cell[0] - 0.5, cell[1] - 0.5), 1, 1, fill=False, edgecolor=PICK_COLOUR, lw=3))
     ax.set_xticks(range(len(lr_axis.labels)), lr_axis.labels, fontsize=8)
     ax.set_yticks(range(len(mix_axis.labels)), mix_axis.labels, fontsize=8)
     ax.set_xlabel("lr_fraction" + (" (binned)" if lr_axis.binned else ""))
     ax.set_ylabel("mix general:domain" + (" (binned)" if mix_axis.binned else ""))
     title = f"final {metric} of completed trials"
-    ax.set_title(title + (" (best observed trial's cell outlined)" if best else ""), fontsize=10)
+    ax.set_title(title + (" (the pick's cell outlined)" if point is not None else ""), fontsize=10)
     return figure
 
 
-def surrogate_figure(snapshot: RunSnapshot) -> Figure:
-    """The surrogate's predicted domain_gain over the searched box, the region where a re-run stays within the
-    budget with the pick rule's probability, the completed trials, the best observed trial, and the pick with its
-    intervals and confirmation (a run with a surrogate only)."""
+@dataclass(frozen=True)
+class Surface:
+    """The surrogate plot's grid: lr_fraction and general:domain at each node, the predicted domain_gain, P(a re-run
+    within the budget), and whether a completed trial is near (the surrogate's own figures elsewhere)."""
+
+    lr_fraction: np.ndarray
+    ratio: np.ndarray
+    gain: np.ndarray
+    probability: np.ndarray
+    untried: np.ndarray
+
+
+def surrogate_surface(snapshot: RunSnapshot, *, lr_nodes: int = 60, mix_nodes: int = 40) -> Surface:
+    """The pick's own surrogate (RunSnapshot.surrogate) over the searched box. Untried: at a listed mix no trial ran
+    to the end, or farther than sweep.choice.support.UNTRIED_DISTANCE from every completed trial."""
     surrogate = snapshot.surrogate
     if surrogate is None:
         raise ValueError(f"run {snapshot.name} has too few distinct completed points for a surrogate")
     (low_lr, high_lr), (low_ratio, high_ratio) = surrogate.box.log_lr, surrogate.box.log_ratio
-    log_lr, log_ratio = np.meshgrid(np.linspace(low_lr, high_lr, 60), np.linspace(low_ratio, high_ratio, 40))
+    log_lr, log_ratio = np.meshgrid(np.linspace(low_lr, high_lr, lr_nodes), np.linspace(low_ratio, high_ratio, mix_nodes))
     lr, share = np.exp(log_lr).ravel(), 1.0 / (1.0 + np.exp(log_ratio).ravel())
     gain, forgetting = surrogate.predict(lr, share)
-    probability = forgetting.probability_at_most(snapshot.plan.forgetting_budget).reshape(log_lr.shape)
+    untried = nearest_trial_distance(snapshot.space, snapshot.rows, lr, share) > UNTRIED_DISTANCE
+    mixes = untried_mixes(snapshot.space, snapshot.rows)
+    if mixes:
+        # A listed mix is a row of the plane: untried when no trial ran there, whatever the distance across mixes.
+        shares = [MixRatio.parse(mix).domain_share for mix in mixes]
+        untried |= np.isin(np.round(_nearest_listed(snapshot, share), 9), np.round(shares, 9))
+    shape = log_lr.shape
+    return Surface(
+        lr_fraction=np.exp(log_lr),
+        ratio=np.exp(log_ratio),
+        gain=gain.mean.reshape(shape),
+        probability=forgetting.probability_at_most(snapshot.plan.forgetting_budget).reshape(shape),
+        untried=untried.reshape(shape),
+    )
+
+
+def _nearest_listed(snapshot: RunSnapshot, share: np.ndarray) -> np.ndarray:
+    """Each domain_share moved to the nearest listed mix's (in log general:domain, the plot's axis)."""
+    listed = np.array([mix.domain_share for mix in snapshot.space.mix])
+    log_ratio = np.log((1 - share) / share)
+    listed_log = np.log((1 - listed) / listed)
+    return listed[np.argmin(np.abs(log_ratio[:, None] - listed_log[None, :]), axis=1)]
+
+
+def surrogate_figure(snapshot: RunSnapshot) -> Figure:
+    """The pick's surrogate: its predicted domain_gain over the searched box, the region where a re-run stays within
+    the budget with the pick rule's probability, where no trial came near, the completed trials, the best observed
+    trial, and the pick with its intervals and confirmation (a run with a surrogate only)."""
+    surface = surrogate_surface(snapshot)
+    x, y = surface.lr_fraction, surface.ratio
     figure, ax = plt.subplots(figsize=(7.5, 5.8), layout="constrained")
-    x, y = np.exp(log_lr), np.exp(log_ratio)
-    filled = ax.contourf(x, y, gain.mean.reshape(log_lr.shape), levels=14, cmap="Blues")
+    filled = ax.contourf(x, y, surface.gain, levels=14, cmap="Blues")
     figure.colorbar(filled, ax=ax, label="predicted domain_gain")
     minimum = snapshot.plan.pick.min_probability
     # Hatched: where a re-run is within the budget with less than the rule's probability (never picked).
     with plt.rc_context({"hatch.linewidth": 0.4, "hatch.color": "#4a5568"}):
-        ax.contourf(x, y, probability, levels=[0.0, minimum], colors="none", hatches=["//"])
-    edge = ax.contour(x, y, probability, levels=[minimum], colors="#c53030", linewidths=2)
+        ax.contourf(x, y, surface.probability, levels=[0.0, minimum], colors="none", hatches=["//"])
+    if surface.untried.any():
+        ax.contourf(x, y, surface.untried.astype(float), levels=[0.5, 1.5], colors=["#a0aec0"], alpha=0.6)
+        ax.fill([], [], color="#a0aec0", alpha=0.6, label="no completed trial near: the surrogate's extrapolation")
+    edge = ax.contour(x, y, surface.probability, levels=[minimum], colors="#c53030", linewidths=2)
     ax.clabel(edge, fmt={minimum: f"P(within budget) = {minimum:g}"}, fontsize=8)
     tried = completed(snapshot.rows)
     ax.scatter(
@@ -216,8 +315,8 @@ def surrogate_figure(snapshot: RunSnapshot) -> Figure:
     )  # fmt: skip
     decision_on_surrogate(ax, snapshot, ratio=lambda share: (1 - share) / share)
     _log_axes(ax, snapshot)
-    ax.set_xlim(math.exp(low_lr) / 1.08, math.exp(high_lr) * 1.08)
-    ax.set_ylim(math.exp(low_ratio) / 1.15, math.exp(high_ratio) * 1.15)  # the edge trials stay visible
+    ax.set_xlim(x.min() / 1.08, x.max() * 1.08)
+    ax.set_ylim(y.min() / 1.15, y.max() * 1.15)  # the edge trials stay visible
     ax.set_xlabel("lr_fraction")
     ax.set_ylabel("mix general:domain")
     # Below the axes: the decision's labels are long, and inside they would hide the surface.
@@ -249,7 +348,7 @@ def _log_axes(ax: Axes, snapshot: RunSnapshot) -> None:
 def curves_figure(snapshot: RunSnapshot) -> Figure:
     """domain_loss and general_loss against tokens for every trial; pruned and diverged ones end in a marker."""
     figure, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
-    best = snapshot.selection.best_observed
+    pick_trials = set(snapshot.summary.pick_trials)
     marks = {Status.PRUNED: "X", Status.DIVERGED: "v", Status.RUNNING: ">"}
     for ax, loss in zip(axes, ("domain_loss", "general_loss")):
         base = _base_loss(snapshot, loss)
@@ -264,9 +363,9 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
             if not finite:
                 continue
             tokens, values = zip(*start, *finite)
-            is_best = best is not None and row.number == best.number
-            colour = BEST_COLOUR if is_best else STATUS_COLOURS[row.status]
-            width, alpha = (2.4, 1.0) if is_best else (1.0, 0.7)
+            is_pick = row.number in pick_trials
+            colour = PICK_COLOUR if is_pick else STATUS_COLOURS[row.status]
+            width, alpha = (2.4, 1.0) if is_pick else (1.0, 0.7)
             ax.plot(tokens, values, color=colour, linewidth=width, alpha=alpha)
             if row.status in marks:
                 ax.plot(tokens[-1], values[-1], marks[row.status], color=colour, markersize=8)
@@ -282,9 +381,9 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
         plt.Line2D([], [], color=STATUS_COLOURS[status], marker=marks.get(status), label=status.value.lower())
         for status in (Status.COMPLETED, Status.PRUNED, Status.DIVERGED, Status.RUNNING)
     ]
-    if best is not None:
-        label = f"best observed trial ({best.number})"
-        handles.append(plt.Line2D([], [], color=BEST_COLOUR, linewidth=2.4, label=label))
+    if pick_trials:
+        label = f"the pick's trials ({', '.join(map(str, sorted(pick_trials)))})"
+        handles.append(plt.Line2D([], [], color=PICK_COLOUR, linewidth=2.4, label=label))
     axes[1].legend(handles=handles, fontsize=8, loc="best")
     return figure
 

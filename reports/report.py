@@ -23,7 +23,9 @@ from matplotlib.figure import Figure
 from reports import plots
 from reports.decision import decision_lines
 from reports.snapshot import RunSnapshot, load_run, spec_differences
+from reports.tables import row_notes
 from sweep.choice.feasible import is_feasible
+from sweep.choice.verdict import numbers, spread
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
 
@@ -195,11 +197,15 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "running": snapshot.running,
         "finished": snapshot.finished,
         "planned": snapshot.expected,
-        "verdict": selection.verdict,
+        "verdict": summary.verdict,
+        "pick_cards": _pick_cards(snapshot),
+        "pick_row": _pick_row(snapshot),
+        "best_observed_verdict": selection.verdict,
         "best_observed": _trial(snapshot, best) if best else None,
         "why": _why(snapshot),
-        "boundary": selection.boundary,
-        "pick": decision_lines(summary),
+        "warnings": summary.boundary_warnings,
+        # The headline and, when the cards show them, the predicted figures are already said above the list.
+        "pick": [line for line in decision_lines(summary)[1:] if not line.startswith("  predicted domain_gain")],
         "rule": summary.pick.rule,
         "budget": f"{budget:.4g}",
         "counts": {status.value.lower(): n for status, n in summary.evidence.trials.items() if n},
@@ -219,6 +225,65 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
             "forgetting budget": f"{budget:.4g}",
         },
         "without_history": snapshot.without_history,
+    }
+
+
+def _pick_cards(snapshot: RunSnapshot) -> list[dict[str, str]]:
+    """The pick's cards, the report's first thing: its point and peak LR, what the surrogate predicts there with 90 %
+    intervals and P, and what its confirmation trials measured at fresh seeds; empty without a pick."""
+    summary = snapshot.summary
+    pick, budget = summary.pick, snapshot.plan.forgetting_budget
+    if pick.point is None:
+        return []
+    point = pick.point
+    cards = [
+        {"label": "lr_fraction", "value": f"{point.lr_fraction:.4g}",
+         "meta": f"peak LR {point.lr_fraction * snapshot.plan.max_lr:.3g}"},
+        {"label": "mix general:domain", "value": point.mix, "meta": f"domain_share {point.domain_share:.3g}"},
+    ]  # fmt: skip
+    if pick.gain is not None and pick.forgetting is not None:
+        gain, forgetting = pick.gain, pick.forgetting
+        cards += [
+            {"label": "predicted domain_gain", "value": f"{gain.mean:.4f}",
+             "meta": f"90 % interval [{gain.low:.4f}, {gain.high:.4f}]"},
+            {"label": "predicted forgetting", "value": f"{forgetting.mean:.4f}",
+             "meta": f"90 % interval [{forgetting.low:.4f}, {forgetting.high:.4f}]; budget {budget:.4g}"},
+            {"label": "P(a re-run within the budget)", "value": f"{pick.probability_within_budget:.2f}",
+             "meta": f"the rule asks >= {pick.min_probability:g}"},
+        ]  # fmt: skip
+    held = summary.confirmation.rounds[-1] if summary.confirmation.rounds else None
+    if held is not None and held.gain is not None and held.forgetting is not None:
+        verdict = "within" if held.within_budget else "over"
+        cards.append(
+            {"label": f"at {len(held.trials)} fresh seeds", "value": f"{spread(held.forgetting)}",
+             "meta": f"forgetting, {verdict} the budget; domain_gain {spread(held.gain)}; trials {numbers(held.trials)}"}
+        )  # fmt: skip
+    return cards
+
+
+def _pick_row(snapshot: RunSnapshot) -> dict[str, str] | None:
+    """The pick in a comparison's table: its point and its figures, measured at fresh seeds when it held, else the
+    surrogate's prediction (or the best observed trial's one run)."""
+    summary = snapshot.summary
+    point = summary.pick.point
+    if point is None:
+        return None
+    confirmed = summary.confirmation.confirmed
+    if confirmed is not None and confirmed.gain is not None and confirmed.forgetting is not None:
+        gain, forgetting, source = spread(confirmed.gain), spread(confirmed.forgetting), "confirmed at fresh seeds"
+    elif summary.pick.gain is not None and summary.pick.forgetting is not None:
+        gain, forgetting = f"{summary.pick.gain.mean:.4f}", f"{summary.pick.forgetting.mean:.4f}"
+        source = f"predicted, {summary.confirmation.outcome.value}"
+    else:
+        gain, forgetting = f"{point.measured_gain:.4f}", f"{point.measured_forgetting:.4f}"
+        source = f"one trial, {summary.confirmation.outcome.value}"
+    return {
+        "lr_fraction": f"{point.lr_fraction:.4g}",
+        "peak_lr": f"{point.lr_fraction * snapshot.plan.max_lr:.3g}",
+        "mix": point.mix,
+        "domain_gain": gain,
+        "forgetting": forgetting,
+        "source": source,
     }
 
 
@@ -256,9 +321,10 @@ def _why(snapshot: RunSnapshot) -> list[str]:
     return lines
 
 
-def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, str]:
+def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, Any]:
     return {
         "number": str(row.number),
+        "is_pick": row.number in snapshot.summary.pick_trials,
         "lr_fraction": f"{row.lr_fraction:.4g}",
         "peak_lr": f"{row.peak_lr:.3g}",
         "mix": snapshot.mix_label(row),
@@ -270,10 +336,13 @@ def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, str]:
 
 def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
     best = snapshot.selection.best_observed
+    pick_trials = set(snapshot.summary.pick_trials)
     return [
         {
             "number": str(row.number),
             "status": row.status.value,
+            "role": row.role.value,
+            "pick": "yes" if row.number in pick_trials else "",
             "best_observed": "yes" if best is not None and row.number == best.number else "",
             "lr_fraction": f"{row.lr_fraction:.4g}",
             "peak_lr": f"{row.peak_lr:.3g}",
@@ -284,7 +353,7 @@ def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
             "steps": "" if row.steps is None else str(row.steps),
             "tokens": "" if row.tokens_seen is None else f"{row.tokens_seen:,}",
             "wall": "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
-            "reason": row.reason or "",
+            "reason": row_notes(row),
         }
         for row in snapshot.rows
     ]

@@ -43,7 +43,9 @@ class RunSnapshot:
     """Trials recorded before evaluations were kept (a run made by an older cpt-sweep)."""
     selection: Selection
     surrogate: Surrogate | None
-    """Fitted once to the rows: the pick in `summary` and the report's surrogate plot both read it."""
+    """The surrogate the pick in `summary` was chosen on, refitted to the very trials it was fitted to (with
+    confirmation, those before the pick's round), so the report's surrogate plot draws that function; None without
+    one."""
     summary: BestSummary
     """best.json's content, computed now: the same function `sweep run` writes it with."""
 
@@ -78,7 +80,8 @@ def load_run(run_dir: Path) -> RunSnapshot:
     rows = rows_of(frozen_trials, plan)
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
-    surrogate = fit_surrogate(rows, plan.space)
+    everything = fit_surrogate(rows, plan.space)
+    summary = best_summary_with(everything, selection, rows, plan)
     return RunSnapshot(
         name=record.study_name,
         run_dir=run_dir,
@@ -89,9 +92,23 @@ def load_run(run_dir: Path) -> RunSnapshot:
         histories={number: history for number, history in histories.items() if history is not None},
         without_history=[number for number, history in histories.items() if history is None],
         selection=selection,
-        surrogate=surrogate,
-        summary=best_summary_with(surrogate, selection, rows, plan),
+        surrogate=pick_surrogate(summary, rows, plan.space, fitted=everything),
+        summary=summary,
     )
+
+
+def pick_surrogate(
+    summary: BestSummary, rows: list[TrialRow], space: SearchSpace, *, fitted: Surrogate | None
+) -> Surrogate | None:
+    """The surrogate the pick was chosen on: `fitted` (to every row) when the pick's fit used every fitted trial,
+    else a refit to exactly the trials its fit names (a fit is a function of its rows)."""
+    fit = summary.pick.fit
+    if fit is None:
+        return fitted
+    if fitted is not None and fitted.fit.trials == fit.trials:
+        return fitted
+    used = set(fit.trials)
+    return fit_surrogate([row for row in rows if row.number in used], space)
 
 
 def _spec_as_written(run: RunDir) -> dict[str, Any]:

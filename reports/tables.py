@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rich import box
@@ -27,7 +27,7 @@ from sweep.choice.observed import Selection
 from sweep.choice.points import PointSummary, point_summaries, seed_noise
 from sweep.run.progress import byte_size
 from sweep.study.record import Status
-from sweep.study.row import TrialRow
+from sweep.study.row import Role, TrialRow
 from train_entry.data.corpus import CorpusStats
 from train_entry.trial_config import Metrics, TrialResult
 
@@ -137,8 +137,16 @@ UNBOUNDED_WIDTH = 10_000
 """Wider than any table: the width a table is measured at to find its own."""
 
 
-def trials_table(rows: list[TrialRow], *, best: TrialRow | None = None, title: str | None = None) -> TrialsTable:
-    return TrialsTable(rows, best=best, title=title)
+def trials_table(
+    rows: list[TrialRow], *, best: TrialRow | None = None, pick_trials: Collection[int] = (), title: str | None = None
+) -> TrialsTable:
+    return TrialsTable(rows, best=best, pick_trials=pick_trials, title=title)
+
+
+PICK_MARK = "◆"
+"""Beside the number of each trial at the pick's point (its confirmation trials, replicates, search trial)."""
+BEST_MARK = "*"
+"""Beside the best observed trial's number: evidence, one run at one seed."""
 
 
 class TrialsTable:
@@ -146,15 +154,17 @@ class TrialsTable:
 
     Every cell is shown whole: rather than let rich shrink every column of a table too wide for the terminal
     (a long pruning reason once left number, status and mix as "…" even at 100 columns), the optional
-    columns go, and the reasons (pruning, guard, replicate) are listed below the table, wrapped, one line
-    per trial that has one.
+    columns go, and each trial's role and reasons (replicate, confirmation, pruning, guard) are listed below the
+    table, wrapped, one line per trial that has one, after a key to the marks.
     """
 
-    def __init__(self, rows: list[TrialRow], *, best: TrialRow | None, title: str | None) -> None:
-        self.rows, self.best, self.title = rows, best, title
+    def __init__(
+        self, rows: list[TrialRow], *, best: TrialRow | None, pick_trials: Collection[int], title: str | None
+    ) -> None:
+        self.rows, self.best, self.pick_trials, self.title = rows, best, frozenset(pick_trials), title
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        cells = [_trial_cells(row, self.best) for row in self.rows]
+        cells = [_trial_cells(row, self.best, self.pick_trials) for row in self.rows]
         shown = list(COLUMNS)
         table = self._table(shown, cells)
         # Measured at a width nothing reaches: Measurement.get clamps what it measures to the width it is given, so
@@ -166,8 +176,11 @@ class TrialsTable:
             shown.remove(column)
             table = self._table(shown, cells)
         yield table
+        key = _marks_key(self.rows, self.best, self.pick_trials)
+        if key:
+            yield Padding(Text(key, overflow="fold"), (0, 0, 0, 2))
         for row in self.rows:
-            reason = _reason(row)
+            reason = row_notes(row)
             if reason:
                 yield Padding(Text(f"#{row.number}: {reason}", overflow="fold"), (0, 0, 0, 2))
 
@@ -182,15 +195,17 @@ class TrialsTable:
             table.add_column(COLUMNS[k], justify=justify, no_wrap=True, min_width=width)
         for row, values in zip(self.rows, cells):
             styled = [f"[{_STYLE[row.status]}]{values[k]}[/]" if COLUMNS[k] == "status" else values[k] for k in keep]
-            table.add_row(*styled)
+            table.add_row(*styled, style="bold" if row.number in self.pick_trials else None)
         return table
 
 
-def _trial_cells(row: TrialRow, best: TrialRow | None) -> tuple[str, ...]:
+def _trial_cells(row: TrialRow, best: TrialRow | None, pick_trials: frozenset[int]) -> tuple[str, ...]:
     """A row's cells but the reason, as plain text."""
-    mark = " *" if best is not None and row.number == best.number else ""
+    marks = (PICK_MARK if row.number in pick_trials else "") + (
+        BEST_MARK if best is not None and row.number == best.number else ""
+    )
     return (
-        f"{row.number}{mark}",
+        f"{row.number} {marks}" if marks else str(row.number),
         row.status.value,
         f"{row.lr_fraction:.4g}",
         f"{row.peak_lr:.3g}",
@@ -203,10 +218,29 @@ def _trial_cells(row: TrialRow, best: TrialRow | None) -> tuple[str, ...]:
     )
 
 
-def _reason(row: TrialRow) -> str:
-    if row.replicate_of is None:
-        return row.reason or ""
-    return "; ".join(filter(None, [f"replicate of trial {row.replicate_of}", row.reason]))
+def _marks_key(rows: list[TrialRow], best: TrialRow | None, pick_trials: frozenset[int]) -> str:
+    """What the marks beside the numbers mean, for the marks the table shows."""
+    shown = {row.number for row in rows}
+    parts = []
+    if pick_trials & shown:
+        parts.append(f"{PICK_MARK} the pick's trials")
+    if best is not None and best.number in shown:
+        parts.append(f"{BEST_MARK} the best observed trial (one seed: evidence, not the pick)")
+    return "; ".join(parts)
+
+
+def row_notes(row: TrialRow) -> str:
+    """A trial's role (when not a search trial) and why it stopped, as one line."""
+    return "; ".join(filter(None, [role_words(row), row.reason]))
+
+
+def role_words(row: TrialRow) -> str | None:
+    """A replicate's or confirmation trial's role in words; None for a search trial."""
+    if row.role is Role.REPLICATE:
+        return f"replicate of trial {row.replicate_of} at seed {row.seed}"
+    if row.role is Role.CONFIRMATION:
+        return f"confirmation of candidate {row.confirms + 1} at fresh seed {row.seed}"
+    return None
 
 
 def points_table(points: list[PointSummary]) -> Table:
@@ -243,7 +277,9 @@ def progress_line(rows: list[TrialRow], *, planned: int, best: TrialRow | None, 
         f"{counts[Status.RUNNING]} running",
     ]
     if best is not None:
-        parts.append(f"best so far: trial {best.number} gain {best.domain_gain:.4f} forgetting {best.forgetting:.4f}")
+        parts.append(
+            f"best observed so far: trial {best.number} gain {best.domain_gain:.4f} forgetting {best.forgetting:.4f}"
+        )
     eta = _eta_seconds(finished, planned - len(finished), concurrency)
     if eta is not None:
         parts.append(f"ETA {_duration(eta)}")
@@ -259,10 +295,12 @@ def print_outcome(
     summary: BestSummary | None = None,
     notes: Sequence[str] = (),
 ) -> None:
-    """The trials, the points measured more than once and their spread, `notes` (what a reader could not tell from
-    the table), the verdict (the best observed trial) and the decision: the pick, its confirmation and why it is
-    not the best observed trial (reports/decision.py)."""
-    console.print(trials_table(rows, best=selection.best_observed, title=title))
+    """The trials (the pick's marked), the points measured more than once and their spread, `notes` (what a reader
+    could not tell from the table), then the decision, headline first: the pick, its confirmation and why it is not
+    the best observed trial (reports/decision.py), what the pick rests on, and last the best observed trial as the
+    evidence it is."""
+    pick_trials = summary.pick_trials if summary is not None else ()
+    console.print(trials_table(rows, best=selection.best_observed, pick_trials=pick_trials, title=title))
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
     if repeated:
@@ -274,14 +312,17 @@ def print_outcome(
         )
     for note in notes:
         console.print(f"note: {note}", style="yellow", highlight=False)
-    console.print(selection.verdict, style="bold" if selection.best_observed else "bold red")
-    for note in selection.boundary:
-        console.print(f"warning: the best observed trial sits on the edge of the search: {note}", style="yellow")
     if summary is not None:
         first, *rest = decision_lines(summary)
-        console.print(first, style="bold", highlight=False)
+        console.print(first, style="bold" if summary.pick.point is not None else "bold red", highlight=False)
         for line in rest:
             console.print(line, highlight=False)
+        for note in summary.boundary_warnings:
+            console.print(f"warning: {note}", style="yellow", highlight=False)
+    console.print(f"evidence: {selection.verdict}", highlight=False)
+    if summary is None:
+        for note in selection.boundary:
+            console.print(f"warning: the best observed trial sits on the edge of the search: {note}", style="yellow")
 
 
 def _eta_seconds(finished: list[TrialRow], remaining: int, concurrency: int) -> float | None:

@@ -1,5 +1,5 @@
-"""best.json: the best observed trial, the evidence for it, the Pareto front, what the sweep cost, the pick and
-its confirmation.
+"""best.json: the decision in one sentence, the pick and its confirmation, the trials at its point and what it rests
+on; then the evidence: the best observed trial, the Pareto front and what the sweep cost.
 
 Written by `sweep run` as a BestSummary and read back through the same type by promotion and
 reports, so a key is never looked up by a string that could drift.
@@ -12,7 +12,9 @@ from pydantic import Field
 from sweep.choice.confirmation import OFF, Confirmation, Outcome, confirmation_state
 from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
-from sweep.choice.surrogate import Surrogate, fit_surrogate
+from sweep.choice.support import pick_warnings
+from sweep.choice.surrogate import Surrogate, fit_surrogate, point_key
+from sweep.choice.verdict import headline
 from sweep.files.compat import BEST
 from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import RunDir
@@ -45,25 +47,33 @@ class Evidence(StrictConfig):
     trials: dict[Status, int]
     """Trials by status."""
     feasible_completed: int = Field(ge=0)
+    best_observed: str
+    """The best observed trial in one sentence (or why there is none): evidence for the pick, never the headline."""
     runner_up: TrialRow | None
     """The second-best feasible trial: its distance to the best observed trial is how clear the choice is."""
 
 
 class BestSummary(StrictConfig):
     verdict: str
-    """One plain sentence on the outcome."""
-    best_observed: TrialRow | None
-    least_forgetting: TrialRow | None
-    """When nothing is feasible: the Pareto trial closest to the budget."""
-    boundary_warnings: list[str]
-    evidence: Evidence
-    pareto_front: list[TrialRow]
-    cost: Cost
+    """The decision in one sentence: the pick and what its confirmation measured, or why there is no pick to promote
+    (sweep/choice/verdict.py). Every surface leads with it."""
     pick: Pick
     """The recommended point: the surrogate's under the plan's rule, else the best observed trial's, with the
     evidence for it (sweep/choice/pick.py); with confirmation, the point confirmed (or the last one tried)."""
     confirmation: Confirmation
     """The pick re-run at fresh seeds: predicted against confirmed, round by round (sweep/choice/confirmation.py)."""
+    pick_trials: list[int]
+    """Every trial run at the pick's point, by number: its search trials, replicates and confirmation trials."""
+    boundary_warnings: list[str]
+    """What the pick rests on when the trials do not pin it down (sweep/choice/support.py), then each searched bound
+    the best observed trial sits on."""
+    best_observed: TrialRow | None
+    """The completed trial within the budget with the highest domain_gain: one run at one seed, evidence."""
+    least_forgetting: TrialRow | None
+    """When nothing is feasible: the Pareto trial closest to the budget."""
+    evidence: Evidence
+    pareto_front: list[TrialRow]
+    cost: Cost
 
 
 def best_summary(selection: Selection, rows: list[TrialRow], plan: SweepPlan) -> BestSummary:
@@ -76,31 +86,39 @@ def best_summary_with(
 ) -> BestSummary:
     """best.json's content with a surrogate already fitted to the rows (None: too few points)."""
     feasible = ranked_completed(rows, plan.forgetting_budget)
+    pick, confirmation = _pick_and_confirmation(surrogate, selection, rows, plan)
+    budget = plan.forgetting_budget
     return BestSummary(
-        verdict=selection.verdict,
+        verdict=headline(pick, confirmation, budget=budget, max_lr=plan.max_lr),
+        pick=pick,
+        confirmation=confirmation,
+        pick_trials=_trials_at(pick, rows),
+        boundary_warnings=[
+            *pick_warnings(pick, plan.space, rows),
+            *(f"the best observed trial sits on the edge of the search: {note}" for note in selection.boundary),
+        ],
         best_observed=selection.best_observed,
         least_forgetting=selection.least_forgetting,
-        boundary_warnings=selection.boundary,
         evidence=Evidence(
-            forgetting_budget=plan.forgetting_budget,
+            forgetting_budget=budget,
             trials={status: sum(row.status is status for row in rows) for status in Status},
             feasible_completed=len(feasible),
+            best_observed=selection.verdict,
             runner_up=feasible[1] if len(feasible) > 1 else None,
         ),
         pareto_front=selection.pareto,
         cost=Cost.of(rows, plan),
-        **_pick_and_confirmation(surrogate, selection, rows, plan),
     )
 
 
 def _pick_and_confirmation(
     surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
-) -> dict[str, Pick | Confirmation]:
+) -> tuple[Pick, Confirmation]:
     """With confirmation, its rounds replayed over the rows decide the pick (each round refits the surrogate
     to the rows before it); without, the pick of `surrogate`."""
     if plan.search.confirmation.seeds > 0:
         state = confirmation_state(rows, plan.confirmation_setting())
-        return {"pick": state.pick, "confirmation": state.confirmation}
+        return state.pick, state.confirmation
     pick = pick_with(
         surrogate,
         rows,
@@ -109,7 +127,14 @@ def _pick_and_confirmation(
         config=plan.pick,
         observed=selection.best_observed,
     )
-    return {"pick": pick, "confirmation": OFF}
+    return pick, OFF
+
+
+def _trials_at(pick: Pick, rows: list[TrialRow]) -> list[int]:
+    if pick.point is None:
+        return []
+    key = point_key(pick.point.lr_fraction, pick.point.domain_share)
+    return sorted(row.number for row in rows if point_key(row.lr_fraction, row.domain_share) == key)
 
 
 def trials_expected(summary: BestSummary, rows: list[TrialRow], plan: SweepPlan) -> int:

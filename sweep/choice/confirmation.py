@@ -183,7 +183,7 @@ def _said(point: ConfirmedPoint, budget: float) -> str:
         return f"{where}: no confirmation trial completed"
     verdict = "within" if point.within_budget else "over"
     sd = f" ± {point.forgetting.sd:.4f}" if point.forgetting.sd is not None else ""
-    return f"{where}: confirmed forgetting {point.forgetting.mean:.4f}{sd}, {verdict} the budget {budget:g}"
+    return f"{where}: forgetting {point.forgetting.mean:.4f}{sd} at fresh seeds, {verdict} the budget {budget:g}"
 
 
 def _spread(values: list[float]) -> Measured | None:

@@ -104,6 +104,20 @@ class Comparison(StrictConfig):
     """90 % interval of the difference."""
     indistinguishable: bool
     """The interval includes 0: the trials cannot tell this point's gain from the pick's."""
+    probability_within_budget: float
+    """P(a re-run at this point ends within the forgetting budget) under the same surrogate."""
+    excluded: bool = False
+    """Confirmed over the budget at fresh seeds in an earlier round: no candidate may be this point."""
+
+    @property
+    def gains_more(self) -> bool:
+        """The point gains measurably more than the pick (the whole interval of the difference is below 0)."""
+        return self.high < 0.0
+
+    @property
+    def gains_less(self) -> bool:
+        """The pick gains measurably more than the point (the whole interval is above 0)."""
+        return self.low > 0.0
 
 
 class Pick(StrictConfig):
@@ -116,6 +130,8 @@ class Pick(StrictConfig):
     """Why this source: the rule's outcome, or why the surrogate could not pick."""
     rule: str
     """The rule in words, with its settings and the forgetting budget."""
+    min_probability: float
+    """The rule's threshold on P(a re-run within the budget) (objective.pick.min_probability)."""
     gain: Prediction | None = None
     """Predicted domain_gain at the point; None without a surrogate."""
     forgetting: Prediction | None = None
@@ -129,6 +145,12 @@ class Pick(StrictConfig):
     @property
     def indistinguishable(self) -> list[Comparison]:
         return [comparison for comparison in self.comparisons if comparison.indistinguishable]
+
+    @property
+    def gaining_more(self) -> list[Comparison]:
+        """Tried points that gain measurably more than the pick: the rule passed them over (P below its threshold, or
+        confirmed over the budget)."""
+        return [comparison for comparison in self.comparisons if comparison.gains_more]
 
 
 @dataclass(frozen=True)
@@ -207,7 +229,7 @@ def pick_with(
     used = completed(rows)
     if surrogate is None:
         reason = f"no surrogate: {distinct_points(used)} distinct completed point(s), it needs {MIN_DISTINCT_POINTS}"
-        return _without_surrogate(observed, used, reason=reason, rule=rule)
+        return _without_surrogate(observed, used, reason=reason, rule=rule, config=config)
     pool = [c for c in candidates(space, used) if point_key(c.lr_fraction, c.domain_share) not in excluded]
     gain, forgetting = surrogate.predict([c.lr_fraction for c in pool], [c.domain_share for c in pool])
     probability = forgetting.probability_at_most(budget)
@@ -225,18 +247,28 @@ def pick_with(
             f"(the highest is {float(probability.max(initial=0.0)):.2f})"
         )
         if observed is None:
-            return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule)
+            return Pick(
+                source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule,
+                min_probability=config.min_probability,
+            )  # fmt: skip
         chosen, source = Candidate.of(observed), PickSource.OBSERVED
         reason += f"; the best observed trial (trial {observed.number}) instead"
-    return _described(surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule)
+    return _described(
+        surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule, excluded=excluded,
+        min_probability=config.min_probability,
+    )  # fmt: skip
 
 
-def _without_surrogate(observed: TrialRow | None, used: list[TrialRow], *, reason: str, rule: str) -> Pick:
+def _without_surrogate(
+    observed: TrialRow | None, used: list[TrialRow], *, reason: str, rule: str, config: PickConfig
+) -> Pick:
+    threshold = config.min_probability
     if observed is None:
-        return Pick(source=None, point=None, reason=f"{reason}, and no completed trial is within the budget", rule=rule)
+        reason = f"{reason}, and no completed trial is within the budget"
+        return Pick(source=None, point=None, reason=reason, rule=rule, min_probability=threshold)
     point = _picked(observed.lr_fraction, observed.mix, observed.domain_share, used)
     reason = f"{reason}; the best observed trial (trial {observed.number})"
-    return Pick(source=PickSource.OBSERVED, point=point, reason=reason, rule=rule)
+    return Pick(source=PickSource.OBSERVED, point=point, reason=reason, rule=rule, min_probability=threshold)
 
 
 def _described(
@@ -248,6 +280,8 @@ def _described(
     budget: float,
     reason: str,
     rule: str,
+    excluded: Collection[tuple[float, float]],
+    min_probability: float,
 ) -> Pick:
     """The pick at `chosen` with the surrogate's predictions there and its comparison with every tried point."""
     share = chosen.domain_share
@@ -257,15 +291,23 @@ def _described(
         point=_picked(chosen.lr_fraction, chosen.mix, share, used),
         reason=reason,
         rule=rule,
+        min_probability=min_probability,
         gain=Prediction.at(gain, 0),
         forgetting=Prediction.at(forgetting, 0),
         probability_within_budget=float(forgetting.probability_at_most(budget)[0]),
-        comparisons=_comparisons(surrogate, (chosen.lr_fraction, share), used),
+        comparisons=_comparisons(surrogate, (chosen.lr_fraction, share), used, budget=budget, excluded=excluded),
         fit=surrogate.fit,
     )
 
 
-def _comparisons(surrogate: Surrogate, pick: tuple[float, float], used: list[TrialRow]) -> list[Comparison]:
+def _comparisons(
+    surrogate: Surrogate,
+    pick: tuple[float, float],
+    used: list[TrialRow],
+    *,
+    budget: float,
+    excluded: Collection[tuple[float, float]],
+) -> list[Comparison]:
     tried: dict[tuple[float, float], TrialRow] = {}
     for row in sorted(used, key=lambda row: row.number):
         tried.setdefault(point_key(row.lr_fraction, row.domain_share), row)
@@ -273,6 +315,8 @@ def _comparisons(surrogate: Surrogate, pick: tuple[float, float], used: list[Tri
     if not others:
         return []
     mean, sd = surrogate.gain_difference(pick, [(row.lr_fraction, row.domain_share) for row in others])
+    _, forgetting = surrogate.predict([row.lr_fraction for row in others], [row.domain_share for row in others])
+    probability = forgetting.probability_at_most(budget)
     return [
         Comparison(
             point=_picked(row.lr_fraction, row.mix, row.domain_share, used),
@@ -280,8 +324,10 @@ def _comparisons(surrogate: Surrogate, pick: tuple[float, float], used: list[Tri
             low=float(difference - Z90 * spread),
             high=float(difference + Z90 * spread),
             indistinguishable=bool(difference - Z90 * spread <= 0.0 <= difference + Z90 * spread),
+            probability_within_budget=float(p),
+            excluded=point_key(row.lr_fraction, row.domain_share) in excluded,
         )
-        for row, difference, spread in zip(others, mean, sd)
+        for row, difference, spread, p in zip(others, mean, sd, probability)
     ]
 
 

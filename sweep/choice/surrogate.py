@@ -116,6 +116,9 @@ class MetricFit(StrictConfig):
 
 
 class SurrogateFit(StrictConfig):
+    trials: list[int]
+    """The trials fitted, completed and stopped, by number: the same rows give the same fit (fit_surrogate), so the
+    report redraws the very function a pick was chosen on from these."""
     points: int
     """Completed trials fitted (replicates of a point each count)."""
     stopped: int = 0
@@ -248,6 +251,7 @@ def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | N
     gain, gain_fit = _fit_censored(x, gain_y, is_censored)
     forgetting, forgetting_fit = _fit_censored(x, forgetting_y, is_censored)
     fit = SurrogateFit(
+        trials=sorted(row.number for row in everything),
         points=len(used),
         stopped=len(censored),
         distinct_points=distinct,

@@ -36,7 +36,7 @@ RESUME = "run `sweep run SPEC --name RUN` with this cpt-sweep, which writes it a
 NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory, or read this one with the cpt-sweep that wrote it"
 
 RUN_RECORD = FileFormat("run record", 1, RESUME)
-BEST = FileFormat("sweep summary", 2, RESUME)
+BEST = FileFormat("sweep summary", 3, RESUME)
 LADDER = FileFormat("ladder summary", 1, NEW_RUN)
 LAW_FIT = FileFormat("law fit report", 1, "fit it again with this cpt-sweep: `sweep law fit`")
 PLAN = FileFormat("promotion plan", 1, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")

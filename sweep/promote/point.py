@@ -134,7 +134,7 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
     """The best feasible completed trial, with the surrogate's intervals at it when the pick is that trial."""
     row = best.best_observed
     if row is None:
-        raise PromotionError(f"{run.best_json} has no point to promote: {best.verdict}")
+        raise PromotionError(f"{run.best_json} has no point to promote: {best.evidence.best_observed}")
     if row.domain_gain is None or row.forgetting is None:
         raise PromotionError(f"{run.best_json}: its best observed trial ({row.number}) has no final metrics")
     return PromotedPoint(
@@ -152,7 +152,7 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
 def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoint:
     pick = best.pick
     if pick.source is None or pick.point is None:
-        raise PromotionError(f"{run.best_json} has no point to promote: {best.verdict}; {pick.reason}")
+        raise PromotionError(f"{run.best_json} has no point to promote: no pick ({pick.reason})")
     confirmation = best.confirmation
     if confirmation.outcome is not Outcome.CONFIRMED and not unconfirmed:
         raise PromotionError(

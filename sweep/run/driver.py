@@ -43,7 +43,7 @@ from sweep.spec.spec import ExecutionConfig, SweepSpec
 from sweep.study.row import TrialRow
 from sweep.study.searcher import StudySearcher
 from sweep.study.storage import shown_url, sqlite_file
-from sweep.study.study import SweepStudy, open_study
+from sweep.study.study import PICK_ATTR, SweepStudy, open_study
 from sweep.study.table import trial_rows, write_tables
 
 OBJECT_STORE_BYTES = 200 * 1024**2
@@ -312,10 +312,23 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     summary = best_summary(selection, rows, plan)
     write_best(summary, run)
+    sweep.study.set_user_attr(PICK_ATTR, pick_attr(summary))
     name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
     notes = tuple(note for note in [replicates_note(rows, top=plan.search.replicates.top)] if note)
     return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials, notes=notes)
+
+
+def pick_attr(summary: BestSummary) -> dict:
+    """The study's record of the pick (PICK_ATTR): the verdict, the point, its trials and its confirmation."""
+    point = summary.pick.point
+    return {
+        "verdict": summary.verdict,
+        "lr_fraction": point.lr_fraction if point else None,
+        "mix": point.mix if point else None,
+        "trials": summary.pick_trials,
+        "confirmation": summary.confirmation.outcome.value,
+    }
 
 
 @contextmanager

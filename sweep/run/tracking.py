@@ -54,6 +54,10 @@ HISTORY_KEYS = tuple(Metrics.model_fields)
 """Logged at every evaluation; their last values are also the run's summary."""
 STATUS = "status"
 REASON = "reason"
+WITHIN_BUDGET = "within_budget"
+"""Config key of a trial run that ran to the end: its final forgetting within the sweep's budget."""
+PICK_TAG = "pick"
+"""Tag of the pick's trial runs, added once the sweep has decided (online only: sweep/run/sweep_log.py)."""
 """Summary keys every trial run ends with (COMPLETED / PRUNED / DIVERGED / FAILED, and why)."""
 CREDENTIAL_ENV = ("WANDB_API_KEY", "WANDB_BASE_URL")
 """What an online trial on another node needs from the driver's environment."""
@@ -129,10 +133,11 @@ def worker_env(target: WandbTarget | None, *, environ: Mapping[str, str] = os.en
 
 
 def wandb_trial_config(
-    config: TrialConfig, *, base_model: str, sweep: str | None, number: int | None
+    config: TrialConfig, *, base_model: str, sweep: str | None, number: int | None, role: str | None = None
 ) -> dict[str, Any]:
-    """A trial's W&B config: its point, its proxy budget and its base; no paths, no credentials."""
-    identity = {"sweep": sweep, "number": number} if sweep is not None else {}
+    """A trial's W&B config: its point, its role in the sweep (search, replicate, confirmation), its proxy budget and
+    its base; no paths, no credentials. Whether it ended within the budget is added when it ends (TrialRun.end)."""
+    identity = {"sweep": sweep, "number": number, "role": role} if sweep is not None else {}
     return {
         **identity,
         "lr_fraction": config.lr_fraction,
@@ -145,6 +150,11 @@ def wandb_trial_config(
         "threads": config.threads,
         "seed": config.seed,
     }
+
+
+def trial_run_name(sweep: str, number: int) -> str:
+    """A trial's W&B run name: the sweep's and its number, so the sweep run's summary names the pick's runs."""
+    return f"{sweep}-{number:04d}"
 
 
 class TrialRun:
@@ -181,6 +191,7 @@ class TrialRun:
             return
         if self._run is not None:  # a run left open by an earlier call on this object
             self._close(status=None, reason=None, exit_code=0)
+        role = self._config.get("role")
         self._run = start_wandb_run(
             self._target,
             name=self._name,
@@ -188,6 +199,7 @@ class TrialRun:
             job_type=TRIAL_JOB,
             config=self._config,
             directory=self._directory,
+            tags=[role] if role else None,
         )
         self._run.define_metric(STEP_METRIC)
         self._run.define_metric("*", step_metric=STEP_METRIC)
@@ -196,8 +208,12 @@ class TrialRun:
         if self._run is not None:
             self._run.log(metrics.model_dump(), step=metrics.step)
 
-    def end(self, *, status: str, reason: str | None) -> None:
+    def end(self, *, status: str, reason: str | None, within_budget: bool | None = None) -> None:
+        """Ends the run with its status and reason; `within_budget` (a completed trial's final forgetting against the
+        budget) goes into its config, beside its role, so W&B's run table filters on both."""
         if self._run is not None:
+            if within_budget is not None:
+                self._run.config.update({WITHIN_BUDGET: within_budget}, allow_val_change=True)
             self._close(status=status, reason=reason, exit_code=0)
 
     def _close(self, *, status: str | None, reason: str | None, exit_code: int) -> None:
@@ -216,6 +232,7 @@ def start_wandb_run(
     config: dict[str, Any],
     directory: Path,
     run_id: str | None = None,
+    tags: list[str] | None = None,
 ) -> Run:
     """A W&B run whose files go under `directory`/wandb/ (with the trial or sweep they belong to);
     with `run_id`, the run of that id is resumed when it exists.
@@ -236,6 +253,7 @@ def start_wandb_run(
         config=config,
         dir=str(directory),
         id=run_id,
+        tags=tags,
         resume="allow" if run_id else None,
         # Terminal output stays with the trial's own log; our console shows the sweep.
         settings=wandb.Settings(silent=True, console="off"),

@@ -14,8 +14,9 @@ from ray import tune
 
 from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
-from sweep.run.tracking import TrialRun, WandbTarget, wandb_trial_config
-from sweep.study.record import Attr
+from sweep.choice.feasible import is_feasible
+from sweep.run.tracking import TrialRun, WandbTarget, trial_run_name, wandb_trial_config
+from sweep.study.record import Attr, Status
 from sweep.study.study import load_study
 from sweep.study.table import trial_row
 from sweep.study.trial import NUMBER, Report, run_study_trial
@@ -38,11 +39,14 @@ def proxy_trainable(
         output_dir=output_dir,
         seed=frozen.user_attrs.get(Attr.SEED.value),
     )
+    role = trial_row(frozen, sweep.plan).role.value
     tracked = TrialRun(
         wandb,
-        name=f"{study_name}-{number:04d}",
+        name=trial_run_name(study_name, number),
         group=study_name,
-        config=wandb_trial_config(trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number),
+        config=wandb_trial_config(
+            trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number, role=role
+        ),
         directory=output_dir,
     )
 
@@ -73,7 +77,8 @@ def proxy_trainable(
         run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))
         # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
         row = trial_row(sweep.frozen(number), sweep.plan)
-        tracked.end(status=row.status.value, reason=row.reason)
+        within = is_feasible(row.forgetting, sweep.plan.forgetting_budget) if row.status is Status.COMPLETED else None
+        tracked.end(status=row.status.value, reason=row.reason, within_budget=within)
     # Ray's last result of the trial says how it ended. A trial that diverged before its first evaluation
     # reported nothing, and Tune's console reporter prints "Trial ... completed. Last result: " for it.
     tune.report({"status": row.status.value})

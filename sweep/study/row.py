@@ -6,10 +6,20 @@ importing the study, pandas or the run directory.
 
 from __future__ import annotations
 
+import enum
+
 from pydantic import ConfigDict
 
 from sweep.study.record import Status
 from train_entry.config import StrictConfig
+
+
+class Role(str, enum.Enum):
+    """Why a trial ran: the search, a replicate of a searched point at another seed, or the pick's confirmation."""
+
+    SEARCH = "search"
+    REPLICATE = "replicate"
+    CONFIRMATION = "confirmation"
 
 
 class TrialRow(StrictConfig):
@@ -45,12 +55,18 @@ class TrialRow(StrictConfig):
     seed: int | None = None
     """The seed its training used: proxy.seed, or a replicate's own (None only in rows made by hand)."""
     replicate_of: int | None = None
+    """The trial whose point this replicate re-runs with another seed; None for a main trial."""
     confirms: int | None = None
     """For a confirmation trial, its round: the pick run again at a fresh seed (0: the first point confirmed)."""
     forecast_forgetting: float | None = None
     """For a stopped trial, the forgetting its last evaluation's forecast (sweep.study.forecast) predicted it would
     end at: what pruning judged it by, and the bound it enters the surrogate with. None when it ran to the end."""
-    """The trial whose point this replicate re-runs with another seed; None for a main trial."""
+
+    @property
+    def role(self) -> Role:
+        if self.confirms is not None:
+            return Role.CONFIRMATION
+        return Role.REPLICATE if self.replicate_of is not None else Role.SEARCH
 
     @property
     def finished(self) -> bool:

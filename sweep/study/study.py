@@ -32,6 +32,10 @@ from train_entry.trial_config import ProxyConfig
 
 PLAN_ATTR = "plan"
 """The study user attr holding the SweepPlan, with its format version (sweep/files/compat.py)."""
+PICK_ATTR = "pick"
+"""The study user attr naming the pick once the sweep has decided (what optuna-dashboard shows under the study): its
+verdict, point and trials. Optuna's own `best_trial` is the best observed trial, the feasible trial with the
+highest domain_gain at its one seed, not the pick; optuna-dashboard's "best trial" ignores the budget."""
 SWEEP_ID_ATTR = "sweep_id"
 """The study user attr holding a random id made with the study: a rerun of the same sweep finds it
 again, and a --fresh sweep under the same name gets a new one (it names the sweep's W&B run)."""

@@ -7,18 +7,20 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
 from reports import plots
 from reports.decision import decision_lines, why_not_best_observed
-from reports.snapshot import RunSnapshot
+from reports.snapshot import RunSnapshot, pick_surrogate
 from reports.tables import print_outcome
 from sweep.choice.best import best_summary
 from sweep.choice.confirmation import confirmation_state
 from sweep.choice.observed import select
 from sweep.choice.surrogate import fit_surrogate
 from sweep.study.study import SweepPlan
+from tests.reports.default_run import default_run
 from tests.sweep.scripted import smooth_rows, spec_with, trial_row
 
 MIXES = ("4:1", "2:1", "1:1")
@@ -45,12 +47,15 @@ def summary_of(rows: list):
     return best_summary(select(rows, forgetting_budget=BUDGET, space=PLAN.space), rows, PLAN)
 
 
-def snapshot_of(rows: list) -> RunSnapshot:
-    selection = select(rows, forgetting_budget=BUDGET, space=PLAN.space)
+def snapshot_of(rows: list, plan: SweepPlan = PLAN) -> RunSnapshot:
+    """What load_run makes of a study holding `rows`."""
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    everything = fit_surrogate(rows, plan.space)
+    summary = best_summary(selection, rows, plan)
     return RunSnapshot(
-        name="scripted", run_dir=Path("runs/scripted"), taken_at=dt.datetime.now(dt.UTC), plan=PLAN, spec={},
-        rows=rows, histories={}, without_history=[], selection=selection, surrogate=fit_surrogate(rows, PLAN.space),
-        summary=best_summary(selection, rows, PLAN),
+        name="scripted", run_dir=Path("runs/scripted"), taken_at=dt.datetime.now(dt.UTC), plan=plan, spec={},
+        rows=rows, histories={}, without_history=[], selection=selection,
+        surrogate=pick_surrogate(summary, rows, plan.space, fitted=everything), summary=summary,
     )  # fmt: skip
 
 
@@ -64,14 +69,21 @@ def test_status_names_the_pick_with_its_confirmation_and_the_best_observed_trial
     print_outcome(console, select(rows, forgetting_budget=BUDGET, space=PLAN.space), rows, title="t", summary=summary)
 
     text = console.export_text()
-    assert f"best observed trial: {best.number}, lr_fraction {best.lr_fraction:.4g}" in text
-    assert f"pick (surrogate): lr_fraction {pick.point.lr_fraction:.4g}, mix {pick.point.mix}" in text
-    assert "confirmation at fresh seeds: confirmed" in text
+    where = f"lr_fraction {pick.point.lr_fraction:.4g} (peak LR {pick.point.lr_fraction * PLAN.max_lr:.3g})"
+    headline = (
+        f"pick: {where}, mix {pick.point.mix}, of the surrogate, confirmed at 2 fresh seed(s) (trials 12, 13): "
+        "domain_gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget 0.02"
+    )
+    assert summary.verdict == headline and headline in text
+    # The decision leads; the best observed trial follows it as evidence.
+    assert text.index(headline) < text.index(f"evidence: best observed trial: {best.number}, lr_fraction")
+    assert f"confirmation at fresh seeds: candidate 1 ({pick.point.lr_fraction:.4g} @ {pick.point.mix}) held" in text
     assert (
-        f"candidate 1 ({pick.point.lr_fraction:.4g} @ {pick.point.mix}), trials 12, 13: confirmed domain_gain "
+        f"candidate 1 ({pick.point.lr_fraction:.4g} @ {pick.point.mix}), trials 12, 13: at fresh seeds domain_gain "
         f"0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014 (predicted {pick.gain.mean:.4f}, {pick.forgetting.mean:.4f}), "
         f"within the budget 0.02"
     ) in text
+    assert "12 ◆" in text and "13 ◆" in text and f"{best.number} *" in text
     (versus,) = [c for c in pick.comparisons if c.point.trials[0] == best.number]
     assert (
         f"the pick is a point no search trial tried: the surrogate predicts {versus.gain_difference:+.4f} "
@@ -90,7 +102,7 @@ def test_the_line_says_when_confirmation_moved_the_pick_and_which_forgetting_mov
     line = why_not_best_observed(summary)
     assert line.startswith(
         f"confirmation moved the pick to candidate 2: candidate 1's ({refused.lr_fraction:.4g} @ {refused.mix}) "
-        f"confirmed forgetting 0.0310 > budget 0.02; the pick is "
+        f"forgetting at fresh seeds 0.0310 > budget 0.02; the pick is "
     )
     lines = decision_lines(summary)
     assert any("candidate 1 (" in x and "over the budget 0.02" in x for x in lines)
@@ -108,7 +120,7 @@ def test_a_best_observed_trial_at_a_point_its_fresh_seeds_refused_is_said_to_be_
     assert summary.best_observed.number == len(searched())  # candidate 1's first confirmation trial
     assert why_not_best_observed(summary) == (
         f"confirmation moved the pick to candidate 2: candidate 1's ({refused.lr_fraction:.4g} @ {refused.mix}) "
-        f"confirmed forgetting 0.0225 > budget 0.02; the best observed trial ({len(searched())}) is at candidate 1's "
+        f"forgetting at fresh seeds 0.0225 > budget 0.02; the best observed trial ({len(searched())}) is at candidate 1's "
         "point: within the budget at its one seed, over it on the mean of its fresh seeds"
     )
 
@@ -122,6 +134,7 @@ def test_a_pick_at_the_best_observed_trials_point_says_so_and_an_unconfirmed_one
         == f"the pick is the best observed trial's point (trial {summary.best_observed.number})"
     )
     assert "  confirmation at fresh seeds: pending (round 0: 0 of 2 confirmation trials ran)" in decision_lines(summary)
+    assert summary.verdict.startswith("pick awaiting confirmation at fresh seeds: lr_fraction")
 
 
 def test_the_pareto_figure_marks_the_pick_with_its_intervals_and_confirmation_beside_the_best_observed_trial():
@@ -133,7 +146,8 @@ def test_the_pareto_figure_marks_the_pick_with_its_intervals_and_confirmation_be
 
     ax = figure.axes[0]
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
-    assert f"best observed trial ({best.number})" in legend
+    assert any(label.startswith(f"best observed trial ({best.number}), one seed: ") for label in legend)
+    assert [text.get_text() for text in ax.texts] == [f"pick: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}"]
     assert (
         f"pick (surrogate), predicted, 90 % intervals: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}, "
         f"P(within budget) {pick.probability_within_budget:.2f}"
@@ -170,12 +184,65 @@ def test_an_unconfirmed_pick_is_said_to_be_one(outcome):
         rows = confirm(confirm(rows, (0.03, 0.032)), (0.04, 0.042))
         summary = summary_of(rows)
         assert why_not_best_observed(summary).startswith("no candidate held at fresh seeds: candidate 1's (")
-        assert "  confirmation at fresh seeds: no confirmed point (promote only with --unconfirmed)" in decision_lines(
-            summary
-        )
+        assert (
+            "  confirmation at fresh seeds: no candidate held (candidates 1, 2 ended over the budget; promote only "
+            "with --unconfirmed)"
+        ) in decision_lines(summary)
+        assert summary.verdict.startswith("no confirmed pick: none of the 2 candidate(s) confirmed at fresh seeds held")
     else:
         plan = SweepPlan.from_spec(spec_with(confirmation={"seeds": 0}))
         summary = best_summary(select(rows, forgetting_budget=BUDGET, space=plan.space), rows, plan)
         assert "  confirmation at fresh seeds: off (search.confirmation.seeds is 0), the pick was not re-run" in (
             decision_lines(summary)
         )
+        assert summary.verdict.startswith("pick, not confirmed (search.confirmation.seeds is 0): lr_fraction")
+
+
+def test_the_surrogate_plot_draws_the_function_the_pick_was_chosen_on_and_its_p_agrees_with_the_text():
+    # Confirmation moved the pick: it was chosen on the trials before round 1, not on all of them.
+    rows = confirm(confirm(searched(), (0.0300, 0.0320)), (0.0100, 0.0120))
+    snapshot = snapshot_of(rows)
+    pick = snapshot.summary.pick
+    assert snapshot.summary.confirmation.outcome.value == "confirmed" and pick.fit.trials != sorted(r.number for r in rows)
+
+    _, forgetting = snapshot.surrogate.predict([pick.point.lr_fraction], [pick.point.domain_share])
+    plotted = float(forgetting.probability_at_most(BUDGET)[0])
+
+    assert plotted == pytest.approx(pick.probability_within_budget, abs=1e-9)
+    # Outside the hatched region exactly when the text's P meets the rule.
+    assert (plotted >= PLAN.pick.min_probability) == (pick.probability_within_budget >= PLAN.pick.min_probability)
+    _, everything = fit_surrogate(rows, PLAN.space).predict([pick.point.lr_fraction], [pick.point.domain_share])
+    assert abs(float(everything.probability_at_most(BUDGET)[0]) - plotted) > 1e-3  # what the plot drew before
+
+
+def test_mixes_no_trial_ran_are_marked_on_the_plot_and_named_in_the_warnings():
+    rows, plan = default_run()
+    snapshot = snapshot_of(rows, plan)
+
+    surface = plots.surrogate_surface(snapshot)
+
+    def row_at(ratio: float) -> np.ndarray:
+        return surface.untried[np.argmin(np.abs(np.log(surface.ratio[:, 0] / ratio)))]
+
+    assert row_at(1.0).all() and row_at(0.5).all()  # mixes 1:1 and 1:2: no trial ran to the end there
+    assert not row_at(4.0).all()  # 4:1, where the pick is
+    assert (
+        "no trial ran to the end at mix 1:1, 1:2: the surrogate's figures there are its extrapolation (hatched grey on "
+        "the surrogate plot)"
+    ) in snapshot.summary.boundary_warnings
+
+
+def test_a_pruned_outlier_does_not_set_the_trade_off_plots_axes_and_the_pick_is_the_labelled_point():
+    rows, plan = default_run()
+    snapshot = snapshot_of(rows, plan)
+    outlier = max(rows, key=lambda row: row.forgetting)
+    assert outlier.status.value == "PRUNED" and outlier.forgetting > 5 * plan.forgetting_budget
+
+    figure = plots.front_figure([snapshot])
+
+    ax = figure.axes[0]
+    assert ax.get_xlim()[1] < 2 * plan.forgetting_budget
+    labels = [text.get_text() for text in ax.texts]
+    assert labels[0] == "pick: lr_fraction 0.134, mix 4:1"
+    assert f"#{outlier.number} (pruned) at {outlier.forgetting:.3f}, {outlier.domain_gain:.3f} →" in labels
+    plots.close(figure)

@@ -6,6 +6,7 @@ The browser check of a report from a real sweep is in test_report_browser.py.
 from __future__ import annotations
 
 import base64
+from html import escape
 import json
 import os
 import re
@@ -100,6 +101,11 @@ def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_t
     markdown = (index.parent / REPORT_MD).read_text()
     assert snapshot.selection.verdict in markdown and "(front.png)" in markdown
     assert "still running" not in html
+    # The pick leads, the best observed trial follows as evidence; the pick's trials are the highlighted rows.
+    assert html.index(escape(snapshot.summary.verdict)) < html.index("Evidence: the best observed trial")
+    assert html.index("<h2>The pick</h2>") < html.index(f'<div class="value">{optimum.lr_fraction:.4g}</div>')
+    picked = re.findall(r'<tr class="pick"><td>(\d+) ◆', html)
+    assert picked and [int(n) for n in picked] == snapshot.summary.pick_trials
 
 
 def test_run_report_markdown_matches_the_stored_expected_file(runs):

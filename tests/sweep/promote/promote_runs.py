@@ -10,6 +10,7 @@ from sweep.choice.best import BestSummary, Cost, Evidence, write_best
 from sweep.choice.config import PickConfig
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
+from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
 from sweep.study.record import Status
@@ -49,16 +50,20 @@ def write_run(
     run.trial(7).mkdir(parents=True, exist_ok=True)
     verdict = "best observed trial: 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
     pick = pick or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None)
+    confirmation = confirmation or confirmed(pick)
     summary = BestSummary(
-        verdict=verdict,
+        verdict=headline(pick, confirmation, budget=0.02, max_lr=MAX_LR),
+        pick=pick,
+        confirmation=confirmation,
+        pick_trials=[7] if pick.point is not None and pick.point.trials else [],
+        boundary_warnings=[],
         best_observed=row if feasible else None,
         least_forgetting=None if feasible else row,
-        boundary_warnings=[],
-        evidence=Evidence(forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), runner_up=None),
+        evidence=Evidence(
+            forgetting_budget=0.02, trials={}, feasible_completed=int(feasible), best_observed=verdict, runner_up=None
+        ),
         pareto_front=[row],
         cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
-        pick=pick,
-        confirmation=confirmation or confirmed(pick),
     )
     write_best(summary, run)
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
@@ -89,6 +94,7 @@ def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()
         point=point,
         reason="12 of 205 candidate points are within the budget with probability >= 0.9",
         rule="the rule",
+        min_probability=0.9,
         gain=estimate(0.23, 0.004),
         forgetting=estimate(0.016, 0.0015),
         probability_within_budget=0.93,
