@@ -67,6 +67,12 @@ def print_trial(result: TrialResult, *, title: str, console: Console | None = No
     console.print(line)
     if result.final is not None:
         console.print(f"domain_gain = {result.final.domain_gain:+.4f}   forgetting = {result.final.forgetting:+.4f}")
+    if result.text_error is not None:
+        error = result.text_error
+        console.print(
+            f"on another draw of validation text these would move by about ± {error.domain_gain:.4f} and "
+            f"± {error.forgetting:.4f} (one standard error over the {len(result.sequence_losses.general)} sequences)"
+        )
 
 
 def print_corpora(stats: Mapping[str, CorpusStats], console: Console | None = None) -> None:

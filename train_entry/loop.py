@@ -63,22 +63,33 @@ class Sharing:
 
 
 def next_token_loss(
-    model: torch.nn.Module, tokens: torch.Tensor, labels: torch.Tensor, *, compiled: bool = False
+    model: torch.nn.Module,
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    compiled: bool = False,
+    per_sequence: bool = False,
 ) -> torch.Tensor:
-    """Mean cross-entropy over all label tokens (labels are already shifted by the dataset); `compiled` fuses the
-    logits' fp32 upcast into the softmax instead of writing an fp32 copy (4 GB at 8192 tokens of a 128k vocabulary)."""
+    """Mean cross-entropy over all label tokens (labels are already shifted by the dataset), or with `per_sequence`
+    each sequence's mean ([batch]); `compiled` fuses the logits' fp32 upcast into the softmax instead of writing an
+    fp32 copy (4 GB at 8192 tokens of a 128k vocabulary)."""
     # No KV cache: training reads none, and its per-layer index would give every compiled layer a graph of its own.
     logits = model(input_ids=tokens, use_cache=False).logits
-    return (_compiled_cross_entropy() if compiled else _cross_entropy)(logits, labels)
+    loss = _compiled_cross_entropy(per_sequence) if compiled else functools.partial(_cross_entropy, per_sequence)
+    return loss(logits, labels)
 
 
-def _cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+def _cross_entropy(per_sequence: bool, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    if not per_sequence:
+        return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())
+    tokens = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), reduction="none")
+    return tokens.view(labels.shape).mean(dim=1)
 
 
 @functools.cache
-def _compiled_cross_entropy() -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
-    return torch.compile(_cross_entropy, dynamic=False)  # made on first use: torch.compile imports dynamo (~1 s)
+def _compiled_cross_entropy(per_sequence: bool) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    # Made on first use: torch.compile imports dynamo (~1 s).
+    return torch.compile(functools.partial(_cross_entropy, per_sequence), dynamic=False)
 
 
 def train_step(
@@ -157,32 +168,38 @@ def _divergence(loss: float, first_loss: float, factor: float, *, step: int) -> 
 
 
 @torch.no_grad()
-def mean_loss(
+def sequence_losses(
     model: torch.nn.Module,
     tokens: torch.Tensor,
     labels: torch.Tensor,
     runtime: Runtime,
     batch_size: int,
     group: Group | None = None,
-) -> float:
-    """Mean token loss over a fixed set of sequences, in batches of `batch_size`.
+) -> torch.Tensor:
+    """Each sequence's mean token loss over a fixed set of sequences (float64 [n], on the CPU), in batches of
+    `batch_size`: what a validation loss is the mean of, and whose spread says how much another draw of text
+    would move it.
 
-    A sharded trial's workers take the batches in turn. Every worker takes part in every forward pass of a
-    sharded model (each gathers the layers' weights from all), so one left without a batch in the last round
-    runs the first batch again and does not count it.
+    A sharded trial's workers take the batches in turn and sum their rows into one vector. Every worker takes part
+    in every forward pass of a sharded model (each gathers the layers' weights from all), so one left without a
+    batch in the last round runs the first batch again and does not count it.
     """
     group = group or Group.single()
     model.eval()
     starts = range(0, len(tokens), batch_size)
-    total = 0.0
+    losses = torch.zeros(len(tokens), dtype=torch.float64)
     for round_ in range(math.ceil(len(starts) / group.size)):
         index = round_ * group.size + group.rank
         counted = index < len(starts)
         chunk = slice(starts[index if counted else 0], starts[index if counted else 0] + batch_size)
         with runtime.autocast():
             loss = next_token_loss(
-                model, tokens[chunk].to(runtime.device), labels[chunk].to(runtime.device), compiled=runtime.compiled
+                model,
+                tokens[chunk].to(runtime.device),
+                labels[chunk].to(runtime.device),
+                compiled=runtime.compiled,
+                per_sequence=True,
             )
         if counted:
-            total += loss.item() * labels[chunk].numel()
-    return group.total(torch.tensor(total, dtype=torch.float64)).item() / labels.numel()
+            losses[chunk] = loss.double().cpu()
+    return group.total(losses).cpu()

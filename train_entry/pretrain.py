@@ -13,7 +13,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from train_entry.builtin_base import EVAL_SEQUENCES, BuiltinBaseConfig
 from train_entry.data.tokenizer import load_tokenizer, megatron_tokenizer
-from train_entry.loop import fit, mean_loss
+from train_entry.loop import fit, sequence_losses
 from train_entry.mix import general_side
 from train_entry.model import Runtime
 from train_entry.trial_config import CorpusPrefixes, TrialStatus
@@ -96,8 +96,8 @@ def pretrain(
         "parameters": sum(p.numel() for p in model.parameters()),
         "final": {
             **final,
-            "general_loss": mean_loss(model, *sets.general, runtime, config.batch_size),
-            "domain_loss": mean_loss(model, *sets.domain, runtime, config.batch_size),
+            "general_loss": sequence_losses(model, *sets.general, runtime, config.batch_size).mean().item(),
+            "domain_loss": sequence_losses(model, *sets.domain, runtime, config.batch_size).mean().item(),
         },
         "wall_seconds": round(time.perf_counter() - started, 1),
     }

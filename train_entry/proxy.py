@@ -10,8 +10,10 @@ is the same trial over several workers.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,7 @@ import torch
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
-from train_entry.loop import Batches, LoopResult, Sharing, fit, mean_loss
+from train_entry.loop import Batches, LoopResult, Sharing, fit, sequence_losses
 from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.trial_config import (
     RESULT_JSON,
@@ -29,8 +31,11 @@ from train_entry.trial_config import (
     CorpusPrefixes,
     Metrics,
     ProxyConfig,
+    SequenceLosses,
+    TextError,
     TrialConfig,
     TrialResult,
+    TrialStatus,
 )
 
 if TYPE_CHECKING:
@@ -53,8 +58,8 @@ def run_trial(
     torch.manual_seed(config.seed)
     model = load_causal_lm(config.base_dir, runtime)
     ready_layers(model, runtime, activation_checkpointing=config.activation_checkpointing)
-    outcome, history = train(config, model, stream, valid, runtime, report=report, on_step=on_step)
-    return write_result(config, outcome, history, wall_seconds=time.perf_counter() - started)
+    trained = train(config, model, stream, valid, runtime, report=report, on_step=on_step)
+    return write_result(config, trained, wall_seconds=time.perf_counter() - started)
 
 
 def write_config(config: TrialConfig) -> Path:
@@ -65,17 +70,18 @@ def write_config(config: TrialConfig) -> Path:
     return output_dir
 
 
-def write_result(
-    config: TrialConfig, outcome: LoopResult, history: list[Metrics], *, wall_seconds: float, write: bool = True
-) -> TrialResult:
+def write_result(config: TrialConfig, trained: Trained, *, wall_seconds: float, write: bool = True) -> TrialResult:
     """The trial's result, written to result.json unless `write` is False (a sharded trial's other workers)."""
+    outcome, final = trained.outcome, trained.sequence_losses
     result = TrialResult(
         status=outcome.status,
         reason=outcome.reason,
         steps=outcome.steps,
         tokens_seen=outcome.tokens_seen,
         wall_seconds=wall_seconds,
-        history=history,
+        history=trained.history,
+        sequence_losses=final,
+        text_error=TextError.of(config.base_losses, final) if final is not None else None,
     )
     if write:
         (Path(config.output_dir) / RESULT_JSON).write_text(TRIAL_RESULT.dumps(result))
@@ -104,6 +110,15 @@ def trial_data(config: TrialConfig, *, cache_dir: Path) -> tuple[TokenStream, Va
     return stream, validation_sets(config.valid, config.non_english_share, proxy, tokenizer, cache_dir)
 
 
+@dataclass
+class Trained:
+    """What training gives back: the loop's outcome, every evaluation's metrics, the last one's sequence losses."""
+
+    outcome: LoopResult
+    history: list[Metrics]
+    sequence_losses: SequenceLosses | None = None
+
+
 def train(
     config: TrialConfig,
     model: torch.nn.Module,
@@ -116,33 +131,34 @@ def train(
     sharing: Sharing | None = None,
     history: list[Metrics] | None = None,
     keep: Keep | None = None,
-) -> tuple[LoopResult, list[Metrics]]:
+) -> Trained:
     """Trains at config.peak_lr, reporting the metrics of every evaluation; a report that returns True
-    stops the training. Returns the loop's outcome and every evaluation's metrics (after `history`, those of
-    a resumed run's earlier attempts). In a sharded trial every worker measures its share, rank 0 alone
-    reports, and its answer stops every worker."""
+    stops the training. Returns the loop's outcome, every evaluation's metrics (after `history`, those of
+    a resumed run's earlier attempts) and the last evaluation's sequence losses. In a sharded trial every worker
+    measures its share, rank 0 alone reports, and its answer stops every worker."""
     proxy = config.proxy
     sharing = sharing or Sharing()
-    history = history if history is not None else []
+    trained = Trained(LoopResult(TrialStatus.COMPLETED, 0, 0), history if history is not None else [])
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
-        domain_loss, general_loss = measure(model, valid, runtime, batch_size=proxy.batch_size, group=sharing.group)
+        final = measure(model, valid, runtime, batch_size=proxy.batch_size, group=sharing.group)
+        trained.sequence_losses = final
         metrics = Metrics.measure(
             base=config.base_losses,
-            domain_loss=domain_loss,
-            general_loss=general_loss,
+            domain_loss=statistics.fmean(final.domain),
+            general_loss=statistics.fmean(final.general),
             step=step,
             tokens_seen=tokens_seen,
             train_loss=train_loss,
             lr=lr,
         )
-        history.append(metrics)
+        trained.history.append(metrics)
         stop = sharing.group.decide(lambda: bool(report(metrics)))
         if not stop and keep is not None:
-            keep(history)
+            keep(trained.history)
         return stop
 
-    outcome = fit(
+    trained.outcome = fit(
         model,
         batches,
         proxy,
@@ -156,7 +172,7 @@ def train(
         on_step=on_step,
         sharing=sharing,
     )
-    return outcome, history
+    return trained
 
 
 def validation_sets(
@@ -178,11 +194,11 @@ def validation_sets(
 
 def measure(
     model: torch.nn.Module, valid: ValidationSets, runtime: Runtime, *, batch_size: int, group: Group | None = None
-) -> tuple[float, float]:
-    """(domain_loss, general_loss) of the model on the fixed validation sets."""
-    return (
-        mean_loss(model, *valid.domain, runtime, batch_size, group),
-        mean_loss(model, *valid.general, runtime, batch_size, group),
+) -> SequenceLosses:
+    """Each domain and general validation sequence's loss under the model."""
+    return SequenceLosses(
+        domain=sequence_losses(model, *valid.domain, runtime, batch_size, group).tolist(),
+        general=sequence_losses(model, *valid.general, runtime, batch_size, group).tolist(),
     )
 
 
@@ -195,9 +211,15 @@ def measure_base(
     *,
     cache_dir: Path,
 ) -> BaseLosses:
-    """The base's own losses on the sweep's validation sets: what gain and forgetting are relative to."""
+    """The base's own losses on one of the sweep's validation draws, sequence by sequence: what a trial measured on
+    that draw is relative to."""
     runtime = Runtime.detect()
     sets = validation_sets(valid, non_english_share, proxy, megatron_tokenizer(tokenizer_dir), cache_dir)
     model = load_causal_lm(base_dir, runtime)
-    domain_loss, general_loss = measure(model, sets, runtime, batch_size=proxy.batch_size)
-    return BaseLosses(domain_loss=domain_loss, general_loss=general_loss)
+    losses = measure(model, sets, runtime, batch_size=proxy.batch_size)
+    return BaseLosses(
+        domain_loss=statistics.fmean(losses.domain),
+        general_loss=statistics.fmean(losses.general),
+        domain_sequences=losses.domain,
+        general_sequences=losses.general,
+    )

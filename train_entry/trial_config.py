@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
@@ -63,6 +64,44 @@ class BaseLosses(StrictConfig):
 
     domain_loss: float
     general_loss: float
+    domain_sequences: list[float] = Field(default_factory=list, max_length=100_000)
+    """Each domain validation sequence's mean token loss under the base, in the set's order (empty: not measured
+    sequence by sequence): with a trial's own, how much another draw of text would move its figures (TextError)."""
+    general_sequences: list[float] = Field(default_factory=list, max_length=100_000)
+
+
+class SequenceLosses(StrictConfig):
+    """Each validation sequence's mean token loss at one evaluation, in the sets' order."""
+
+    domain: list[float] = Field(max_length=100_000)
+    general: list[float] = Field(max_length=100_000)
+
+
+class TextError(StrictConfig):
+    """How much a trial's final domain_gain and forgetting would move measured on another draw of validation text of
+    the same size: the standard error of each over the sequences, paired with the base's losses on the same
+    sequences (each figure is a ratio of two means; its delta-method variance is var(x - r y) / (n mean(y)^2))."""
+
+    domain_gain: float = Field(ge=0.0)
+    forgetting: float = Field(ge=0.0)
+
+    @classmethod
+    def of(cls, base: BaseLosses, final: SequenceLosses) -> TextError | None:
+        """None when the base's or the trial's losses were not kept per sequence, or are not the same sequences."""
+        pairs = ((final.domain, base.domain_sequences), (final.general, base.general_sequences))
+        if any(len(trial) != len(reference) or len(trial) < 2 for trial, reference in pairs):
+            return None
+        return cls(domain_gain=_ratio_error(*pairs[0]), forgetting=_ratio_error(*pairs[1]))
+
+
+def _ratio_error(trial: list[float], base: list[float]) -> float:
+    """Standard error of mean(trial) / mean(base) over paired sequences (1 - domain_gain, or 1 + forgetting)."""
+    n = len(trial)
+    ratio = math.fsum(trial) / math.fsum(base)
+    residuals = [t - ratio * b for t, b in zip(trial, base)]
+    mean = math.fsum(residuals) / n
+    variance = math.fsum((r - mean) ** 2 for r in residuals) / (n - 1)
+    return math.sqrt(variance / n) / (math.fsum(base) / n)
 
 
 class TrialConfig(StrictConfig):
@@ -91,6 +130,9 @@ class TrialConfig(StrictConfig):
     """A sharded trial's steps between the checkpoints a retry resumes from (train_entry.sharded.checkpoint); a
     multiple of proxy.eval_interval, since a checkpoint follows its evaluation's report. Default: every evaluation.
     Each writes 12 bytes per parameter."""
+    valid_draw: int = Field(0, ge=0)
+    """Which of the sweep's disjoint validation draws `valid` and `base_losses` are: 0 for the search trials and their
+    replicates, 1 + r for the confirmation trials of round r, measured on text no other trial was."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
     seed: Seed
@@ -177,6 +219,10 @@ class TrialResult(StrictConfig):
     wall_seconds: float
     history: list[Metrics]
     """Every evaluation, in order; the last is the trial's final measurement."""
+    sequence_losses: SequenceLosses | None = None
+    """The final evaluation's losses sequence by sequence (None: no evaluation ran in this process)."""
+    text_error: TextError | None = None
+    """How much the final figures would move on another draw of validation text (None: not measured per sequence)."""
 
     @property
     def final(self) -> Metrics | None:

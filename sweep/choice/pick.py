@@ -72,12 +72,14 @@ class Prediction(StrictConfig):
     """Of the smooth value (what many re-runs would average to)."""
     noise_sd: float
     """Of one run around it (learned)."""
+    text_sd: float = 0.0
+    """Of the validation text's share of one run: what a fresh draw of validation text moves it by."""
     low: float
     high: float
     """90 % interval of the smooth value."""
     remeasured_low: float
     remeasured_high: float
-    """90 % interval of one re-run at the point."""
+    """90 % interval of one re-run at the point, at a fresh seed on a fresh draw of validation text."""
 
     @classmethod
     def at(cls, predictions: Predictions, index: int) -> Prediction:
@@ -87,6 +89,7 @@ class Prediction(StrictConfig):
             mean=mean,
             sd=sd,
             noise_sd=predictions.noise_sd,
+            text_sd=predictions.text_sd,
             low=mean - Z90 * sd,
             high=mean + Z90 * sd,
             remeasured_low=mean - Z90 * remeasured,
@@ -177,8 +180,9 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         else f"the {len(space.mix)} listed mixes"
     )
     return (
-        f"among {lrs} x {mixes}, plus every tried point, those whose re-run forgetting is within the budget "
-        f"{budget:g} with probability >= {config.min_probability:g} under the surrogate; of them the highest "
+        f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on a fresh draw "
+        f"of validation text) ends with forgetting within the budget {budget:g} with probability >= "
+        f"{config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
         f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
     )

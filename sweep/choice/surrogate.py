@@ -91,11 +91,16 @@ class Predictions:
     """Of the smooth (noise-free) value: how sure the surrogate is of the surface there."""
     noise_sd: float
     """Of one measurement around the surface (learned): a re-run at the point scatters this much more."""
+    text_sd: float = 0.0
+    """Of the validation text's share of a measurement: the trials' standard errors over their validation sequences,
+    pooled. The search's trials share one draw of text, so its error is an offset common to the whole surface that
+    the learned noise cannot see; a re-run measured on a fresh draw adds its own."""
 
     @property
     def remeasured_sd(self) -> np.ndarray:
-        """Of a new measurement at the point: the surface's uncertainty and the noise together."""
-        return np.sqrt(self.sd**2 + self.noise_sd**2)
+        """Of a new measurement at the point, at a fresh seed and on a fresh draw of validation text: the surface's
+        uncertainty, the seed noise, and the text error twice (the draw the surface was fitted on, and the new one)."""
+        return np.sqrt(self.sd**2 + self.noise_sd**2 + 2.0 * self.text_sd**2)
 
     def probability_at_most(self, limit: float) -> np.ndarray:
         """P(a re-measured value <= limit) under the normal predictive distribution."""
@@ -113,6 +118,9 @@ class MetricFit(StrictConfig):
     """Along log lr_fraction, as a share of the searched range: small is a fast change, >> 1 is flat."""
     length_scale_mix: float
     """Along log(general / domain), as a share of the searched range."""
+    text_sd: float = 0.0
+    """Root mean square of the fitted trials' standard errors over their validation sequences (TrialRow's
+    *_text_error): how much another draw of validation text moves one measurement; 0 when none was measured."""
 
 
 class SurrogateFit(StrictConfig):
@@ -163,10 +171,7 @@ class Surrogate:
     def predict(self, lr_fraction: Sequence[float], domain_share: Sequence[float]) -> tuple[Predictions, Predictions]:
         """(domain_gain, forgetting) at the points (lr_fraction[i], domain_share[i])."""
         x = self.box.scaled(lr_fraction, domain_share)
-        return (
-            _predict(self.gain, x, self.fit.domain_gain.noise_sd),
-            _predict(self.forgetting, x, self.fit.forgetting.noise_sd),
-        )
+        return _predict(self.gain, x, self.fit.domain_gain), _predict(self.forgetting, x, self.fit.forgetting)
 
     def gain_difference(
         self, a: tuple[float, float], others: Sequence[tuple[float, float]]
@@ -250,6 +255,8 @@ def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | N
     forgetting_y = np.array([row.forgetting for row in used] + [forgetting for _, forgetting in bounds])
     gain, gain_fit = _fit_censored(x, gain_y, is_censored)
     forgetting, forgetting_fit = _fit_censored(x, forgetting_y, is_censored)
+    gain_fit = gain_fit.model_copy(update={"text_sd": _pooled([row.gain_text_error for row in used])})
+    forgetting_fit = forgetting_fit.model_copy(update={"text_sd": _pooled([row.forgetting_text_error for row in used])})
     fit = SurrogateFit(
         trials=sorted(row.number for row in everything),
         points=len(used),
@@ -259,6 +266,13 @@ def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | N
         forgetting=forgetting_fit,
     )
     return Surrogate(box=box, gain=gain, forgetting=forgetting, fit=fit)
+
+
+def _pooled(errors: list[float | None]) -> float:
+    """Root mean square of the standard errors measured (0 when none was): each trial's is the same draw's text seen
+    by another model, so they are pooled as one noise level, not averaged down by their number."""
+    measured = [error for error in errors if error is not None and math.isfinite(error)]
+    return math.sqrt(math.fsum(error**2 for error in measured) / len(measured)) if measured else 0.0
 
 
 def _fit_censored(x: np.ndarray, y: np.ndarray, censored: np.ndarray) -> tuple[GaussianProcessRegressor, MetricFit]:
@@ -344,10 +358,11 @@ def _metric_fit(gp: GaussianProcessRegressor, y: np.ndarray) -> MetricFit:
     )
 
 
-def _predict(gp: GaussianProcessRegressor, x: np.ndarray, noise_sd: float) -> Predictions:
+def _predict(gp: GaussianProcessRegressor, x: np.ndarray, fit: MetricFit) -> Predictions:
     with _one_blas_thread():
         mean, sd = gp.predict(x, return_std=True)  # sd of a measurement: the white noise is on the kernel's diagonal
-    return Predictions(mean=mean, sd=np.sqrt(np.maximum(sd**2 - noise_sd**2, 0.0)), noise_sd=noise_sd)
+    surface = np.sqrt(np.maximum(sd**2 - fit.noise_sd**2, 0.0))
+    return Predictions(mean=mean, sd=surface, noise_sd=fit.noise_sd, text_sd=fit.text_sd)
 
 
 def _one_blas_thread() -> threadpool_limits:

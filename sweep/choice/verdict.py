@@ -20,8 +20,9 @@ def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: f
     outcome = confirmation.outcome
     if outcome is Outcome.CONFIRMED:
         held = confirmation.confirmed
-        return f"pick: {where}, confirmed at {len(held.trials)} fresh seed(s) (trials {numbers(held.trials)}): " + (
-            measured_words(held, budget)
+        return (
+            f"pick: {where}, confirmed at {len(held.trials)} fresh seed(s) on fresh validation text (trials "
+            f"{numbers(held.trials)}): {measured_words(held, budget)}"
         )
     if outcome is Outcome.NOT_FOUND:
         if not confirmation.rounds:

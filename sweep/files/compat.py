@@ -47,7 +47,7 @@ JOBS = FileFormat(
 )
 DASHBOARD = FileFormat("W&B view record", 1, "a new view is saved")
 SHIPPED_BASE = FileFormat("shipped-base manifest", 1, "make it again with `sweep base SPEC --ship DIR`")
-TRIALS_TABLE = FileFormat("trials table", 1, NEW_RUN)
+TRIALS_TABLE = FileFormat("trials table", 2, NEW_RUN)
 SPEC = FileFormat(
     "spec",
     1,

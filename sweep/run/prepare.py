@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.run.progress import sample_progress, step_progress
-from sweep.run.sample_size import sample_tokens
+from sweep.run.sample_size import sample_tokens, validation_draws, validation_weights
 from sweep.run.shipped_base import shipped_base
 from sweep.spec.spec import BaseConfig, CorpusConfig, DataConfig, SweepSpec
 from train_entry.base_cache import ensure_builtin_base
@@ -26,7 +26,7 @@ from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
 from train_entry.data.fingerprint import prefix_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
-from train_entry.mix import MixRatio
+from train_entry.mix import MixRatio, tokens_read
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
 
@@ -44,23 +44,30 @@ class Prepared:
     base_dir: Path
     train: CorpusPrefixes
     valid: CorpusPrefixes
-    base_losses: BaseLosses
+    """The whole validation samples: what the built-in base's pretraining measures itself on."""
+    valid_draws: list[CorpusPrefixes]
+    """Disjoint draws of the validation samples (train_entry.data.draws): draw 0 measures the search's trials and
+    replicates, draw 1 + r the confirmation trials of round r."""
+    base_losses: list[BaseLosses]
+    """The base's own losses on each draw, sequence by sequence: what a trial measured on that draw is relative to."""
     corpus_stats: dict[str, CorpusStats]
     """Per corpus split ("domain.train", ...): documents, tokens, the share its sample covers, what was skipped."""
 
     def trial_config(
-        self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None
+        self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None, valid_draw: int = 0
     ) -> TrialConfig:
-        """One trial of the sweep; `seed` is its training seed (default: the proxy's)."""
+        """One trial of the sweep; `seed` is its training seed (default: the proxy's), `valid_draw` the validation
+        draw it is measured on (0: the search's)."""
         return TrialConfig(
             lr_fraction=lr_fraction,
             mix=mix,
             base_dir=str(self.base_dir),
             tokenizer_dir=str(self.tokenizer_dir),
             max_lr=self.spec.base.max_lr,
-            base_losses=self.base_losses,
+            base_losses=self.base_losses[valid_draw],
             train=self.train,
-            valid=self.valid,
+            valid=self.valid_draws[valid_draw],
+            valid_draw=valid_draw,
             non_english_share=self.non_english_share,
             proxy=self.spec.proxy,
             threads=self.spec.execution.cpus,
@@ -85,7 +92,7 @@ class Prepared:
             "path": str(self.base_dir),
             "max_lr": self.spec.base.max_lr,
             **manifest,
-            "sweep validation losses": self.base_losses.model_dump(),
+            "sweep validation losses": self.base_losses[0].model_dump(include={"domain_loss", "general_loss"}),
         }
 
 
@@ -112,7 +119,8 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
         for split in ("train", "valid")
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
-    _warn_short_validation(spec, corpora, indexed)
+    draws = _validation_draws(spec, prefixes["valid"], root)
+    _warn_short_validation(spec, indexed, draws)
     base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root, why_not_shipped)
     return Prepared(
         spec=spec,
@@ -120,9 +128,31 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
         base_dir=base_dir,
         train=prefixes["train"],
         valid=prefixes["valid"],
-        base_losses=_base_losses(spec, base_dir, tokenizer_dir, prefixes["valid"], non_english_share, root),
+        valid_draws=draws,
+        base_losses=[_base_losses(spec, base_dir, tokenizer_dir, draw, non_english_share, root) for draw in draws],
         corpus_stats={name: entry.stats for name, entry in indexed.items()},
     )
+
+
+def _validation_draws(spec: SweepSpec, valid: CorpusPrefixes, root: Path) -> list[CorpusPrefixes]:
+    """Each validation sample split into validation_draws(spec) disjoint draws, each sized by what one validation set
+    reads of that corpus (train_entry.data.draws)."""
+    from train_entry.data.draws import split_draws  # megatron-core, imported only when the draws are not cached
+
+    count, proxy = validation_draws(spec), spec.proxy
+    split = {
+        corpus: split_draws(
+            prefix,
+            draws=count,
+            draw_tokens=tokens_read(proxy.eval_sequences, weight, proxy.seq_len),
+            seed=proxy.seed,
+            cache_root=root / "datasets",
+            label=f"data.{corpus}.valid",
+        )
+        for corpus, weight in validation_weights(spec).items()
+        if (prefix := getattr(valid, corpus)) is not None
+    }
+    return [CorpusPrefixes(**{corpus: prefixes[draw] for corpus, prefixes in split.items()}) for draw in range(count)]
 
 
 def _sample(
@@ -196,15 +226,17 @@ def _base_dir(
         )
 
 
-def _warn_short_validation(spec: SweepSpec, corpora: dict[str, Corpus], indexed: dict[str, IndexedCorpus]) -> None:
-    """Validation text shorter than the fixed sets repeats itself: the losses still work, but say so."""
-    wanted = spec.proxy.eval_sequences * (spec.proxy.seq_len + 1)
-    for name, entry in indexed.items():
-        if name.endswith(".valid") and entry.stats.tokens < wanted:
+def _warn_short_validation(spec: SweepSpec, indexed: dict[str, IndexedCorpus], draws: list[CorpusPrefixes]) -> None:
+    """Validation text shorter than its draws' sets repeats itself: the losses still work, but say so."""
+    proxy = spec.proxy
+    for corpus, weight in validation_weights(spec).items():
+        entry = indexed.get(f"{corpus}.valid")
+        wanted = len(draws) * tokens_read(proxy.eval_sequences, weight, proxy.seq_len)
+        if entry is not None and entry.stats.tokens < wanted:
             print(
-                f"warning: data.{name} ({corpora[name].label}) has {entry.stats.tokens:,} tokens, fewer than "
-                f"proxy.eval_sequences x (seq_len + 1) = {wanted:,}: its validation sequences repeat text; "
-                f"add held-out text or lower proxy.eval_sequences",
+                f"warning: data.{corpus}.valid has {entry.stats.tokens:,} tokens, fewer than its {len(draws)} disjoint "
+                f"validation draw(s) of proxy.eval_sequences {proxy.eval_sequences} x (seq_len + 1) tokens read "
+                f"({wanted:,}): each draw's sequences repeat its text; add held-out text or lower proxy.eval_sequences",
                 file=sys.stderr,
             )
 
@@ -241,7 +273,7 @@ def _base_losses(
     identity = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in base_files]
     proxy = spec.proxy
     key = digest(
-        "base-losses-1",
+        "base-losses-2",
         *identity,
         valid.model_dump_json(),
         *(prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),

@@ -41,9 +41,26 @@ def tokens_needed(spec: SweepSpec) -> dict[str, int]:
         reads("train", general_side(share), builtin.pretrain_steps * builtin.batch_size, builtin.seq_len)
         validation.append((EVAL_SEQUENCES, builtin.seq_len))
     for sequences, seq_len in validation:
-        reads("valid", {"domain": 1.0}, sequences, seq_len)
-        reads("valid", general_side(share), sequences, seq_len)
+        reads("valid", validation_weights(spec), sequences, seq_len)
+    draws = validation_draws(spec)
+    for corpus, weight in validation_weights(spec).items():  # each draw is a validation set of its own
+        name = f"{corpus}.valid"
+        need[name] = max(need[name], draws * tokens_read(proxy.eval_sequences, weight, proxy.seq_len))
     return dict(need)
+
+
+def validation_draws(spec: SweepSpec) -> int:
+    """Disjoint draws of validation text a sweep measures its trials on: the search's, and one per confirmation
+    round, so that each candidate is confirmed on text no other trial was measured on."""
+    confirmation = spec.search.confirmation
+    return 1 + (confirmation.candidates if confirmation.seeds > 0 else 0)
+
+
+def validation_weights(spec: SweepSpec) -> dict[str, float]:
+    """Each validation corpus's weight in its validation set: the domain set is all domain text, the general set
+    blends general and non-English text as the training stream's general side does."""
+    share = spec.data.non_english.share if spec.data.non_english is not None else 0.0
+    return {"domain": 1.0, **general_side(share)}
 
 
 def _extreme_mixes(space: SearchSpace) -> list[MixRatio]:

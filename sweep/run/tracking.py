@@ -146,7 +146,12 @@ def wandb_trial_config(
         "domain_share": config.mix.domain_share,
         "non_english_share": config.non_english_share,
         "proxy": config.proxy.model_dump(mode="json"),
-        "base": {"model": base_model, "max_lr": config.max_lr, **config.base_losses.model_dump()},
+        "base": {
+            "model": base_model,
+            "max_lr": config.max_lr,
+            **config.base_losses.model_dump(include={"domain_loss", "general_loss"}),
+        },
+        "valid_draw": config.valid_draw,
         "threads": config.threads,
         "seed": config.seed,
     }

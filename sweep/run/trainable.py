@@ -32,22 +32,21 @@ def proxy_trainable(
     frozen = sweep.frozen(number)
     point = sweep.plan.space.point(frozen.params)
     output_dir = run.inside(run.trial(number))
+    row = trial_row(frozen, sweep.plan)
     trial_config = prepared.trial_config(
-        # A replicate trains with its own seed, also when a rerun takes it up after a crash.
+        # A replicate trains with its own seed, also when a rerun takes it up after a crash; a confirmation trial is
+        # measured on its round's own draw of validation text.
         lr_fraction=point.lr_fraction,
         mix=point.mix,
         output_dir=output_dir,
         seed=frozen.user_attrs.get(Attr.SEED.value),
+        valid_draw=row.valid_draw,
     )
-    role = trial_row(frozen, sweep.plan).role.value
+    config_logged = wandb_trial_config(
+        trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number, role=row.role.value
+    )
     tracked = TrialRun(
-        wandb,
-        name=trial_run_name(study_name, number),
-        group=study_name,
-        config=wandb_trial_config(
-            trial_config, base_model=prepared.spec.base.model, sweep=study_name, number=number, role=role
-        ),
-        directory=output_dir,
+        wandb, name=trial_run_name(study_name, number), group=study_name, config=config_logged, directory=output_dir
     )
 
     def run(report: Report) -> TrialResult:

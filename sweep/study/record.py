@@ -58,6 +58,9 @@ class Attr(str, enum.Enum):
     """A replicate's training seed; a trial without it trains on proxy.seed."""
     CONFIRMS = "confirms"
     """A confirmation trial's round (0: the first point confirmed; see sweep.choice.confirmation)."""
+    TEXT_ERROR = "text_error"
+    """How much the trial's final domain_gain and forgetting would move on another draw of validation text (a
+    TextError dict): the validation sample's share of the noise, which the surrogate adds to its P."""
     REPLICATE_OF = "replicate_of"
     """The number of the trial whose point a replicate re-runs with another seed."""
 

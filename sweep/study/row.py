@@ -61,6 +61,16 @@ class TrialRow(StrictConfig):
     forecast_forgetting: float | None = None
     """For a stopped trial, the forgetting its last evaluation's forecast (sweep.study.forecast) predicted it would
     end at: what pruning judged it by, and the bound it enters the surrogate with. None when it ran to the end."""
+    gain_text_error: float | None = None
+    """Standard error of the final domain_gain over the validation sequences: how much another draw of validation
+    text would move it (train_entry.trial_config.TextError); None when not measured per sequence."""
+    forgetting_text_error: float | None = None
+
+    @property
+    def valid_draw(self) -> int:
+        """The validation draw it was measured on: 0 for the search and its replicates, 1 + r for confirmation round r
+        (train_entry.trial_config.TrialConfig.valid_draw)."""
+        return 0 if self.confirms is None else 1 + self.confirms
 
     @property
     def role(self) -> Role:

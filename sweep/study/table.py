@@ -62,6 +62,8 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         replicate_of=attrs.get(Attr.REPLICATE_OF.value),
         confirms=attrs.get(Attr.CONFIRMS.value),
         forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last) if stopped else None,
+        gain_text_error=(attrs.get(Attr.TEXT_ERROR.value) or {}).get("domain_gain"),
+        forgetting_text_error=(attrs.get(Attr.TEXT_ERROR.value) or {}).get("forgetting"),
     )
 
 

@@ -90,6 +90,8 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
         trial.set_user_attr(Attr.LAST.value, result.history[-1].model_dump(mode="json"))
         trial.set_user_attr(Attr.BEST.value, best_of(result.history).model_dump(mode="json"))
         excess = result.history[-1].forgetting - sweep.plan.forgetting_budget
+    if result.text_error is not None:
+        trial.set_user_attr(Attr.TEXT_ERROR.value, result.text_error.model_dump(mode="json"))
     # <= 0 is feasible; samplers read it to learn where the budget holds.
     trial.set_constraint(FORGETTING_CONSTRAINT, excess if math.isfinite(excess) else math.inf)
     attrs: dict[str, Any] = {

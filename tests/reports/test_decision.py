@@ -71,7 +71,8 @@ def test_status_names_the_pick_with_its_confirmation_and_the_best_observed_trial
     text = console.export_text()
     where = f"lr_fraction {pick.point.lr_fraction:.4g} (peak LR {pick.point.lr_fraction * PLAN.max_lr:.3g})"
     headline = (
-        f"pick: {where}, mix {pick.point.mix}, of the surrogate, confirmed at 2 fresh seed(s) (trials 12, 13): "
+        f"pick: {where}, mix {pick.point.mix}, of the surrogate, confirmed at 2 fresh seed(s) on fresh validation text "
+        "(trials 12, 13): "
         "domain_gain 0.1505 ± 0.0007, forgetting 0.0160 ± 0.0014, within the budget 0.02"
     )
     assert summary.verdict == headline and headline in text

@@ -61,8 +61,8 @@ def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp
     for config in (default, other):
         still = config.model_copy(update={"max_lr": 1e-12, "output_dir": f"{config.output_dir}-still"})
         first_eval = _run(still, report=lambda metrics: True).history[0]
-        assert first_eval.domain_loss == pytest.approx(prepared.base_losses.domain_loss, rel=1e-6)
-        assert first_eval.general_loss == pytest.approx(prepared.base_losses.general_loss, rel=1e-6)
+        assert first_eval.domain_loss == pytest.approx(prepared.base_losses[0].domain_loss, rel=1e-6)
+        assert first_eval.general_loss == pytest.approx(prepared.base_losses[0].general_loss, rel=1e-6)
     assert TRIAL_CONFIG.read(tmp_path / "other" / "trial_config.json", TrialConfig).seed == other.seed
 
 
@@ -206,3 +206,24 @@ def test_prefixes_of_another_tokenizer_are_exit_2_naming_both(prepared, write_ti
 
     error = capsys.readouterr().err
     assert f"made by tokenizer {other}" in error and f"base's tokenizer {spec.base.tokenizer}" in error
+
+
+def test_a_trial_on_another_validation_draw_is_measured_on_other_text_against_the_bases_losses_there(
+    write_tiny_spec, tmp_path
+):
+    spec = load_spec(write_tiny_spec("draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 2}}))
+    prepared = prepare(spec)
+    assert len(prepared.valid_draws) == 3  # the search's, and one per confirmation candidate
+    assert len({draw.domain for draw in prepared.valid_draws}) == 3
+    assert len({losses.domain_loss for losses in prepared.base_losses}) == 3  # three texts, three base losses
+
+    config = prepared.trial_config(lr_fraction=1e-9, mix=MixRatio(1, 1), output_dir=tmp_path / "draw2", valid_draw=2)
+    result = _run(config, report=lambda metrics: True)  # barely trained: it reads the base's losses on draw 2
+
+    assert config.valid == prepared.valid_draws[2] and config.base_losses == prepared.base_losses[2]
+    assert result.history[0].domain_loss == pytest.approx(prepared.base_losses[2].domain_loss, rel=1e-6)
+    assert len(result.sequence_losses.domain) == spec.proxy.eval_sequences
+    assert sum(result.sequence_losses.general) / spec.proxy.eval_sequences == pytest.approx(
+        result.history[-1].general_loss, rel=1e-12
+    )
+    assert result.text_error is not None and result.text_error.forgetting >= 0.0

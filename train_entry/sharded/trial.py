@@ -55,7 +55,7 @@ def run_sharded_trial(
     earlier = saved.wall_seconds if saved is not None else 0.0
     progress = Progress(saved.steps_done, saved.first_loss) if saved is not None else Progress()
     keep = _keeper(config, model, optimizer, progress, group, elapsed=lambda: earlier + time.perf_counter() - started)
-    outcome, history = train(
+    trained = train(
         config,
         model,
         stream.worker_share(rank=group.rank, parts=group.size),
@@ -69,7 +69,7 @@ def run_sharded_trial(
     )
     remove_checkpoints(Path(config.output_dir), group)
     wall_seconds = earlier + time.perf_counter() - started
-    return write_result(config, outcome, history, wall_seconds=wall_seconds, write=group.is_leader)
+    return write_result(config, trained, wall_seconds=wall_seconds, write=group.is_leader)
 
 
 def _keeper(

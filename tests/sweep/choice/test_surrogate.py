@@ -85,3 +85,20 @@ def test_a_diverged_trial_with_non_finite_metrics_is_left_out():
     diverged = rows[-1].model_copy(update={"number": 101, "status": Status.DIVERGED, "forgetting": float("nan"),
                                            "forecast_forgetting": None, "seed": 3})  # fmt: skip
     assert 101 not in {r.number for r in stopped([*rows, diverged])}
+
+
+def test_the_validation_texts_error_widens_a_re_runs_spread_and_lowers_p_at_the_same_fit():
+    rows = [r for r in corner_rows() if r.status is Status.COMPLETED]
+    texted = [r.model_copy(update={"forgetting_text_error": 0.001 + 0.0002 * (r.number % 3)}) for r in rows]
+
+    plain, measured = fit_surrogate(rows, SPACE), fit_surrogate(texted, SPACE)
+
+    errors = np.array([r.forgetting_text_error for r in texted])
+    assert np.isclose(measured.fit.forgetting.text_sd, np.sqrt(np.mean(errors**2))) and plain.fit.forgetting.text_sd == 0
+    lr, share = [0.1, 0.15], [MixRatio.parse("2:1").domain_share] * 2
+    (_, before), (_, after) = plain.predict(lr, share), measured.predict(lr, share)
+    assert np.allclose(after.mean, before.mean) and np.allclose(after.sd, before.sd)  # the same surface
+    # the text the surface was fitted on, and a re-run's fresh draw: twice its variance
+    expected = np.sqrt(before.sd**2 + before.noise_sd**2 + 2 * measured.fit.forgetting.text_sd**2)
+    assert np.allclose(after.remeasured_sd, expected)
+    assert (after.probability_at_most(0.006) < before.probability_at_most(0.006)).all()
