@@ -32,7 +32,7 @@ def pick_lines(pick: Pick, *, headline: str | None = None) -> list[str]:
         gain, forgetting = pick.gain, pick.forgetting
         lines.append(
             f"  predicted domain_gain {gain.mean:.4f} [{gain.low:.4f}, {gain.high:.4f}], forgetting "
-            f"{forgetting.mean:.4f} [{forgetting.low:.4f}, {forgetting.high:.4f}] (90 % intervals); "
+            f"{forgetting.mean:.4f} [{forgetting.low:.4f}, {forgetting.high:.4f}] (90 % intervals, the text included); "
             f"P(a re-run within the budget) {pick.probability_within_budget:.2f}"
         )
     lines.append(f"  why: {pick.reason}")

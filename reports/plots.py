@@ -262,7 +262,12 @@ def surrogate_surface(snapshot: RunSnapshot, *, lr_nodes: int = 60, mix_nodes: i
     if surrogate is None:
         raise ValueError(f"run {snapshot.name} has too few distinct completed points for a surrogate")
     (low_lr, high_lr), (low_ratio, high_ratio) = surrogate.box.log_lr, surrogate.box.log_ratio
-    log_lr, log_ratio = np.meshgrid(np.linspace(low_lr, high_lr, lr_nodes), np.linspace(low_ratio, high_ratio, mix_nodes))
+    lr_axis, ratio_axis = np.linspace(low_lr, high_lr, lr_nodes), np.linspace(low_ratio, high_ratio, mix_nodes)
+    point = snapshot.summary.pick.point
+    if point is not None:  # a node at the pick itself: the drawn region there is the text's P, not an interpolation
+        lr_axis = np.union1d(lr_axis, [math.log(point.lr_fraction)])
+        ratio_axis = np.union1d(ratio_axis, [math.log((1 - point.domain_share) / point.domain_share)])
+    log_lr, log_ratio = np.meshgrid(lr_axis, ratio_axis)
     lr, share = np.exp(log_lr).ravel(), 1.0 / (1.0 + np.exp(log_ratio).ravel())
     gain, forgetting = surrogate.predict(lr, share)
     untried = nearest_trial_distance(snapshot.space, snapshot.rows, lr, share) > UNTRIED_DISTANCE

@@ -69,14 +69,15 @@ class Prediction(StrictConfig):
 
     mean: float
     sd: float
-    """Of the smooth value (what many re-runs would average to)."""
+    """Of the smooth value on the search's validation text (what many re-runs measured there would average to)."""
     noise_sd: float
     """Of one run around it (learned)."""
     text_sd: float = 0.0
     """Of the validation text's share of one run: what a fresh draw of validation text moves it by."""
     low: float
     high: float
-    """90 % interval of the smooth value."""
+    """90 % interval of the smooth value on any draw of validation text: the surface's uncertainty and the text
+    the surface was fitted on (text_sd), as a confirmation on a fresh draw averages to."""
     remeasured_low: float
     remeasured_high: float
     """90 % interval of one re-run at the point, at a fresh seed on a fresh draw of validation text."""
@@ -85,13 +86,14 @@ class Prediction(StrictConfig):
     def at(cls, predictions: Predictions, index: int) -> Prediction:
         mean, sd = float(predictions.mean[index]), float(predictions.sd[index])
         remeasured = float(predictions.remeasured_sd[index])
+        smooth = math.hypot(sd, predictions.text_sd)
         return cls(
             mean=mean,
             sd=sd,
             noise_sd=predictions.noise_sd,
             text_sd=predictions.text_sd,
-            low=mean - Z90 * sd,
-            high=mean + Z90 * sd,
+            low=mean - Z90 * smooth,
+            high=mean + Z90 * smooth,
             remeasured_low=mean - Z90 * remeasured,
             remeasured_high=mean + Z90 * remeasured,
         )

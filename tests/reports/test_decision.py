@@ -210,6 +210,11 @@ def test_the_surrogate_plot_draws_the_function_the_pick_was_chosen_on_and_its_p_
     plotted = float(forgetting.probability_at_most(BUDGET)[0])
 
     assert plotted == pytest.approx(pick.probability_within_budget, abs=1e-9)
+    surface = plots.surrogate_surface(snapshot)  # the grid the figure contours, with a node at the pick
+    at = np.isclose(surface.lr_fraction, pick.point.lr_fraction) & np.isclose(
+        surface.ratio, (1 - pick.point.domain_share) / pick.point.domain_share
+    )
+    assert at.sum() == 1 and surface.probability[at][0] == pytest.approx(pick.probability_within_budget, abs=1e-9)
     # Outside the hatched region exactly when the text's P meets the rule.
     assert (plotted >= PLAN.pick.min_probability) == (pick.probability_within_budget >= PLAN.pick.min_probability)
     _, everything = fit_surrogate(rows, PLAN.space).predict([pick.point.lr_fraction], [pick.point.domain_share])

@@ -94,7 +94,7 @@ def test_the_pick_is_printed_with_its_intervals_its_reason_and_the_tried_points_
 
     lines = pick_lines(pick)
     assert lines[0].startswith(f"pick (surrogate): lr_fraction {pick.point.lr_fraction:.4g}, mix {pick.point.mix}")
-    assert "(90 % intervals); P(a re-run within the budget)" in lines[1]
+    assert "(90 % intervals, the text included); P(a re-run within the budget)" in lines[1]
     assert lines[2] == f"  why: {pick.reason}"
     assert "indistinguishable" in lines[3] or "measurably less" in lines[3]
     assert pick_lines(pick.model_copy(update={"source": None, "point": None})) == [f"pick: none ({pick.reason})"]
