@@ -145,7 +145,6 @@ def _validation_draws(spec: SweepSpec, valid: CorpusPrefixes, root: Path) -> lis
             prefix,
             draws=count,
             draw_tokens=tokens_read(proxy.eval_sequences, weight, proxy.seq_len),
-            seed=proxy.seed,
             cache_root=root / "datasets",
             label=f"data.{corpus}.valid",
         )

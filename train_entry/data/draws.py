@@ -22,13 +22,19 @@ from train_entry.data.fingerprint import prefix_fingerprint
 
 DRAWS_VERSION = 1
 """Part of the cache key: bump it when how documents are dealt into draws changes."""
+PARTITION_SEED = 0
+"""Seeds the shuffle of the documents. Fixed, not the sweep's proxy.seed: the partition is a property of the
+corpus, so every sweep over the same validation corpus measures its search on the same draw 0 (two sweeps compare on
+the same text), and a draw beyond a sweep's last is text none of them was measured on."""
 
 
 def draw_prefix(entry: Path, draw: int) -> str:
     return str(entry / f"draw_{draw}")
 
 
-def split_draws(prefix: str, *, draws: int, draw_tokens: int, seed: int, cache_root: Path, label: str) -> list[str]:
+def split_draws(
+    prefix: str, *, draws: int, draw_tokens: int, cache_root: Path, label: str, seed: int = PARTITION_SEED
+) -> list[str]:
     """The prefixes of `draws` disjoint draws of the indexed dataset at `prefix`, cached under cache_root. `label`
     names the corpus in a refusal (e.g. data.domain.valid)."""
     key = digest(f"validation-draws-{DRAWS_VERSION}", prefix_fingerprint(prefix), draws, draw_tokens, seed)

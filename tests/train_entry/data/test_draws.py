@@ -35,7 +35,7 @@ def corpus(tmp_path) -> tuple[str, list[np.ndarray]]:
 def test_draws_are_disjoint_whole_documents_each_holding_a_validation_sets_tokens(corpus, tmp_path):
     prefix, documents = corpus
 
-    draws = split_draws(prefix, draws=4, draw_tokens=1000, seed=0, cache_root=tmp_path / "cache", label="v")
+    draws = split_draws(prefix, draws=4, draw_tokens=1000, cache_root=tmp_path / "cache", label="v")
 
     seen = [set(documents_of(draw)) for draw in draws]
     originals = {tuple(document.tolist()) for document in documents}
@@ -46,8 +46,8 @@ def test_draws_are_disjoint_whole_documents_each_holding_a_validation_sets_token
 
 def test_draw_d_is_the_same_however_many_draws_are_asked_for(corpus, tmp_path):
     prefix, _ = corpus
-    three = split_draws(prefix, draws=3, draw_tokens=1000, seed=0, cache_root=tmp_path / "a", label="v")
-    five = split_draws(prefix, draws=5, draw_tokens=1000, seed=0, cache_root=tmp_path / "b", label="v")
+    three = split_draws(prefix, draws=3, draw_tokens=1000, cache_root=tmp_path / "a", label="v")
+    five = split_draws(prefix, draws=5, draw_tokens=1000, cache_root=tmp_path / "b", label="v")
 
     assert [documents_of(draw) for draw in three] == [documents_of(draw) for draw in five[:3]]
     other_seed = split_draws(prefix, draws=3, draw_tokens=1000, seed=1, cache_root=tmp_path / "c", label="v")
@@ -58,11 +58,11 @@ def test_a_corpus_too_small_for_full_draws_is_dealt_out_and_one_with_too_few_doc
     prefix, documents = corpus
     total = sum(len(d) for d in documents)
 
-    dealt_out = split_draws(prefix, draws=4, draw_tokens=total, seed=0, cache_root=tmp_path / "a", label="v")
+    dealt_out = split_draws(prefix, draws=4, draw_tokens=total, cache_root=tmp_path / "a", label="v")
     assert sorted(len(documents_of(draw)) for draw in dealt_out) == [15, 15, 15, 15]
 
     with pytest.raises(CorpusError, match=r"^data\.domain\.valid holds 60 document\(s\) .* 61 disjoint draws"):
-        split_draws(prefix, draws=61, draw_tokens=10, seed=0, cache_root=tmp_path / "b", label="data.domain.valid")
+        split_draws(prefix, draws=61, draw_tokens=10, cache_root=tmp_path / "b", label="data.domain.valid")
 
 
 def test_a_long_document_never_leaves_a_draw_empty():
