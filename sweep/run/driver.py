@@ -28,7 +28,7 @@ import optuna
 import ray
 from ray import tune
 
-from sweep.choice.best import BestSummary, best_summary, write_best
+from sweep.choice.best import BestSummary, best_summary, trials_expected, write_best
 from sweep.choice.observed import Selection, select
 from sweep.choice.points import replicates_note
 from sweep.files.rundir import RunDir, RunLocked, RunRecord
@@ -316,7 +316,9 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     name = sweep.study.study_name
     log_sweep(wandb, name=name, sweep_id=sweep.sweep_id, run_dir=run.path, rows=rows, summary=summary, plan=plan)
     notes = tuple(note for note in [replicates_note(rows, top=plan.search.replicates.top)] if note)
-    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=plan.planned_trials, notes=notes)
+    # As things stand, not as planned: a sweep with nothing to confirm has run every trial it will run.
+    expected = trials_expected(summary, rows, plan)
+    return SweepOutcome(rows=rows, selection=selection, summary=summary, planned=expected, notes=notes)
 
 
 def pick_attr(summary: BestSummary) -> dict:
