@@ -58,7 +58,8 @@ def comparison_lines(pick: Pick) -> list[str]:
         )
     if pick.gaining_more:
         lines.append(
-            "gain measurably more, passed over by the rule: " + ", ".join(_passed_over(c, pick) for c in pick.gaining_more)
+            "gain measurably more, passed over by the rule: "
+            + ", ".join(_passed_over(c, pick) for c in pick.gaining_more)
         )
     return lines
 

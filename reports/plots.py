@@ -97,7 +97,10 @@ def front_extent(snapshots: Sequence[RunSnapshot]) -> tuple[tuple[float, float],
             ys += [pick.gain.low, pick.gain.high]
         for point in snapshot.summary.confirmation.rounds:
             if point.forgetting is not None and point.gain is not None:
-                xs += [point.forgetting.mean - (point.forgetting.sd or 0), point.forgetting.mean + (point.forgetting.sd or 0)]
+                xs += [
+                    point.forgetting.mean - (point.forgetting.sd or 0),
+                    point.forgetting.mean + (point.forgetting.sd or 0),
+                ]
                 ys += [point.gain.mean - (point.gain.sd or 0), point.gain.mean + (point.gain.sd or 0)]
     if not ys:  # nothing completed yet: the stopped trials are all there is
         for snapshot in snapshots:

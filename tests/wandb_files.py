@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,25 @@ def read_run(path: Path) -> OfflineRun:
     return run
 
 
+EXIT_WAIT_S = 30.0
+"""How long a run's transaction log may take to end: W&B's service writes it on after `run.finish()` returns."""
+
+
 def offline_runs(root: Path) -> list[OfflineRun]:
-    """Every offline run under `root`, in the order their directories sort."""
-    return [read_run(path) for path in sorted(root.rglob("offline-run-*")) if path.is_dir()]
+    """Every offline run under `root`, in the order their directories sort, each read once its log has its exit
+    record (or after EXIT_WAIT_S, as it then stands)."""
+    return [_ended(path) for path in sorted(root.rglob("offline-run-*")) if path.is_dir()]
+
+
+def _ended(path: Path) -> OfflineRun:
+    deadline = time.monotonic() + EXIT_WAIT_S
+    while True:
+        try:
+            run = read_run(path)
+        except (AssertionError, ValueError):  # the log not there yet, or its header not written
+            if time.monotonic() >= deadline:
+                raise
+        else:
+            if run.exit_code is not None or time.monotonic() >= deadline:
+                return run
+        time.sleep(0.1)

@@ -32,7 +32,9 @@ def untried_mixes(space: SearchSpace, rows: Sequence[TrialRow]) -> list[str]:
     return [str(mix) for mix in space.mix if round(mix.domain_share, 9) not in tried]
 
 
-def nearest_trial_distance(space: SearchSpace, rows: Sequence[TrialRow], lr: np.ndarray, share: np.ndarray) -> np.ndarray:
+def nearest_trial_distance(
+    space: SearchSpace, rows: Sequence[TrialRow], lr: np.ndarray, share: np.ndarray
+) -> np.ndarray:
     """For each point (lr[i], share[i]), its distance to the nearest completed trial in units of the searched box."""
     used = completed(rows)
     box = Box.of(space)
@@ -63,7 +65,9 @@ def pick_warnings(pick: Pick, space: SearchSpace, rows: Sequence[TrialRow]) -> l
             f"no trial ran to the end at mix {', '.join(untried)}: the surrogate's figures there are its extrapolation "
             "(hatched grey on the surrogate plot)"
         )
-    distance = float(nearest_trial_distance(space, rows, np.array([point.lr_fraction]), np.array([point.domain_share]))[0])
+    distance = float(
+        nearest_trial_distance(space, rows, np.array([point.lr_fraction]), np.array([point.domain_share]))[0]
+    )
     if point.mix not in untried and distance > UNTRIED_DISTANCE:
         notes.append(
             f"the pick is {distance:.2f} of the searched box from the nearest completed trial (beyond "

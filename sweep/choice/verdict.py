@@ -40,8 +40,9 @@ def point_words(pick: Pick, *, max_lr: float) -> str:
     """Where the pick is and where it comes from: "lr_fraction 0.134 (peak LR 0.000402), mix 4:1, of the surrogate"."""
     point = pick.point
     source = (
-        "of the surrogate" if pick.source is PickSource.SURROGATE else "the best observed trial's point (surrogate "
-        "could not pick)"
+        "of the surrogate"
+        if pick.source is PickSource.SURROGATE
+        else "the best observed trial's point (surrogate could not pick)"
     )
     return f"lr_fraction {point.lr_fraction:.4g} (peak LR {point.lr_fraction * max_lr:.3g}), mix {point.mix}, {source}"
 

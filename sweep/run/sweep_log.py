@@ -13,6 +13,9 @@ from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan
 
 _log = logging.getLogger(__name__)
+TAG_TIMEOUT_S = 20
+"""Per request to W&B's public API when tagging the pick's runs: a slow server delays the end of a sweep this much at
+most per request, and never fails it."""
 
 
 def log_sweep(
@@ -55,12 +58,13 @@ def log_sweep(
         return wandb.Table(columns=columns, data=data)
 
     pick_runs = [trial_run_name(name, number) for number in summary.pick_trials]
+    online = not run.offline  # an online run that could not reach W&B fell back to offline (start_wandb_run)
     try:
         run.log({"trials": table(rows), "pareto_front": table(summary.pareto_front)})
         run.summary.update({**summary.model_dump(mode="json", exclude={"pareto_front"}), "pick_runs": pick_runs})
     finally:
         run.finish()
-    if target.mode == "online":
+    if online and pick_runs:
         tag_pick_runs(target, group=name, names=pick_runs)
 
 
@@ -72,7 +76,7 @@ def tag_pick_runs(target: WandbTarget, *, group: str, names: list[str]) -> None:
     import wandb
 
     try:
-        api = wandb.Api()
+        api = wandb.Api(timeout=TAG_TIMEOUT_S)
         path = f"{target.entity or api.default_entity}/{target.project}"
         for found in api.runs(path, filters={"group": group, "display_name": {"$in": names}}):
             if PICK_TAG not in found.tags:

@@ -12,9 +12,9 @@ import shutil
 
 from ray import tune
 
+from sweep.choice.feasible import is_feasible
 from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
-from sweep.choice.feasible import is_feasible
 from sweep.run.tracking import TrialRun, WandbTarget, trial_run_name, wandb_trial_config
 from sweep.study.record import Attr, Status
 from sweep.study.study import load_study

@@ -43,7 +43,10 @@ def inert_settings(search, proxy: ProxyConfig) -> list[Inert]:
     pruner, guard = search.pruner, search.forgetting_guard
     where = f"proxy.steps {proxy.steps}, evaluated every proxy.eval_interval {proxy.eval_interval} steps"
     if judged is None:
-        off = {"search.pruner": "search.pruner {type: none}", "search.forgetting_guard": "search.forgetting_guard: null"}
+        off = {
+            "search.pruner": "search.pruner {type: none}",
+            "search.forgetting_guard": "search.forgetting_guard: null",
+        }
         active = [key for key, on in zip(off, (not isinstance(pruner, NoPrunerConfig), guard is not None)) if on]
         return [
             Inert(key, f"{key} can never stop a trial: with {where}, a trial's only evaluation is its last, which is "
@@ -65,7 +68,10 @@ def inert_settings(search, proxy: ProxyConfig) -> list[Inert]:
             f"{search.num_trials}: the pruner waits for that many finished trials and would never act; set it below "
             f"{search.num_trials}, or search.pruner {{type: none}}",
         ))  # fmt: skip
-    if isinstance(pruner, SuccessiveHalvingPrunerConfig) and proxy.eval_interval * pruner.reduction_factor > proxy.steps:
+    if (
+        isinstance(pruner, SuccessiveHalvingPrunerConfig)
+        and proxy.eval_interval * pruner.reduction_factor > proxy.steps
+    ):
         found.append(Inert(
             "search.pruner.reduction_factor",
             f"search.pruner {pruner.type} with reduction_factor {pruner.reduction_factor} has no second rung within "

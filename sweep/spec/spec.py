@@ -28,8 +28,8 @@ from sweep.files.config_file import SpecError, load_config, read_raw, resolve_pa
 from sweep.ladder.config import LadderConfig
 from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
-from sweep.spec.space import SearchSpace
 from sweep.spec.inert import inert_settings
+from sweep.spec.space import SearchSpace
 from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
 from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
 from sweep.study.replicates import ReplicatesConfig

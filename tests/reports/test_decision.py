@@ -148,7 +148,9 @@ def test_the_pareto_figure_marks_the_pick_with_its_intervals_and_confirmation_be
     ax = figure.axes[0]
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
     assert any(label.startswith(f"best observed trial ({best.number}), one seed: ") for label in legend)
-    assert [text.get_text() for text in ax.texts] == [f"pick: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}"]
+    assert [text.get_text() for text in ax.texts] == [
+        f"pick: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}"
+    ]
     assert (
         f"pick (surrogate), predicted, 90 % intervals: lr_fraction {pick.point.lr_fraction:.3g}, mix {pick.point.mix}, "
         f"P(within budget) {pick.probability_within_budget:.2f}"
@@ -204,7 +206,9 @@ def test_the_surrogate_plot_draws_the_function_the_pick_was_chosen_on_and_its_p_
     rows = confirm(confirm(searched(), (0.0300, 0.0320)), (0.0100, 0.0120))
     snapshot = snapshot_of(rows)
     pick = snapshot.summary.pick
-    assert snapshot.summary.confirmation.outcome.value == "confirmed" and pick.fit.trials != sorted(r.number for r in rows)
+    assert snapshot.summary.confirmation.outcome.value == "confirmed" and pick.fit.trials != sorted(
+        r.number for r in rows
+    )
 
     _, forgetting = snapshot.surrogate.predict([pick.point.lr_fraction], [pick.point.domain_share])
     plotted = float(forgetting.probability_at_most(BUDGET)[0])

@@ -59,7 +59,9 @@ def audit(summary: BestSummary, lines: list[str]) -> list[str]:
         elif line.startswith("confirmation at fresh seeds: "):
             wrong += _audit_outcome(summary, line)
         elif "is at candidate" in line and "within the budget at its one seed, over it on the mean" in line:
-            number, candidate = map(int, re.search(r"best observed trial \((\d+)\) is at candidate (\d+)", line).groups())
+            number, candidate = map(
+                int, re.search(r"best observed trial \((\d+)\) is at candidate (\d+)", line).groups()
+            )
             round_ = confirmation.rounds[candidate - 1]
             best = summary.best_observed
             if best.number != number or best.forgetting > budget or round_.forgetting.mean <= budget:

@@ -6,11 +6,11 @@ The browser check of a report from a real sweep is in test_report_browser.py.
 from __future__ import annotations
 
 import base64
-from html import escape
 import json
 import os
 import re
 import shutil
+from html import escape
 from pathlib import Path
 
 import pytest

@@ -112,6 +112,8 @@ def test_report_of_a_real_sweep_renders_offline_with_the_optimum_on_the_page(tin
         assert f"{optimum['lr_fraction']:.4g}" in rendered.text
         assert optimum["mix"] in rendered.text
     assert "learning curves" in rendered.text and "kept only" not in rendered.text
+    # The pick leads the page: its sentence comes before the best observed trial, which is evidence.
+    assert rendered.text.index(best["verdict"][:60]) < rendered.text.index("Evidence: the best observed trial")
 
 
 def test_comparison_of_two_real_sweeps_overlays_both_and_renders_offline(tiny_sweep, wandb_sweep, tmp_path):

@@ -94,7 +94,9 @@ def test_the_validation_texts_error_widens_a_re_runs_spread_and_lowers_p_at_the_
     plain, measured = fit_surrogate(rows, SPACE), fit_surrogate(texted, SPACE)
 
     errors = np.array([r.forgetting_text_error for r in texted])
-    assert np.isclose(measured.fit.forgetting.text_sd, np.sqrt(np.mean(errors**2))) and plain.fit.forgetting.text_sd == 0
+    assert (
+        np.isclose(measured.fit.forgetting.text_sd, np.sqrt(np.mean(errors**2))) and plain.fit.forgetting.text_sd == 0
+    )
     lr, share = [0.1, 0.15], [MixRatio.parse("2:1").domain_share] * 2
     (_, before), (_, after) = plain.predict(lr, share), measured.predict(lr, share)
     assert np.allclose(after.mean, before.mean) and np.allclose(after.sd, before.sd)  # the same surface

@@ -81,7 +81,8 @@ def test_a_pick_of_nothing_is_refused_with_its_reason(tmp_path):
     reason = "no candidate point is within the budget with probability >= 0.9 (the highest is 0.41), and no ..."
     best = read_best(RunDir(run_dir))
     write_best(
-        best.model_copy(update={"pick": Pick(source=None, point=None, reason=reason, rule="r", min_probability=0.9)}), RunDir(run_dir)
+        best.model_copy(update={"pick": Pick(source=None, point=None, reason=reason, rule="r", min_probability=0.9)}),
+        RunDir(run_dir),
     )
     with pytest.raises(PromotionError, match=r"has no point to promote: no pick \(no candidate point"):
         make_plan(run_dir, TARGET)

@@ -173,7 +173,9 @@ def test_a_written_plan_reads_back_unchanged(plans, tmp_path):
 
 def test_a_sweep_without_a_point_to_promote_is_refused(tmp_path):
     run_dir = write_run(tmp_path / "lr_mix", feasible=False)
-    with pytest.raises(PromotionError, match=r"has no point to promote: no pick \(no surrogate: .*no completed trial is within"):
+    with pytest.raises(
+        PromotionError, match=r"has no point to promote: no pick \(no surrogate: .*no completed trial is within"
+    ):
         make_plan(run_dir, PromotionConfig(target="llama3.1-8b"))
     with pytest.raises(PromotionError, match="is not a finished sweep: no best.json"):
         make_plan(tmp_path / "empty", PromotionConfig(target="llama3.1-8b"))

@@ -165,13 +165,16 @@ def test_sweep_end_to_end_writes_outputs_that_agree_with_the_study(tiny_sweep, t
         assert confirmation["outcome"] == "not_found" and confirmation["reason"]
     assert (run_dir / "best.json").is_file() and (run_dir / "spec.yaml").is_file()
     assert (
-        "best observed trial:" in tiny_sweep.output
+        "evidence: best observed trial:" in tiny_sweep.output
         or "no completed trial is within the forgetting budget" in tiny_sweep.output
     )
+    # The decision leads: its headline is best.json's verdict, before the evidence.
+    headline = best["verdict"][:80]
+    assert tiny_sweep.output.index(headline) < tiny_sweep.output.index("evidence: ")
 
     code, status = run("status", str(run_dir), cwd=tmp_path)
     assert code == 0, status
-    assert f"{len(trials)}/" in status and ("pick (" in status or "pick: none (" in status)
+    assert f"{len(trials)}/" in status and headline in status
 
 
 def test_trials_the_guard_stopped_are_pruned_in_optuna_with_their_curves(wandb_sweep):
@@ -254,7 +257,7 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
     capsys.readouterr()
     assert main(["status", str(run_dir)]) == 0 and "12/12 done" in capsys.readouterr().out
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
-    assert "has no point to promote: no trial completed" in capsys.readouterr().err
+    assert "has no point to promote: no pick (no surrogate: 0 distinct completed point(s)" in capsys.readouterr().err
 
     first_best = (run_dir / "best.json").read_bytes()
     raw = yaml.safe_load(spec.read_text())

@@ -126,6 +126,8 @@ def test_each_trial_is_a_proxy_run_grouped_by_sweep_with_its_parameters(wandb_sw
         assert run.config["peak_lr"] == pytest.approx(run.config["lr_fraction"] * 3.0e-3)
         assert run.config["proxy"]["steps"] == 40 and run.config["base"]["model"] == "builtin:tiny-llama"
         assert run.config["base"]["max_lr"] == 3.0e-3
+        assert run.config["role"] == "search" and run.config["valid_draw"] == 0  # no replicates or confirmation here
+        assert set(run.config["base"]) == {"model", "max_lr", "domain_loss", "general_loss"}  # no sequence losses
 
 
 @pytest.mark.slow
@@ -149,6 +151,8 @@ def test_every_trial_run_ends_with_its_final_metrics_and_the_status_the_study_re
         assert run.summary["status"] == row["status"] and run.summary["reason"] == reason
         assert run.summary["domain_gain"] == pytest.approx(row["domain_gain"])
         assert run.summary["forgetting"] == pytest.approx(row["forgetting"])
+        if row["status"] == "COMPLETED":  # whether it ended within the budget (0.0 here), beside its role
+            assert run.config["within_budget"] == bool(row["forgetting"] <= 0.0)
         assert run.exit_code == 0
         statuses.add(row["status"])
     assert statuses == {"COMPLETED", "PRUNED"}  # both endings are covered
@@ -162,10 +166,15 @@ def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_swe
     best = json.loads((wandb_sweep / "best.json").read_text())
     assert run.job_type == "sweep" and run.group == "wandb_sweep"
     assert run.summary["best_observed"] == best["best_observed"] and run.summary["verdict"] == best["verdict"]
+    assert run.summary["pick_runs"] == [f"wandb_sweep-{number:04d}" for number in best["pick_trials"]]
     assert run.summary["trials"]["_type"] == "table-file" and run.summary["trials"]["nrows"] == 4
     assert run.summary["pareto_front"]["nrows"] == len(best["pareto_front"])
     table = json.loads((run.path / "files" / run.summary["trials"]["path"]).read_text())
     assert "domain_gain" in table["columns"] and len(table["data"]) == 4
+    picked = [row[table["columns"].index("number")] for row in table["data"] if row[table["columns"].index("pick")]]
+    assert picked == best["pick_trials"] and {row[table["columns"].index("role")] for row in table["data"]} == {
+        "search"
+    }
 
 
 @pytest.mark.slow
