@@ -27,7 +27,7 @@ from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
-from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
 
@@ -193,6 +193,8 @@ def _full_run(
             eval_interval=checkpoint.save_interval,
         )
         core_configs(run)
+        # A setting only Transformer Engine's layers run (a sliding window) on an image without TE is refused here.
+        check_backend(run, transformer_engine=cluster.transformer_engine)
         run.parallelism.data_parallel_size(cluster.gpus)
     except (CoreConfigError, ValueError) as error:
         failed = "the plan fails the full-run config's or megatron-core's checks"
