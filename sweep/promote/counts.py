@@ -39,6 +39,7 @@ __all__ = [
     "query_width",
     "router_params",
     "total_params",
+    "layer_params_on_rank",
 ]
 
 
@@ -80,3 +81,11 @@ def mlp_flops_per_token(model: ModelShape) -> float:
     """The MLPs' part of model_flops_per_token (forward + backward): the dense SwiGLU's gate, up and down, or the
     router and the top-k experts'."""
     return 6.0 * model.num_layers * (dense_mlp_params(model) + active_expert_params(model) + router_params(model))
+
+
+def layer_params_on_rank(model: ModelShape, *, tensor: int, expert_group: int) -> tuple[float, float]:
+    """One layer's parameters on one GPU, (dense, experts): the attention, QKV biases and dense MLP split over
+    `tensor` ranks, norms and the router whole on each; the experts split over EP x ETP = `expert_group`."""
+    split = attention_matrix_params(model) + layer_bias_params(model) + dense_mlp_params(model)
+    dense = split / tensor + layer_norm_params(model) + router_params(model)
+    return dense, expert_params(model) / expert_group

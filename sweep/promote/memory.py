@@ -41,17 +41,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from sweep.promote.counts import (
-    attention_matrix_params,
-    dense_mlp_params,
-    embedding_params,
-    expert_params,
-    kv_width,
-    layer_bias_params,
-    layer_norm_params,
-    query_width,
-    router_params,
-)
+from sweep.promote.counts import embedding_params, kv_width, layer_params_on_rank, query_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism
 
@@ -165,9 +155,7 @@ def memory_per_gpu(model: ModelShape, par: Parallelism, *, data_parallel: int, r
     tp, pp, cp = par.tensor, par.pipeline, par.context
     microbatches = par.global_batch_size // (par.micro_batch_size * data_parallel)
     stage_layers = par.stage_layers(model.num_layers)
-    layer_dense = (attention_matrix_params(model) + layer_bias_params(model) + dense_mlp_params(model)) / tp
-    layer_dense += layer_norm_params(model) + router_params(model)
-    layer_experts = expert_params(model) / (par.expert * expert_tensor(par))
+    layer_dense, layer_experts = layer_params_on_rank(model, tensor=tp, expert_group=par.expert * expert_tensor(par))
     embedding = embedding_params(model) / tp
     # Tokens of one microbatch on one GPU, and the activations each layer keeps for its backward.
     tokens = par.micro_batch_size * model.seq_length / cp

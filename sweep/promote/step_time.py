@@ -39,18 +39,13 @@ from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster
 from sweep.promote.counts import (
     attention_flops_per_token,
-    attention_matrix_params,
-    dense_mlp_params,
     embedding_params,
-    expert_params,
     kv_width,
-    layer_bias_params,
     layer_flops_per_token,
-    layer_norm_params,
+    layer_params_on_rank,
     mlp_flops_per_token,
     model_flops_per_token,
     output_layer_flops_per_token,
-    router_params,
 )
 from sweep.promote.memory import BYTES_MAIN_GRAD, BYTES_WEIGHT, expert_tensor
 from train_entry.config import StrictConfig
@@ -168,9 +163,8 @@ def _dp_comm(
     Dense parameters are sharded over DP x CP, expert ones over the expert-data-parallel group."""
     tp, cp = par.tensor, par.context
     layers = max(par.stage_layers(model.num_layers))
-    layer_dense = (attention_matrix_params(model) + layer_bias_params(model) + dense_mlp_params(model)) / tp
-    dense = layers * (layer_dense + layer_norm_params(model) + router_params(model)) + embedding_params(model) / tp
-    experts = layers * expert_params(model) / (par.expert * expert_tensor(par))
+    layer_dense, layer_experts = layer_params_on_rank(model, tensor=tp, expert_group=par.expert * expert_tensor(par))
+    dense, experts = layers * layer_dense + embedding_params(model) / tp, layers * layer_experts
     span = tp * cp * data_parallel
     expert_data = span // (par.expert * expert_tensor(par))
     reduce_scatter = _ring(cluster, dense * BYTES_MAIN_GRAD, data_parallel * cp, span)
