@@ -61,7 +61,22 @@ def add_parser(verbs) -> None:
 
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
-    parser.add_argument("--target", help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    parser.add_argument(
+        "--target",
+        help="a preset (llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-3b, qwen3-32b, mistral-7b, mixtral-8x7b), "
+        "a Hugging Face model directory (its config.json only: no weights read, no code run), or a target YAML file",
+    )
+    parser.add_argument(
+        "--max-lr",
+        type=fraction,
+        help="the base's own pretraining peak LR, in place of the target's; needed for a model directory and for "
+        "the presets whose makers do not publish it (Qwen, Mistral)",
+    )
+    parser.add_argument(
+        "--pretrain-tokens",
+        type=positive_int,
+        help="tokens the base was pretrained on, in place of the target's; a ladder's promotion needs them",
+    )
     parser.add_argument(
         "--observed",
         action="store_true",
@@ -107,6 +122,7 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         ("--pipeline-parallel", "pipeline"),
         ("--virtual-pipeline", "virtual_pipeline"),
         ("--context-parallel", "context"),
+        ("--expert-parallel", "expert"),
         ("--micro-batch-size", "micro_batch_size"),
     ):
         layout.add_argument(flag, dest=f"layout_{key}", type=positive_int, metavar="N")
@@ -198,6 +214,8 @@ def config_from_args(args: argparse.Namespace):
         key: value
         for key, value in (
             ("target", args.target),
+            ("max_lr", args.max_lr),
+            ("pretrain_tokens", args.pretrain_tokens),
             ("cluster", args.cluster),
             ("transformer_engine", args.transformer_engine),
             ("tokens", args.tokens),

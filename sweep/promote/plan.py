@@ -116,7 +116,12 @@ def make_plan(
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
-    target = load_target(config.target)
+    target = load_target(config.target, max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
+    if target.max_lr is None:
+        raise PromotionError(
+            f"target {target.name} has no max_lr, its base's own pretraining peak LR ({target.source or 'not given'}): "
+            "give it with --max-lr (or max_lr: in --config)"
+        )
     promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target, config=config)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
