@@ -114,18 +114,13 @@ _MISTRAL = (
     "published"
 )
 
-MIXTRAL_8X7B = ModelShape(
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=32000,
-    seq_length=8192,
-    rotary_base=1_000_000,
-    rope_scaling_factor=None,
-    norm_epsilon=1e-5,
-    moe=MoE(num_experts=8, router_topk=2, expert_ffn_hidden_size=14336, aux_loss_coeff=0.02),
+# Mixtral 8x7B is Mistral 7B's attention and widths with eight experts per layer, RoPE base 1e6, no window.
+MIXTRAL_8X7B = MISTRAL_7B.model_copy(
+    update={
+        "rotary_base": 1_000_000,
+        "window_size": None,
+        "moe": MoE(num_experts=8, router_topk=2, expert_ffn_hidden_size=14336, aux_loss_coeff=0.02),
+    }
 )
 _MIXTRAL = (
     "Mixtral of Experts (arXiv:2401.04088) Table 1 (8 experts, top 2); mistralai/Mixtral-8x7B-v0.1 config.json "
