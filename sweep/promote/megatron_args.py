@@ -104,6 +104,7 @@ def _experts(plan: Plan) -> list[list[str]]:
         ["--moe-router-load-balancing-type", "aux_loss"],
         ["--moe-aux-loss-coeff", _number(moe.aux_loss_coeff)],
         ["--moe-token-dispatcher-type", "alltoall"],
+        ["--moe-router-dtype", "fp32"],
         # TE's grouped GEMM runs all of a rank's experts in one kernel; without TE they run one by one.
         ["--moe-grouped-gemm"] if plan.cluster.transformer_engine else [],
         ["--expert-model-parallel-size", str(par.expert)],

@@ -144,6 +144,8 @@ def _experts(model: ModelShape, par: Parallelism, *, transformer_engine: bool) -
         "moe_aux_loss_coeff": moe.aux_loss_coeff,
         "moe_router_load_balancing_type": "aux_loss",
         "moe_token_dispatcher_type": "alltoall",
+        # Routing scores in fp32: bf16 softmax over many experts ties and flips choices (megatron-core warns from 32).
+        "moe_router_dtype": "fp32",
         "moe_grouped_gemm": transformer_engine,
         "expert_model_parallel_size": par.expert,
         "expert_tensor_parallel_size": par.expert_tensor,
