@@ -22,9 +22,9 @@ from train_entry.megatron.config import ModelShape
 
 __all__ = [
     "active_params",
+    "attended_keys",
     "attention_flops_per_token",
     "attention_matrix_params",
-    "attended_keys",
     "dense_mlp_params",
     "embedding_params",
     "expert_params",
@@ -33,13 +33,13 @@ __all__ = [
     "layer_flops_per_token",
     "layer_matrix_params",
     "layer_norm_params",
+    "layer_params_on_rank",
     "mlp_flops_per_token",
     "model_flops_per_token",
     "output_layer_flops_per_token",
     "query_width",
     "router_params",
     "total_params",
-    "layer_params_on_rank",
 ]
 
 

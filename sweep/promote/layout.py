@@ -179,7 +179,9 @@ def _with_experts(model: ModelShape, shapes: list[Shape], forced: int | None, cl
         raise PromotionError(
             f"expert parallel size {forced} is invalid: EP must divide the experts ({moe.num_experts})"
         )
-    experts = [forced] if forced is not None else [ep for ep in range(1, moe.num_experts + 1) if moe.num_experts % ep == 0]
+    experts = (
+        [forced] if forced is not None else [ep for ep in range(1, moe.num_experts + 1) if moe.num_experts % ep == 0]
+    )
     expanded = [
         shape._replace(expert=ep, expert_tensor=etp if etp != shape.tensor else None)
         for shape in shapes
@@ -260,7 +262,9 @@ def describe(layout: RankedLayout) -> str:
     vpp = f" (VPP {par.virtual_pipeline})" if par.virtual_pipeline else ""
     stages = stage_text(par)
     stages = f" ({stages})" if stages else ""
-    experts = f", EP {par.expert} (ETP {par.expert_tensor or par.tensor})" if par.expert > 1 or par.expert_tensor else ""
+    experts = (
+        f", EP {par.expert} (ETP {par.expert_tensor or par.tensor})" if par.expert > 1 or par.expert_tensor else ""
+    )
     return (
         f"TP {par.tensor} x PP {par.pipeline}{vpp}{stages} x CP {par.context} x DP {layout.data_parallel}{experts}, "
         f"micro-batch {par.micro_batch_size}, recompute {par.recompute}"
@@ -268,7 +272,7 @@ def describe(layout: RankedLayout) -> str:
 
 
 def stage_text(par: Parallelism) -> str:
-    """"first 7, last 7 layers" for uneven stages; "" for an even split."""
+    """ "first 7, last 7 layers" for uneven stages; "" for an even split."""
     parts = [
         f"{name} {layers}"
         for name, layers in (("first", par.first_stage_layers), ("last", par.last_stage_layers))
@@ -351,7 +355,8 @@ def _context_sizes(model: ModelShape, forced: int | None, *, transformer_engine:
     if model.window_size is not None and model.window_size < model.seq_length:
         if forced not in (None, 1):
             raise PromotionError(
-                f"context parallel size {forced} is invalid with sliding-window attention (window {model.window_size}): "
+                f"context parallel size {forced} is invalid with sliding-window attention "
+                f"(window {model.window_size}): "
                 "Transformer Engine's ring-exchange context parallelism, megatron-core's default, takes no window"
             )
         return [1]

@@ -20,7 +20,8 @@ for it) the two RMSNorm inputs and the two column-parallel inputs, 8h, stay whol
 (Korthikanti's 5as/h term), so recomputing the attention core would save nothing: selective
 recomputation recomputes the MLP instead, which then stores only its input, saving the SwiGLU and
 down-projection inputs (6f); full recomputation keeps only each layer's input (2h) plus one
-layer's activations while it is recomputed. Mixture-of-experts layers (Korthikanti's accounting carried over to megatron-core's MoELayer with the
+layer's activations while it is recomputed.
+Mixture-of-experts layers (Korthikanti's accounting carried over to megatron-core's MoELayer with the
 all-to-all dispatcher): the MLP's 6f is replaced by the router's fp32 logits, 4E, and per routed copy of a token
 its expert input and output, 4h, and the expert's SwiGLU and down inputs, 6f_e; under sequence parallelism the
 copies are gathered over the expert-tensor group, so per token of the layer's input a GPU stores

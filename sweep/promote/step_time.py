@@ -119,7 +119,9 @@ def _slowest_stage_flops_per_token(model: ModelShape, par: Parallelism) -> float
     stages = par.stage_layers(model.num_layers)
     per_layer = layer_flops_per_token(model) + _recompute_flops_per_token(model, par) / model.num_layers
     output = output_layer_flops_per_token(model)
-    return max(layers * per_layer + (output if index == len(stages) - 1 else 0.0) for index, layers in enumerate(stages))
+    return max(
+        layers * per_layer + (output if index == len(stages) - 1 else 0.0) for index, layers in enumerate(stages)
+    )
 
 
 def _recompute_flops_per_token(model: ModelShape, par: Parallelism) -> float:

@@ -192,7 +192,11 @@ def _layout_tables(plan: Plan) -> Group:
         par = layout.parallelism
         vpp = str(par.virtual_pipeline) if par.virtual_pipeline else "-"
         uneven = par.first_stage_layers is not None or par.last_stage_layers is not None
-        pipeline = f"{par.pipeline} ({par.first_stage_layers or '-'}/{par.last_stage_layers or '-'})" if uneven else str(par.pipeline)
+        pipeline = (
+            f"{par.pipeline} ({par.first_stage_layers or '-'}/{par.last_stage_layers or '-'})"
+            if uneven
+            else str(par.pipeline)
+        )
         experts = [f"{par.expert}/{par.expert_tensor or par.tensor}"] if moe else []
         numbers = (str(par.tensor), pipeline, vpp, str(par.context), str(layout.data_parallel), *experts)
         costs = (f"{layout.memory.total_gb:.1f}", f"{layout.step.total_s:.2f}")
@@ -236,8 +240,7 @@ def _estimate_table(plan: Plan) -> Table:
             (
                 f"{memory.total_gb:.1f} GB on the {memory.stage} stage: weights {memory.weights_gb:.1f}, "
                 f"grads {memory.gradients_gb:.1f}, optimizer {memory.optimizer_gb:.1f}, activations {memory.activations_gb:.1f}, "
-                f"reserve {memory.reserve_gb:.1f}"
-                + _experts_on_gpu(memory)
+                f"reserve {memory.reserve_gb:.1f}" + _experts_on_gpu(memory)
             ),
         ),
         ("compute rate", _compute_rate(plan)),
@@ -274,8 +277,21 @@ def _compute_rate(plan: Plan) -> str:
         return (
             f"ASSUMED, not measured: {rate}, a figure reached with Transformer Engine's layers "
             f"({assumptions.mfu_source}); `sweep promote ... --calibrate` on a GPU measures this target's layer instead"
+            + _experts_rate(plan)
         )
     return f"MEASURED, not assumed: {rate}, {assumptions.mfu_source}"
+
+
+def _experts_rate(plan: Plan) -> str:
+    """Of an MoE target: the assumed rate was measured on dense layers, and experts run smaller GEMMs."""
+    moe = plan.run.model.moe
+    if moe is None:
+        return ""
+    return (
+        f". This target's {moe.num_experts} experts of FFN {moe.expert_ffn_hidden_size} per layer run smaller GEMMs, "
+        "plus routing and permutation, than the dense layers that rate was measured on: it overstates their speed "
+        "(BENCHMARKS.md prices a published MoE run), so calibrate or give --mfu"
+    )
 
 
 def _transformer_engine_row(plan: Plan) -> list[tuple[str, str]]:

@@ -205,8 +205,10 @@ class Parallelism(StrictConfig):
         middle_stages = self.pipeline - (first is not None) - (last is not None)
         middle_layers = num_layers - (first or 0) - (last or 0)
         chunks = middle_stages * (self.virtual_pipeline or 1)
-        if middle_layers < middle_stages or (middle_stages == 0) != (middle_layers == 0) or (
-            chunks and middle_layers % chunks
+        if (
+            middle_layers < middle_stages
+            or (middle_stages == 0) != (middle_layers == 0)
+            or (chunks and middle_layers % chunks)
         ):
             raise ValueError(
                 f"num_layers={num_layers} does not split over pipeline={self.pipeline} stages"

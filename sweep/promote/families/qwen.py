@@ -30,7 +30,9 @@ def qwen2_shape(config: QwenConfig, seq_length: int) -> ModelShape:
 def qwen3_shape(config: QwenConfig, seq_length: int) -> ModelShape:
     _no_window(config)
     if config.attention_bias:
-        raise refuse("attention_bias", True, "Qwen 3's attention bias includes o_proj's, which Megatron has no flag for")
+        raise refuse(
+            "attention_bias", True, "Qwen 3's attention bias includes o_proj's, which Megatron has no flag for"
+        )
     return decoder_shape(config, seq_length, qk_layernorm=True)
 
 

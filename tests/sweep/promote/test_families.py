@@ -99,7 +99,9 @@ def test_an_moe_model_costs_its_active_parameters_and_holds_all_of_them():
     dense_twin = model.model_copy(update={"moe": None})  # the same model with one expert, always chosen
     expert_flops = 6 * model.num_layers * (2 - 1) * 3 * model.hidden_size * model.moe.expert_ffn_hidden_size
     router_flops = 6 * model.num_layers * model.hidden_size * model.moe.num_experts
-    assert model_flops_per_token(model) == pytest.approx(model_flops_per_token(dense_twin) + expert_flops + router_flops)
+    assert model_flops_per_token(model) == pytest.approx(
+        model_flops_per_token(dense_twin) + expert_flops + router_flops
+    )
 
 
 @pytest.mark.parametrize(

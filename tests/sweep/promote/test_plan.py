@@ -348,7 +348,10 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     )
     assert (args.num_experts, args.expert_model_parallel_size) == (model.moe and model.moe.num_experts, par.expert)
     if model.moe is not None:
-        assert (args.moe_router_topk, args.moe_ffn_hidden_size) == (model.moe.router_topk, model.moe.expert_ffn_hidden_size)
+        assert (args.moe_router_topk, args.moe_ffn_hidden_size) == (
+            model.moe.router_topk,
+            model.moe.expert_ffn_hidden_size,
+        )
         assert args.expert_tensor_parallel_size == (par.expert_tensor or par.tensor)
         assert args.moe_grouped_gemm and args.moe_token_dispatcher_type == "alltoall"
         assert args.moe_router_dtype == "fp32"

@@ -7,8 +7,8 @@ from megatron.core.models.gpt import GPTModel
 from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 
-from train_entry.megatron.attention import SDPAttention
 from sweep.scale import total_params
+from train_entry.megatron.attention import SDPAttention
 from train_entry.megatron.config import FullRunConfig, ModelShape, MoE
 from train_entry.megatron.core_configs import core_configs
 from train_entry.megatron.model import build_chunks
