@@ -167,3 +167,10 @@ def test_a_further_family_is_one_module_and_the_estimators_plan_it_unchanged(tmp
     )
     chosen = search.ranked[0]
     assert chosen.memory.total_gb < 80 and chosen.step.total_s > 0
+
+
+def test_a_windowed_target_on_an_image_without_transformer_engine_is_refused_naming_the_window(finished_run, capsys):
+    """Only Transformer Engine's attention takes a sliding window in the entry: the plan says so before any job."""
+    flags = ["--target", "mistral-7b", "--max-lr", "3e-4", "--no-transformer-engine"]
+    assert main(["promote", "plan", str(finished_run()), *flags]) == 2
+    assert "Transformer Engine's layers are needed for model.window_size=4096" in capsys.readouterr().err
