@@ -150,6 +150,10 @@ def load_target(name_or_path: str, *, max_lr: float | None = None, pretrain_toke
         name = re.sub(r"[^A-Za-z0-9._-]", "-", Path(name_or_path).resolve().name).lstrip("._-") or "hf-target"
         source = f"{Path(name_or_path) / 'config.json'} read as {family.name}"
         target = Target(name=name, model=model, source=source)
+    elif Path(name_or_path).is_dir():
+        raise PromotionError(
+            f"target {name_or_path} is a directory without a config.json; a Hugging Face model directory holds one"
+        )
     else:
         target = preset_or_file(name_or_path, PRESETS, Target, kind="target")
     given = {key: value for key, value in (("max_lr", max_lr), ("pretrain_tokens", pretrain_tokens)) if value}

@@ -104,6 +104,11 @@ def test_an_moe_model_costs_its_active_parameters_and_holds_all_of_them():
     )
 
 
+def test_a_directory_without_a_config_is_no_target(tmp_path):
+    with pytest.raises(PromotionError, match="is a directory without a config.json"):
+        load_target(str(tmp_path))
+
+
 @pytest.mark.parametrize(
     ("name", "changes", "message"),
     [
