@@ -59,9 +59,43 @@ def add_parser(verbs) -> None:
     rehearse.add_argument("--no-fault-drill", action="store_true", help="rehearse without killing a node")
 
 
+def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    """The target and the two numbers of its base a config.json (or an unpublishing maker) does not give."""
+    parser.add_argument(
+        "--target",
+        help="a preset (llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-3b, qwen3-32b, mistral-7b, mixtral-8x7b), "
+        "a Hugging Face model directory (its config.json only: no weights read, no code run), or a target YAML file",
+    )
+    parser.add_argument(
+        "--max-lr",
+        type=fraction,
+        help="the base's own pretraining peak LR, in place of the target's; needed for a model directory and for "
+        "the presets whose makers do not publish it (Qwen, Mistral)",
+    )
+    parser.add_argument(
+        "--pretrain-tokens",
+        type=positive_int,
+        help="tokens the base was pretrained on, in place of the target's; a ladder's promotion needs them",
+    )
+
+
+def _add_layout_arguments(parser: argparse.ArgumentParser) -> None:
+    layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
+    for flag, key in (
+        ("--tensor-parallel", "tensor"),
+        ("--pipeline-parallel", "pipeline"),
+        ("--virtual-pipeline", "virtual_pipeline"),
+        ("--context-parallel", "context"),
+        ("--expert-parallel", "expert"),
+        ("--micro-batch-size", "micro_batch_size"),
+    ):
+        layout.add_argument(flag, dest=f"layout_{key}", type=positive_int, metavar="N")
+    layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
+
+
 def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", type=Path, help="a finished sweep's run directory, e.g. runs/lr_mix")
-    parser.add_argument("--target", help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    _add_target_arguments(parser)
     parser.add_argument(
         "--observed",
         action="store_true",
@@ -101,16 +135,7 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
     parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
     parser.add_argument("--save-dir", help="the run's own checkpoint directory (also where a relaunch resumes)")
-    layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
-    for flag, key in (
-        ("--tensor-parallel", "tensor"),
-        ("--pipeline-parallel", "pipeline"),
-        ("--virtual-pipeline", "virtual_pipeline"),
-        ("--context-parallel", "context"),
-        ("--micro-batch-size", "micro_batch_size"),
-    ):
-        layout.add_argument(flag, dest=f"layout_{key}", type=positive_int, metavar="N")
-    layout.add_argument("--recompute", dest="layout_recompute", choices=("none", "selective", "full"))
+    _add_layout_arguments(parser)
     compute = parser.add_mutually_exclusive_group()
     compute.add_argument("--mfu", type=fraction, help="assumed model FLOPs utilisation (default 0.43, cited)")
     compute.add_argument(
@@ -198,6 +223,8 @@ def config_from_args(args: argparse.Namespace):
         key: value
         for key, value in (
             ("target", args.target),
+            ("max_lr", args.max_lr),
+            ("pretrain_tokens", args.pretrain_tokens),
             ("cluster", args.cluster),
             ("transformer_engine", args.transformer_engine),
             ("tokens", args.tokens),

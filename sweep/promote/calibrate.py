@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from sweep.promote.assumptions import Assumptions, Calibration
 from sweep.promote.config import PromotionConfig
-from sweep.promote.counts import attention_flops_per_token, layer_matrix_params, mlp_flops_per_token
+from sweep.promote.counts import layer_flops_per_token as model_layer_flops
+from sweep.promote.counts import mlp_flops_per_token
 from sweep.promote.errors import PromotionError
 from train_entry.megatron.config import ModelShape
 
@@ -82,9 +83,8 @@ def measured_assumptions(assumed: Plan, timing: LayerTiming) -> Assumptions:
 
 
 def layer_flops_per_token(model: ModelShape, recompute: str) -> float:
-    """One layer's FLOPs per token as the step-time model counts them: 6 x its matrix parameters +
-    12 x hidden x sequence for attention, plus what recomputation repeats (the whole forward, a
-    third of the total, for full; the MLP's for selective)."""
+    """One layer's FLOPs per token as the step-time model counts them (counts.layer_flops_per_token), plus what
+    recomputation repeats (the whole forward, a third of the total, for full; the MLP's for selective)."""
     one_layer = model.model_copy(update={"num_layers": 1})
-    layer = 6.0 * layer_matrix_params(model) + attention_flops_per_token(one_layer)
+    layer = model_layer_flops(model)
     return layer + {"none": 0.0, "selective": mlp_flops_per_token(one_layer) / 3, "full": layer / 3}[recompute]

@@ -56,7 +56,13 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset name (llama3.1-8b, llama3.1-70b, llama3.1-405b) or a target YAML file; required."""
+    """A preset name (llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-3b, qwen3-32b, mistral-7b, mixtral-8x7b), a
+    Hugging Face model directory (its config.json), or a target YAML file; required."""
+    max_lr: float | None = Field(None, gt=0.0, le=1.0)
+    """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging
+    Face directory, or a preset whose makers do not publish it)."""
+    pretrain_tokens: float | None = Field(None, gt=0.0, le=1e15)
+    """Tokens the base was pretrained on, in place of the target's: a ladder's promotion needs it."""
     cluster: str = DEFAULT_CLUSTER
     """A preset name (h100-480) or a cluster YAML file."""
     transformer_engine: bool | None = None
@@ -95,8 +101,9 @@ class PromotionConfig(StrictConfig):
     @field_validator("target", "cluster")
     @classmethod
     def _file_beside_config(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # A YAML file named in a --config file is relative to that file, like paths in a spec.
+        # A YAML file or model directory named in a --config file is relative to that file, like paths in a spec.
         root = (info.context or {}).get("root")
-        if value is None or root is None or not value.endswith((".yaml", ".yml")) or Path(value).is_absolute():
+        if value is None or root is None or Path(value).is_absolute():
             return value
-        return str(Path(root) / value)
+        beside = Path(root) / value
+        return str(beside) if value.endswith((".yaml", ".yml")) or (beside / "config.json").is_file() else value

@@ -43,6 +43,11 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
     """The full run as the law sees it: N counted as the rungs' is, the base's pretraining tokens, the run's tokens,
     and the mean of the LR schedule the plan gives it (the proxy's decay shape and floor after the promotion's
     warmup, as sweep.promote.plan schedules it)."""
+    if target.pretrain_tokens is None:
+        raise PromotionError(
+            f"target {target.name} has no pretrain_tokens, which a ladder's law counts the run's tokens in "
+            f"({target.source or 'not given'}): give them with --pretrain-tokens (or pretrain_tokens: in --config)"
+        )
     steps = config.train_iters()
     warmup = config.warmup_iters(steps)
     schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from sweep.promote.plan import Plan
+from train_entry.megatron.core_configs import recompute_module
 
 PRETRAIN_SCRIPT = "pretrain_gpt.py"
 
@@ -53,7 +54,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
 
 
 def _model(plan: Plan) -> list[list[str]]:
-    """The model: a Llama-architecture decoder through megatron-core's GPT model."""
+    """The model: the target's decoder through megatron-core's GPT model (Llama's, with the features of its family)."""
     model, tensor = plan.run.model, plan.run.parallelism.tensor
     args: list[list[str]] = [
         ["--num-layers", str(model.num_layers)],
@@ -75,6 +76,11 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--norm-epsilon", _number(model.norm_epsilon)],
         ["--swiglu"],
         ["--disable-bias-linear"],
+        # After --disable-bias-linear, which would otherwise turn the QKV bias off with the others.
+        ["--add-qkv-bias"] if model.add_qkv_bias else [],
+        ["--qk-layernorm"] if model.qk_layernorm else [],
+        # megatron-core's (left, right) window: the window_size - 1 tokens before each token.
+        ["--window-size", f"{model.window_size - 1},0"] if model.window_size is not None else [],
         ["--attention-dropout", "0.0"],
         ["--hidden-dropout", "0.0"],
         ["--init-method-std", _number(model.init_method_std)],
@@ -83,7 +89,27 @@ def _model(plan: Plan) -> list[list[str]]:
     ]
     if model.untie_embeddings_and_output_weights:
         args.append(["--untie-embeddings-and-output-weights"])
-    return args
+    return args + _experts(plan)
+
+
+def _experts(plan: Plan) -> list[list[str]]:
+    """An MoE model's experts, routing and dispatch (core_configs' _experts, in Megatron-LM's flags)."""
+    moe, par = plan.run.model.moe, plan.run.parallelism
+    if moe is None:
+        return []
+    return [
+        ["--num-experts", str(moe.num_experts)],
+        ["--moe-router-topk", str(moe.router_topk)],
+        ["--moe-ffn-hidden-size", str(moe.expert_ffn_hidden_size)],
+        ["--moe-router-load-balancing-type", "aux_loss"],
+        ["--moe-aux-loss-coeff", _number(moe.aux_loss_coeff)],
+        ["--moe-token-dispatcher-type", "alltoall"],
+        ["--moe-router-dtype", "fp32"],
+        # TE's grouped GEMM runs all of a rank's experts in one kernel; without TE they run one by one.
+        ["--moe-grouped-gemm"] if plan.cluster.transformer_engine else [],
+        ["--expert-model-parallel-size", str(par.expert)],
+        ["--expert-tensor-parallel-size", str(par.expert_tensor or par.tensor)],
+    ]
 
 
 def _optimization(plan: Plan) -> list[list[str]]:
@@ -111,6 +137,10 @@ def _layout(plan: Plan) -> list[list[str]]:
         ["--tensor-model-parallel-size", str(par.tensor)],
         ["--pipeline-model-parallel-size", str(par.pipeline)],
     ]
+    if par.first_stage_layers is not None:
+        args.append(["--decoder-first-pipeline-num-layers", str(par.first_stage_layers)])
+    if par.last_stage_layers is not None:
+        args.append(["--decoder-last-pipeline-num-layers", str(par.last_stage_layers)])
     if par.virtual_pipeline is not None:
         per_chunk = model.num_layers // (par.pipeline * par.virtual_pipeline)
         # Megatron-LM overlaps the interleaved schedule's p2p by default (--overlap-p2p-comm is on).
@@ -120,7 +150,7 @@ def _layout(plan: Plan) -> list[list[str]]:
         args.append(["--sequence-parallel"])
     if par.recompute == "selective":
         # The MLP, not Megatron-LM's default core_attn: flash attention stores no scores worth recomputing.
-        args += [["--recompute-granularity", "selective"], ["--recompute-modules", "mlp"]]
+        args += [["--recompute-granularity", "selective"], ["--recompute-modules", recompute_module(model)]]
     elif par.recompute == "full":
         args += [
             ["--recompute-granularity", "full"],

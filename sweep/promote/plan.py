@@ -27,7 +27,7 @@ from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
-from train_entry.megatron.core_configs import CoreConfigError, core_configs
+from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
 from train_entry.trial_config import TrialConfig
 
@@ -116,7 +116,12 @@ def make_plan(
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
-    target = load_target(config.target)
+    target = load_target(config.target, max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
+    if target.max_lr is None:
+        raise PromotionError(
+            f"target {target.name} has no max_lr, its base's own pretraining peak LR ({target.source or 'not given'}): "
+            "give it with --max-lr (or max_lr: in --config)"
+        )
     promoted, trial = read_promoted(run_dir, observed=observed, unconfirmed=unconfirmed, target=target, config=config)
     cluster = load_cluster(config.cluster, transformer_engine=config.transformer_engine)
     layout_query = {
@@ -193,6 +198,8 @@ def _full_run(
             eval_interval=checkpoint.save_interval,
         )
         core_configs(run)
+        # A setting only Transformer Engine's layers run (a sliding window) on an image without TE is refused here.
+        check_backend(run, transformer_engine=cluster.transformer_engine)
         run.parallelism.data_parallel_size(cluster.gpus)
     except (CoreConfigError, ValueError) as error:
         failed = "the plan fails the full-run config's or megatron-core's checks"

@@ -11,7 +11,9 @@ from rich.table import Table
 
 from sweep.choice.pick import PickSource
 from sweep.ladder.law_validate import FoldErrors
+from sweep.promote.counts import active_params, total_params
 from sweep.promote.layout import describe
+from sweep.promote.memory import Memory
 from sweep.promote.plan import Plan
 from sweep.promote.point import PromotedPoint
 from train_entry.megatron.core_configs import transformer_engine_settings
@@ -46,14 +48,7 @@ def _run_table(plan: Plan) -> Table:
         *_certainty(promoted),
         *_ladder(promoted),
         ("chosen by", promoted.reason),
-        (
-            "target",
-            (
-                f"{plan.target.name}: {run.model.num_layers} layers, hidden {run.model.hidden_size}, "
-                f"FFN {run.model.ffn_hidden_size}, {run.model.num_attention_heads} heads / {run.model.num_query_groups} KV, "
-                f"vocab {run.model.vocab_size}, seq {run.model.seq_length}"
-            ),
-        ),
+        ("target", _target_text(plan)),
         (
             "cluster",
             (
@@ -83,6 +78,37 @@ def _run_table(plan: Plan) -> Table:
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _target_text(plan: Plan) -> str:
+    """The target's shape, the features by which it departs from Llama, and its parameters (total and, of an MoE
+    model, active per token: what the FLOPs and so the step time count)."""
+    model = plan.run.model
+    moe = model.moe
+    mlp = (
+        f"{moe.num_experts} experts of FFN {moe.expert_ffn_hidden_size}, top {moe.router_topk}"
+        if moe
+        else f"FFN {model.ffn_hidden_size}"
+    )
+    text = (
+        f"{plan.target.name}: {model.num_layers} layers, hidden {model.hidden_size}, {mlp}, "
+        f"{model.num_attention_heads} heads / {model.num_query_groups} KV"
+        + (f" of {model.kv_channels}" if model.kv_channels else "")
+        + f", vocab {model.vocab_size}, seq {model.seq_length}"
+    )
+    features = [
+        name
+        for name, on in (
+            ("QKV bias", model.add_qkv_bias),
+            ("QK-norm", model.qk_layernorm),
+            (f"sliding window {model.window_size}", model.window_size is not None),
+            ("tied embeddings", not model.untie_embeddings_and_output_weights),
+        )
+        if on
+    ]
+    text += "".join(f", {feature}" for feature in features)
+    text += f"; {total_params(model) / 1e9:.2f} B parameters"
+    return text + (f", {active_params(model) / 1e9:.2f} B active per token" if moe else "")
 
 
 def _point(point: PromotedPoint) -> str:
@@ -150,27 +176,39 @@ def _blend_table(plan: Plan) -> Table:
 
 
 def _layout_tables(plan: Plan) -> Group:
-    """The layouts shown, fastest first: what each is, then where its step time goes. Two tables, each whole in
-    an 80-column terminal (one table of both folded every layout over four lines even at 120)."""
+    """The layouts shown, fastest first: what each is (PP "16 (7/7)": uneven, 7 layers on the first and last
+    stages), then where its step time goes. Two tables, each whole in an 80-column terminal (one table of both
+    folded every layout over four lines even at 120)."""
     ranks = ["chosen" if index == 0 else f"#{index + 1}" for index in range(len(plan.layouts))]
+    # An MoE target's expert split (EP/ETP) and comm, and uneven first and last stages (in PP's cell), only where
+    # they are; every column fits an 80-column terminal either way.
+    moe = plan.run.model.moe is not None
     shapes = _compact_table(
         f"Layouts ({plan.layouts_considered} valid, {len(plan.layouts)} best that fit shown)",
-        ("", "TP", "PP", "VPP", "CP", "DP", "micro-batch", "recompute", "GB/GPU", "step s"),
-    )
+        ("", "TP", "PP", "VPP", "CP", "DP", *(["EP/ETP"] if moe else []), "micro-batch", "recompute", "GB/GPU",
+         "step s"),
+    )  # fmt: skip
     for rank, layout in zip(ranks, plan.layouts):
         par = layout.parallelism
         vpp = str(par.virtual_pipeline) if par.virtual_pipeline else "-"
-        numbers = (par.tensor, par.pipeline, vpp, par.context, layout.data_parallel, par.micro_batch_size)
+        uneven = par.first_stage_layers is not None or par.last_stage_layers is not None
+        pipeline = (
+            f"{par.pipeline} ({par.first_stage_layers or '-'}/{par.last_stage_layers or '-'})"
+            if uneven
+            else str(par.pipeline)
+        )
+        experts = [f"{par.expert}/{par.expert_tensor or par.tensor}"] if moe else []
+        numbers = (str(par.tensor), pipeline, vpp, str(par.context), str(layout.data_parallel), *experts)
         costs = (f"{layout.memory.total_gb:.1f}", f"{layout.step.total_s:.2f}")
-        shapes.add_row(rank, *map(str, numbers), par.recompute, *costs)
+        shapes.add_row(rank, *numbers, str(par.micro_batch_size), par.recompute, *costs)
     parts = _compact_table(
-        "Where each layout's step time goes, seconds",
-        ("", "compute", "last stage", "bubble", "TP comm", "CP comm", "DP comm", "PP comm"),
+        "Step time by cause, seconds (TP to EP: exposed communication)",
+        ("", "compute", "last stage", "bubble", "TP", "CP", "DP", "PP", *(["EP"] if moe else [])),
     )
     for rank, layout in zip(ranks, plan.layouts):
         step = layout.step
         waits = (step.imbalance_s, step.bubble_s)
-        comms = (step.tp_comm_s, step.cp_comm_s, step.dp_comm_s, step.pp_comm_s)
+        comms = (step.tp_comm_s, step.cp_comm_s, step.dp_comm_s, step.pp_comm_s, *([step.ep_comm_s] if moe else []))
         parts.add_row(rank, *(f"{value:.2f}" for value in (step.compute_s, *waits, *comms)))
     return Group(shapes, parts)
 
@@ -202,7 +240,7 @@ def _estimate_table(plan: Plan) -> Table:
             (
                 f"{memory.total_gb:.1f} GB on the {memory.stage} stage: weights {memory.weights_gb:.1f}, "
                 f"grads {memory.gradients_gb:.1f}, optimizer {memory.optimizer_gb:.1f}, activations {memory.activations_gb:.1f}, "
-                f"reserve {memory.reserve_gb:.1f}"
+                f"reserve {memory.reserve_gb:.1f}" + _experts_on_gpu(memory)
             ),
         ),
         ("compute rate", _compute_rate(plan)),
@@ -224,6 +262,13 @@ def _estimate_table(plan: Plan) -> Table:
     return table
 
 
+def _experts_on_gpu(memory: Memory) -> str:
+    """Of an MoE target: how much of what the GPU holds is experts (their optimizer states shard further)."""
+    if not memory.expert_params_billion:
+        return ""
+    return f"; {memory.params_billion:.2f} B parameters, {memory.expert_params_billion:.2f} B of them experts"
+
+
 def _compute_rate(plan: Plan) -> str:
     """The rate the layers' FLOPs are divided by, saying plainly whether it is assumed or measured."""
     assumptions, peak = plan.assumptions, plan.cluster.peak_bf16_tflops
@@ -232,8 +277,21 @@ def _compute_rate(plan: Plan) -> str:
         return (
             f"ASSUMED, not measured: {rate}, a figure reached with Transformer Engine's layers "
             f"({assumptions.mfu_source}); `sweep promote ... --calibrate` on a GPU measures this target's layer instead"
+            + _experts_rate(plan)
         )
     return f"MEASURED, not assumed: {rate}, {assumptions.mfu_source}"
+
+
+def _experts_rate(plan: Plan) -> str:
+    """Of an MoE target: the assumed rate was measured on dense layers, and experts run smaller GEMMs."""
+    moe = plan.run.model.moe
+    if moe is None:
+        return ""
+    return (
+        f". This target's {moe.num_experts} experts of FFN {moe.expert_ffn_hidden_size} per layer run smaller GEMMs, "
+        "plus routing and permutation, than the dense layers that rate was measured on: it overstates their speed "
+        "(BENCHMARKS.md prices a published MoE run), so calibrate or give --mfu"
+    )
 
 
 def _transformer_engine_row(plan: Plan) -> list[tuple[str, str]]:

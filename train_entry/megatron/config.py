@@ -20,13 +20,38 @@ class RunConfigError(ValueError):
     """A valid run config that does not fit the job it runs in (its world size, its tokenizer)."""
 
 
+class MoE(StrictConfig):
+    """Mixture-of-experts MLPs in every layer (Mixtral, Qwen3-MoE): a router sends each token to its top-k of
+    num_experts SwiGLU experts, megatron-core's MoELayer with the all-to-all token dispatcher."""
+
+    num_experts: int = Field(gt=1)
+    """Experts of each layer (Megatron's --num-experts); expert parallelism must divide it."""
+    router_topk: int = Field(gt=0)
+    """Experts each token runs through; their outputs are summed, weighted by the softmax over the top-k
+    logits (Mixtral's, and Qwen3-MoE's with norm_topk_prob; megatron-core's default routing)."""
+    expert_ffn_hidden_size: int = Field(gt=0)
+    """Width of one expert's gate and up projections (Megatron's --moe-ffn-hidden-size)."""
+    aux_loss_coeff: float = Field(0.0, ge=0.0)
+    """Weight of the router's load-balancing loss (the base's router_aux_loss_coef): continued pretraining keeps
+    the base's balance pressure, so the experts stay as evenly loaded as the base trained them."""
+
+    @model_validator(mode="after")
+    def _topk_fits(self) -> MoE:
+        if self.router_topk > self.num_experts:
+            raise ValueError(f"router_topk may not exceed num_experts, got {self.router_topk=}, {self.num_experts=}")
+        return self
+
+
 class ModelShape(StrictConfig):
-    """A Llama-architecture decoder: RMSNorm, SwiGLU MLP, no biases, RoPE, grouped-query attention."""
+    """A Llama-style decoder (RMSNorm, SwiGLU MLP, RoPE, grouped-query attention, no linear biases) and the
+    features by which Qwen, Mistral and mixture-of-experts families depart from it; every estimator reads
+    these fields, so a family is one reading of its config.json into them (sweep/promote/families/)."""
 
     num_layers: int = Field(gt=0)
     hidden_size: int = Field(gt=0)
     ffn_hidden_size: int = Field(gt=0)
-    """Width of the SwiGLU MLP's gate and up projections."""
+    """Width of the dense SwiGLU MLP's gate and up projections (Megatron asks it of an MoE model too, whose
+    layers use moe.expert_ffn_hidden_size instead)."""
     num_attention_heads: int = Field(gt=0)
     num_query_groups: int = Field(gt=0)
     """Key/value heads (grouped-query attention); equal to num_attention_heads for plain multi-head."""
@@ -48,6 +73,15 @@ class ModelShape(StrictConfig):
     """Llama 3.1 8B and 70B keep separate input embedding and output weights."""
     init_method_std: float = Field(0.02, gt=0.0)
     """Std of the initial weights; only a run without a base checkpoint keeps them."""
+    add_qkv_bias: bool = False
+    """Biases on the query, key and value projections only (Qwen 2 and 2.5); Llama has none."""
+    qk_layernorm: bool = False
+    """RMSNorm over each head's queries and keys before RoPE (Qwen 3): one weight vector of the head width each."""
+    window_size: int | None = Field(None, gt=0)
+    """Sliding-window attention (Mistral 7B v0.1: 4096): each token attends to itself and the window_size - 1
+    tokens before it, as transformers' Mistral masks it; None attends to the whole causal prefix."""
+    moe: MoE | None = None
+    """Mixture-of-experts MLPs in every layer; None for dense SwiGLU MLPs of ffn_hidden_size."""
 
     @model_validator(mode="after")
     def _heads_fit(self) -> ModelShape:
@@ -110,6 +144,18 @@ class Parallelism(StrictConfig):
     """Model chunks per pipeline stage (interleaved 1F1B, fewer bubbles); None for plain 1F1B."""
     context: int = Field(1, ge=1)
     """Context-parallel size: splits each sequence over GPUs for long sequences."""
+    expert: int = Field(1, ge=1)
+    """Expert-parallel size (an MoE model only): the experts are split over this many of each pipeline stage's
+    tensor x context x data ranks, and tokens reach their experts by all-to-all."""
+    expert_tensor: int | None = Field(None, ge=1)
+    """Tensor-parallel size inside each expert; None: the tensor-parallel size, as megatron-core defaults.
+    1 keeps narrow experts whole (Qwen3-MoE's 768-wide ones), so their GEMMs stay large."""
+    first_stage_layers: int | None = Field(None, ge=1)
+    """Layers of the first pipeline stage where it holds fewer than the others (it also holds the embedding and
+    the most micro-batches in flight); None: an even split. Megatron's --decoder-first-pipeline-num-layers."""
+    last_stage_layers: int | None = Field(None, ge=1)
+    """Layers of the last pipeline stage where it holds fewer (it also runs the output layer and the loss);
+    None: an even split. Megatron's --decoder-last-pipeline-num-layers."""
     data: int | None = Field(None, ge=1)
     """Data-parallel size; None derives it from the world size, a value is checked against it."""
     micro_batch_size: int = Field(1, ge=1)
@@ -134,6 +180,14 @@ class Parallelism(StrictConfig):
             raise ValueError(f"virtual_pipeline needs pipeline >= 2, got {self.pipeline=}, {self.virtual_pipeline=}")
         if self.sequence_parallel and self.tensor < 2:
             raise ValueError(f"sequence_parallel needs tensor >= 2, got {self.tensor=}")
+        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
+        if uneven and (self.pipeline < 2 or self.virtual_pipeline is not None):
+            # megatron-core takes uneven stages with interleaving too, but Megatron-LM only through
+            # --num-virtual-stages-per-pipeline-rank, which the plan does not write.
+            raise ValueError(
+                f"first_stage_layers and last_stage_layers need pipeline >= 2 and no virtual_pipeline, got "
+                f"{self.pipeline=}, {self.virtual_pipeline=}"
+            )
         if self.data is not None:
             if self.global_batch_size % (self.micro_batch_size * self.data):
                 raise ValueError(
@@ -143,6 +197,27 @@ class Parallelism(StrictConfig):
             # With the data-parallel size pinned, the micro-batch grouping can be checked before any job.
             self.num_microbatches(self.data * self.model_parallel_size)
         return self
+
+    def stage_layers(self, num_layers: int) -> list[int]:
+        """Layers of each pipeline stage, first to last; ValueError when they do not split as megatron-core
+        requires (the stages between first and last hold equal shares, none empty)."""
+        first, last = self.first_stage_layers, self.last_stage_layers
+        middle_stages = self.pipeline - (first is not None) - (last is not None)
+        middle_layers = num_layers - (first or 0) - (last or 0)
+        chunks = middle_stages * (self.virtual_pipeline or 1)
+        if (
+            middle_layers < middle_stages
+            or (middle_stages == 0) != (middle_layers == 0)
+            or (chunks and middle_layers % chunks)
+        ):
+            raise ValueError(
+                f"num_layers={num_layers} does not split over pipeline={self.pipeline} stages"
+                + (f" x virtual_pipeline={self.virtual_pipeline}" if self.virtual_pipeline else "")
+                + f" with first_stage_layers={first}, last_stage_layers={last}: the other stages must hold "
+                f"equal whole shares"
+            )
+        middle = [middle_layers // middle_stages] * middle_stages if middle_stages else []
+        return ([first] if first is not None else []) + middle + ([last] if last is not None else [])
 
     @property
     def model_parallel_size(self) -> int:
@@ -161,6 +236,12 @@ class Parallelism(StrictConfig):
             raise RunConfigError(
                 f"the plan's data-parallel size {self.data} needs {self.data * self.model_parallel_size} GPUs, "
                 f"got world size {world_size}"
+            )
+        expert_group = self.expert * (self.expert_tensor or self.tensor)
+        if (self.tensor * self.context * data) % expert_group:
+            raise RunConfigError(
+                f"expert x expert_tensor = {expert_group} must divide each pipeline stage's tensor x context x data "
+                f"= {self.tensor} x {self.context} x {data} GPUs on world size {world_size}"
             )
         if self.global_batch_size % (self.micro_batch_size * data):
             raise RunConfigError(
@@ -306,6 +387,20 @@ class FullRunConfig(StrictConfig):
                 f"context parallelism splits each sequence into 2 x context chunks: model.seq_length must be "
                 f"a multiple of {2 * par.context}, "
                 f"got model.seq_length={model.seq_length}, parallelism.context={par.context}"
+            )
+        try:
+            par.stage_layers(model.num_layers)
+        except ValueError as error:
+            raise ValueError(f"model.num_layers and parallelism: {error}") from None
+        if model.moe is None and (par.expert > 1 or par.expert_tensor not in (None, par.tensor)):
+            raise ValueError(
+                f"parallelism.expert and expert_tensor split experts and model.moe is None, "
+                f"got parallelism.expert={par.expert}, parallelism.expert_tensor={par.expert_tensor}"
+            )
+        if model.moe is not None and model.moe.num_experts % par.expert:
+            raise ValueError(
+                f"parallelism.expert must divide model.moe.num_experts, "
+                f"got parallelism.expert={par.expert}, model.moe.num_experts={model.moe.num_experts}"
             )
         if self.eval_interval is not None and not self._has_valid_split():
             raise ValueError(f"eval_interval needs a valid share in data.split, got {self.data.split!r}")

@@ -16,7 +16,7 @@ from megatron.core.optimizer import OptimizerConfig
 from megatron.core.transformer.enums import AttnBackend
 from megatron.core.transformer.transformer_config import TransformerConfig
 
-from train_entry.megatron.config import FullRunConfig, Parallelism
+from train_entry.megatron.config import FullRunConfig, ModelShape, Parallelism
 
 
 class CoreConfigError(ValueError):
@@ -53,7 +53,6 @@ def core_configs(
     te = has_transformer_engine() if transformer_engine is None else transformer_engine
     model, par, opt = config.model, config.parallelism, config.optimization
     dtype = torch.bfloat16 if opt.bf16 else torch.float32
-    _check_layers_split(config)
     try:
         transformer = TransformerConfig(
             num_layers=model.num_layers,
@@ -62,20 +61,24 @@ def core_configs(
             num_attention_heads=model.num_attention_heads,
             num_query_groups=model.num_query_groups,
             kv_channels=model.kv_channels,  # None: hidden_size / num_attention_heads
-            # Llama: RMSNorm, SwiGLU (gated SiLU), no biases, no dropout.
+            # Llama: RMSNorm, SwiGLU (gated SiLU), no biases, no dropout; Qwen's QKV bias and QK-norm where the
+            # shape has them.
             normalization="RMSNorm",
             layernorm_epsilon=model.norm_epsilon,
             gated_linear_unit=True,
             activation_func=F.silu,
             add_bias_linear=False,
-            add_qkv_bias=False,
+            add_qkv_bias=model.add_qkv_bias,
+            qk_layernorm=model.qk_layernorm,
+            window_size=_window(model),
+            **_experts(model, par, transformer_engine=te),
             hidden_dropout=0.0,
             attention_dropout=0.0,
             init_method_std=model.init_method_std,
             bf16=opt.bf16,
             params_dtype=dtype,
             pipeline_dtype=dtype,
-            **_parallelism(par),
+            **_parallelism(model, par),
             **_kernels(transformer_engine=te, fusions=fusions),
             use_cpu_initialization=use_cpu_initialization,
         )
@@ -123,18 +126,52 @@ def _ddp(config: FullRunConfig) -> DistributedDataParallelConfig:
     )
 
 
-def _parallelism(par: Parallelism) -> dict[str, Any]:
+def _window(model: ModelShape) -> tuple[int, int] | None:
+    """megatron-core's (left, right) window: the window_size - 1 tokens before each token, none after."""
+    return None if model.window_size is None else (model.window_size - 1, 0)
+
+
+def _experts(model: ModelShape, par: Parallelism, *, transformer_engine: bool) -> dict[str, Any]:
+    """TransformerConfig's mixture-of-experts settings: top-k routing with the base's load-balancing loss, the
+    all-to-all dispatcher, the experts split over EP x ETP; grouped GEMMs (TE's GroupedLinear) where TE is."""
+    moe = model.moe
+    if moe is None:
+        return {}
+    return {
+        "num_moe_experts": moe.num_experts,
+        "moe_router_topk": moe.router_topk,
+        "moe_ffn_hidden_size": moe.expert_ffn_hidden_size,
+        "moe_aux_loss_coeff": moe.aux_loss_coeff,
+        "moe_router_load_balancing_type": "aux_loss",
+        "moe_token_dispatcher_type": "alltoall",
+        # Routing scores in fp32: bf16 softmax over many experts ties and flips choices (megatron-core warns from 32).
+        "moe_router_dtype": "fp32",
+        "moe_grouped_gemm": transformer_engine,
+        "expert_model_parallel_size": par.expert,
+        "expert_tensor_parallel_size": par.expert_tensor,
+    }
+
+
+def recompute_module(model: ModelShape) -> str:
+    """What selective recomputation recomputes: the dense MLP, or the MoE layer."""
+    return "mlp" if model.moe is None else "moe"
+
+
+def _parallelism(model: ModelShape, par: Parallelism) -> dict[str, Any]:
     """TransformerConfig's split of the model over GPUs, its recomputation and its pipeline schedule."""
     return {
         "tensor_model_parallel_size": par.tensor,
         "pipeline_model_parallel_size": par.pipeline,
         "virtual_pipeline_model_parallel_size": par.virtual_pipeline,
         "context_parallel_size": par.context,
+        "num_layers_in_first_pipeline_stage": par.first_stage_layers,
+        "num_layers_in_last_pipeline_stage": par.last_stage_layers,
         "sequence_parallel": par.sequence_parallel,
         "recompute_granularity": None if par.recompute == "none" else par.recompute,
         # Selective: the MLP (its SwiGLU input is the layer's largest activation), never the attention core,
-        # which every attention the entry runs computes flash-style without storing the scores.
-        "recompute_modules": ["mlp"] if par.recompute == "selective" else None,
+        # which every attention the entry runs computes flash-style without storing the scores; an MoE layer
+        # whole ("moe": router, dispatch, experts), its routed copies being its largest.
+        "recompute_modules": [recompute_module(model)] if par.recompute == "selective" else None,
         # Full recompute: every layer, one at a time, keeping only each layer's input.
         "recompute_method": "uniform" if par.recompute == "full" else None,
         "recompute_num_layers": 1 if par.recompute == "full" else None,
@@ -179,10 +216,12 @@ def transformer_engine_settings(config: FullRunConfig) -> list[str]:
 
     Without TE the layers are megatron-core's local ones with the SDPA core attention: that attention
     does not split a sequence over a context-parallel group (TE's passes keys and values around the
-    ring), and the local RMSNorm (torch.nn.RMSNorm) refuses sequence parallelism.
+    ring), nor does it take a sliding window (TE's attention does), and the local RMSNorm (torch.nn.RMSNorm)
+    refuses sequence parallelism.
     """
-    par = config.parallelism
+    par, window = config.parallelism, config.model.window_size
     used = (
+        ("model.window_size", window, window is not None),
         ("parallelism.context", par.context, par.context > 1),
         ("parallelism.sequence_parallel", par.sequence_parallel, par.sequence_parallel),
     )
@@ -201,19 +240,4 @@ def check_backend(config: FullRunConfig, *, transformer_engine: bool) -> None:
             f"Transformer Engine's layers are needed for {', '.join(needed)}, and this node's image has none: "
             "install the full-run extra (pip install '.[full-run]'), or plan for an image without TE "
             "(sweep promote ... --no-transformer-engine, or transformer_engine: false in the cluster's YAML)"
-        )
-
-
-def _check_layers_split(config: FullRunConfig) -> None:
-    """Each pipeline stage (and each of its virtual chunks) must get a whole number of layers.
-
-    megatron-core only checks this when the model is built, on the GPUs; checking here lets a
-    plan fail before it is submitted.
-    """
-    par, num_layers = config.parallelism, config.model.num_layers
-    chunks = par.pipeline * (par.virtual_pipeline or 1)
-    if num_layers % chunks:
-        raise CoreConfigError(
-            f"model.num_layers must be a multiple of parallelism.pipeline x virtual_pipeline = {chunks}, "
-            f"got num_layers={num_layers}, pipeline={par.pipeline}, virtual_pipeline={par.virtual_pipeline}"
         )

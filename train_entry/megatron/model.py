@@ -1,4 +1,4 @@
-"""The Llama GPT model as megatron-core builds it: one chunk per virtual pipeline stage, bf16, DDP-wrapped.
+"""The GPT model of a run's shape as megatron-core builds it: one chunk per virtual pipeline stage, bf16, DDP-wrapped.
 
 Transformer Engine's layer spec (flash attention, fused kernels) when TE is installed, megatron-core's
 own local spec with flash attention through SDPA or flash-attn otherwise (attention.py); both save
@@ -24,12 +24,16 @@ from train_entry.megatron.attention import SDPAttention
 from train_entry.megatron.config import ModelShape
 
 
-def layer_spec(*, transformer_engine: bool) -> ModuleSpec:
-    """Llama's decoder layer (RMSNorm from the config, no QK norm) from TE's modules, or from
-    megatron-core's local ones with the SDPA / flash-attn core attention in place of its unfused one."""
+def layer_spec(shape: ModelShape, *, transformer_engine: bool) -> ModuleSpec:
+    """The shape's decoder layer (RMSNorm from the config; QK-norm and MoE MLPs where the shape has them) from TE's
+    modules, or from megatron-core's local ones with the SDPA / flash-attn core attention in place of its unfused
+    one. MoE experts run as TE's grouped GEMM where TE is, one by one (SequentialMLP) otherwise."""
+    experts = shape.moe.num_experts if shape.moe is not None else None
     if transformer_engine:
-        return get_gpt_layer_with_transformer_engine_spec(qk_layernorm=False)
-    spec = get_gpt_layer_local_spec(qk_layernorm=False, normalization="RMSNorm")
+        return get_gpt_layer_with_transformer_engine_spec(
+            num_experts=experts, moe_grouped_gemm=experts is not None, qk_layernorm=shape.qk_layernorm
+        )
+    spec = get_gpt_layer_local_spec(num_experts=experts, qk_layernorm=shape.qk_layernorm, normalization="RMSNorm")
     spec.submodules.self_attention.submodules.core_attention = SDPAttention
     return spec
 
@@ -42,7 +46,7 @@ def build_chunks(shape: ModelShape, transformer: TransformerConfig, *, transform
     (on the GPU, or on the CPU with use_cpu_initialization) and not moved.
     """
     virtual = transformer.virtual_pipeline_model_parallel_size
-    spec = layer_spec(transformer_engine=transformer_engine)
+    spec = layer_spec(shape, transformer_engine=transformer_engine)
     chunks = []
     for stage in range(virtual or 1):
         vp_stage = stage if virtual else None

@@ -158,6 +158,8 @@ class Trainer:
             pipeline_model_parallel_size=par.pipeline,
             virtual_pipeline_model_parallel_size=par.virtual_pipeline,
             context_parallel_size=par.context,
+            expert_model_parallel_size=par.expert,
+            expert_tensor_parallel_size=par.expert_tensor,
             distributed_timeout_minutes=int(DISTRIBUTED_TIMEOUT.total_seconds() // 60),
         )
         _seed(config.seed)

@@ -28,12 +28,25 @@ from train_entry.megatron.core_configs import core_configs, transformer_engine_s
 from train_entry.mix import MixRatio, blend_weights
 
 EXPECTED = Path(__file__).parent / "expected"
-PROMOTIONS = {
+CLUSTERS = Path(__file__).resolve().parents[3] / "search_spaces" / "clusters"
+UNPUBLISHED_MAX_LR = 3e-4
+"""The tests' max_lr for the presets whose makers publish none (the plan asks for --max-lr)."""
+LLAMAS = {
     "llama3.1-8b": PromotionConfig(target="llama3.1-8b"),
     "llama3.1-70b": PromotionConfig(target="llama3.1-70b"),
     # The same cluster with an image that has no Transformer Engine.
     "llama3.1-70b-without-te": PromotionConfig(target="llama3.1-70b", transformer_engine=False),
 }
+FAMILIES = {
+    name: PromotionConfig(target=name, max_lr=UNPUBLISHED_MAX_LR)
+    for name in ("qwen2.5-3b", "qwen3-32b", "mistral-7b", "mixtral-8x7b")
+}
+UNEVEN = {
+    # 126 layers on a power-of-two count of GPUs: only uneven first and last stages split them past PP 2.
+    f"llama3.1-405b-{cluster}": PromotionConfig(target="llama3.1-405b", cluster=str(CLUSTERS / f"{cluster}.yaml"))
+    for cluster in ("h100-256", "h200-256")
+}
+PROMOTIONS = LLAMAS | FAMILIES | UNEVEN
 TARGETS = list(PROMOTIONS)
 
 
@@ -60,13 +73,20 @@ def test_megatron_core_configs_instantiate_with_the_plans_layout(plans, target):
     assert transformer.virtual_pipeline_model_parallel_size == par.virtual_pipeline
     assert transformer.context_parallel_size == par.context
     assert transformer.num_layers == plan.target.model.num_layers
-    assert transformer.num_query_groups == 8
+    assert transformer.num_query_groups == plan.target.model.num_query_groups
+    model = plan.target.model
+    assert (transformer.add_qkv_bias, transformer.qk_layernorm) == (model.add_qkv_bias, model.qk_layernorm)
+    assert transformer.window_size == (None if model.window_size is None else (model.window_size - 1, 0))
+    assert transformer.num_moe_experts == (model.moe.num_experts if model.moe else None)
+    assert transformer.expert_model_parallel_size == par.expert
+    assert transformer.num_layers_in_first_pipeline_stage == par.first_stage_layers
+    assert transformer.num_layers_in_last_pipeline_stage == par.last_stage_layers
     assert (optimizer.lr, optimizer.min_lr) == (plan.run.optimization.lr, plan.run.optimization.min_lr)
     assert ddp.use_distributed_optimizer and optimizer.use_distributed_optimizer
     assert par.data_parallel_size(plan.cluster.gpus) == plan.chosen.data_parallel
 
 
-@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("target", list(LLAMAS | FAMILIES))
 def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
     plan = plans[target]
     assert plan.cluster.gpus == 480
@@ -78,7 +98,7 @@ def test_the_plan_fits_480_h100s_and_has_the_reference_schedule(plans, target):
     assert plan.run.parallelism.global_batch_size == 1440
     assert plan.estimate.days == pytest.approx(plan.estimate.step_s * 84772 / 86400)
     assert plan.estimate.gpu_hours == pytest.approx(plan.estimate.step_s * 84772 * 480 / 3600)
-    assert 0 < plan.estimate.effective_mfu < plan.assumptions.mfu
+    assert 0 < plan.estimate.effective_mfu <= plan.assumptions.mfu  # the 3B at DP 480 hides all its traffic
 
 
 @pytest.mark.parametrize(
@@ -231,6 +251,23 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
     assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
     assert int(value("--save-interval")) == run.checkpoint.save_interval
     assert model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor) == 0  # no padding
+    assert ("--untie-embeddings-and-output-weights" in args) == model.untie_embeddings_and_output_weights
+    assert ("--add-qkv-bias" in args, "--qk-layernorm" in args) == (model.add_qkv_bias, model.qk_layernorm)
+    assert args.get("--window-size") == (None if model.window_size is None else [f"{model.window_size - 1},0"])
+    for flag, layers in (
+        ("--decoder-first-pipeline-num-layers", par.first_stage_layers),
+        ("--decoder-last-pipeline-num-layers", par.last_stage_layers),
+    ):
+        assert args.get(flag) == (None if layers is None else [str(layers)])
+    moe = model.moe
+    if moe is None:
+        assert not any(flag.startswith(("--moe-", "--num-experts", "--expert-")) for flag in args)
+    else:
+        assert (int(value("--num-experts")), int(value("--moe-router-topk"))) == (moe.num_experts, moe.router_topk)
+        assert int(value("--moe-ffn-hidden-size")) == moe.expert_ffn_hidden_size
+        assert int(value("--expert-model-parallel-size")) == par.expert
+        assert int(value("--expert-tensor-parallel-size")) == (par.expert_tensor or par.tensor)
+        assert value("--moe-token-dispatcher-type") == "alltoall" and "--moe-grouped-gemm" in args
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -303,6 +340,23 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     assert args.ddp_bucket_size == plan.run.parallelism.ddp_bucket_size
     assert args.transformer_impl == ("transformer_engine" if plan.cluster.transformer_engine else "local")
     assert args.data_parallel_size == plan.chosen.data_parallel
+    model, par = plan.run.model, plan.run.parallelism
+    assert (args.add_qkv_bias, args.qk_layernorm) == (model.add_qkv_bias, model.qk_layernorm)
+    assert args.untie_embeddings_and_output_weights == model.untie_embeddings_and_output_weights
+    assert args.window_size == (None if model.window_size is None else (model.window_size - 1, 0))
+    assert (args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers) == (
+        par.first_stage_layers,
+        par.last_stage_layers,
+    )
+    assert (args.num_experts, args.expert_model_parallel_size) == (model.moe and model.moe.num_experts, par.expert)
+    if model.moe is not None:
+        assert (args.moe_router_topk, args.moe_ffn_hidden_size) == (
+            model.moe.router_topk,
+            model.moe.expert_ffn_hidden_size,
+        )
+        assert args.expert_tensor_parallel_size == (par.expert_tensor or par.tensor)
+        assert args.moe_grouped_gemm and args.moe_token_dispatcher_type == "alltoall"
+        assert args.moe_router_dtype == "fp32"
 
 
 def test_a_full_run_check_that_fails_is_one_line_naming_its_key():

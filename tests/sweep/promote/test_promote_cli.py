@@ -97,7 +97,8 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, c
             "tensor parallel size 8 is invalid: TP must not exceed the GPUs per node (7)",
         ),
         (
-            ["--target", "llama3.1-70b", "--global-batch-tokens", str(1441 * 8192)],
+            # PP pinned: unpinned, an uneven 15-stage pipeline at DP 1 takes any global batch.
+            ["--target", "llama3.1-70b", "--global-batch-tokens", str(1441 * 8192), "--pipeline-parallel", "4"],
             "global batch size 1441 sequences is not a multiple of micro-batch x DP for any layout",
         ),
         (

@@ -56,9 +56,23 @@ def test_megatron_core_rejects_heads_that_tensor_parallelism_does_not_divide(ful
 
 
 def test_rejects_layers_that_the_pipeline_does_not_divide(full_run_data):
-    config = FullRunConfig.model_validate(full_run_data(tensor=8, pipeline=4, virtual_pipeline=3))
-    with pytest.raises(CoreConfigError, match="pipeline x virtual_pipeline = 12, got num_layers=80"):
-        core_configs(config, transformer_engine=False)
+    # megatron-core checks the split only when it builds the model, on the GPUs: the run config checks it first.
+    with pytest.raises(ValueError, match="num_layers=80 does not split over pipeline=4 stages x virtual_pipeline=3"):
+        FullRunConfig.model_validate(full_run_data(tensor=8, pipeline=4, virtual_pipeline=3))
+
+
+def test_uneven_first_and_last_stages_reach_megatron_core(full_run_data):
+    """Llama 3 405B's split on 16 stages (arXiv:2407.21783 section 3.3.2): one layer fewer on the first and last."""
+    data = full_run_data(tensor=8, pipeline=16)
+    data["model"] |= {"num_layers": 126}
+    data["parallelism"] |= {"first_stage_layers": 7, "last_stage_layers": 7}
+    config = FullRunConfig.model_validate(data)
+    assert config.parallelism.stage_layers(126) == [7] + [8] * 14 + [7]
+    transformer, _, _ = core_configs(config, transformer_engine=False)
+    assert (transformer.num_layers_in_first_pipeline_stage, transformer.num_layers_in_last_pipeline_stage) == (7, 7)
+    data["parallelism"] |= {"first_stage_layers": 6}  # 113 middle layers do not split over 14 stages
+    with pytest.raises(ValueError, match="first_stage_layers=6, last_stage_layers=7: the other stages must hold"):
+        FullRunConfig.model_validate(data)
 
 
 def test_fp32_run_builds_fp32_configs(full_run_data):

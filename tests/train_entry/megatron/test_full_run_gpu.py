@@ -112,3 +112,25 @@ def test_starts_from_a_base_with_its_weights_and_a_fresh_schedule(single_gpu_job
     # initialise the same random weights from the same seed, so only a loaded base can lower it.
     assert continued[0].train_loss < scratch[0].train_loss - 0.2
     assert continued[0].lr == scratch[0].lr
+
+
+FAMILY_FEATURES = {
+    # Qwen 2.5's QKV bias and tied embeddings; Qwen 3's QK-norm over heads wider than hidden / heads; an MoE model's
+    # experts and router (megatron-core's MoE layer, the all-to-all dispatcher, fp32 routing).
+    "qwen2.5": {"add_qkv_bias": True, "untie_embeddings_and_output_weights": False},
+    "qwen3": {"qk_layernorm": True, "kv_channels": 64},
+    "moe": {"moe": {"num_experts": 4, "router_topk": 2, "expert_ffn_hidden_size": 176, "aux_loss_coeff": 0.01}},
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILY_FEATURES))
+def test_each_familys_features_train_through_the_entry(single_gpu_job, blend_data, tmp_path, family):
+    """The entry builds and trains each family's layers (the plan's TransformerConfig and layer spec): the loss falls."""
+    data = _tiny(blend_data, tmp_path).model_dump()
+    data["model"] |= FAMILY_FEATURES[family]
+    config = FullRunConfig.model_validate({**data, "eval_interval": None})
+    logged: list[StepMetrics] = []
+    single_gpu_job()
+    result = train(config, on_log=logged.append)
+    assert result.iteration == 20 and [m.iteration for m in logged] == [5, 10, 15, 20]
+    assert logged[-1].train_loss < logged[0].train_loss

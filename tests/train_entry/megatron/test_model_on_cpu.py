@@ -7,8 +7,9 @@ from megatron.core.models.gpt import GPTModel
 from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
 from megatron.core.transformer.dot_product_attention import DotProductAttention
 
+from sweep.scale import total_params
 from train_entry.megatron.attention import SDPAttention
-from train_entry.megatron.config import FullRunConfig, ModelShape
+from train_entry.megatron.config import FullRunConfig, ModelShape, MoE
 from train_entry.megatron.core_configs import core_configs
 from train_entry.megatron.model import build_chunks
 
@@ -94,3 +95,31 @@ def test_selective_recompute_recomputes_the_mlp_and_leaves_the_flash_attention_a
     layers = chunk.decoder.layers
     assert [layer.recompute_mlp for layer in layers] == [True] * TINY.num_layers
     assert [layer.self_attention.checkpoint_core_attention for layer in layers] == [False] * TINY.num_layers
+
+
+FAMILIES = {
+    # Qwen 2.5: QKV bias, tied embeddings; Qwen 3: QK-norm, heads wider than hidden / heads; an MoE model: 4 experts,
+    # top 2, narrower than the dense MLP.
+    "qwen2.5": TINY.model_copy(update={"add_qkv_bias": True, "untie_embeddings_and_output_weights": False}),
+    "qwen3": TINY.model_copy(update={"qk_layernorm": True, "kv_channels": 32}),
+    "moe": TINY.model_copy(update={"moe": MoE(num_experts=4, router_topk=2, expert_ffn_hidden_size=48)}),
+}
+
+
+@pytest.mark.parametrize(
+    "family",
+    # megatron-core's MoELayer opens a CUDA stream when it is built: the MoE shape is checked where CUDA is.
+    [pytest.param(name, marks=pytest.mark.gpu) if FAMILIES[name].moe else name for name in sorted(FAMILIES)],
+)
+def test_megatron_core_builds_each_family_with_the_parameters_the_planner_counts(
+    single_rank_group, full_run_data, family
+):
+    """The plan's memory model and the published-count tests rest on sweep.scale's counts: megatron-core's own
+    model of each family's shape must hold exactly that many parameters."""
+    shape = FAMILIES[family]
+    (chunk,) = _chunks(full_run_data, shape)
+    assert sum(param.numel() for param in chunk.parameters()) == total_params(shape)
+    attention = chunk.decoder.layers[0].self_attention
+    assert (attention.linear_qkv.bias is not None) == shape.add_qkv_bias
+    assert (type(attention.q_layernorm).__name__ != "IdentityOp") == shape.qk_layernorm
+    assert (type(chunk.decoder.layers[0].mlp).__name__ == "MoELayer") == (shape.moe is not None)
