@@ -83,14 +83,8 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
         "true for h100-480); without it the layout search leaves out sequence and context parallelism",
     )
-    parser.add_argument(
-        "--tokens", type=_tokens, help="training tokens of the full run (default 1e12)"
-    )
-    parser.add_argument(
-        "--global-batch-tokens",
-        type=_batch_tokens,
-        help="tokens per step (default 1440 x 8192 = 11796480)",
-    )
+    parser.add_argument("--tokens", type=_tokens, help="training tokens of the full run (default 1e12)")
+    parser.add_argument("--global-batch-tokens", type=_batch_tokens, help="tokens per step (default 1440 x 8192)")
     parser.add_argument(
         "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/config.py); flags override it"
     )

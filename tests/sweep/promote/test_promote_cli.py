@@ -230,5 +230,6 @@ def test_a_promotion_file_past_any_run_is_refused_naming_the_key(finished_run, t
     config.write_text("target: llama3.1-8b\ntokens: 10000000000000000\n")
     run_dir = finished_run()
     assert promote(run_dir, "--config", str(config)) == 2
-    assert "tokens = 10000000000000000: Input should be less than or equal to 1000000000000000" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "tokens = 10000000000000000: Input should be less than or equal to 1000000000000000" in error
     assert not (run_dir / "promotion").exists()
