@@ -10,6 +10,7 @@ is the same trial over several workers.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ import torch
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
+from train_entry.hf_dir import HfDirError
 from train_entry.loop import Batches, LoopResult, Sharing, fit, mean_loss
 from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.trial_config import (
@@ -200,4 +202,9 @@ def measure_base(
     sets = validation_sets(valid, non_english_share, proxy, megatron_tokenizer(tokenizer_dir), cache_dir)
     model = load_causal_lm(base_dir, runtime)
     domain_loss, general_loss = measure(model, sets, runtime, batch_size=proxy.batch_size)
+    if not (math.isfinite(domain_loss) and math.isfinite(general_loss)):  # no gain or forgetting can be measured
+        raise HfDirError(
+            f"{base_dir}: its weights give a validation loss of {domain_loss} (domain) and {general_loss} (general); "
+            "a base's losses are finite numbers: its weights are damaged or saved mid-divergence"
+        )
     return BaseLosses(domain_loss=domain_loss, general_loss=general_loss)

@@ -67,3 +67,30 @@ def test_a_config_field_transformers_refuses_is_named_as_the_configs_fault_not_t
     config.write_text(json.dumps({**json.loads(config.read_text()), "hidden_size": "16"}))
     with pytest.raises(HfDirError, match=rf"{config}: transformers cannot read it \(.*hidden_size"):
         prepare(load_spec(_spec(write_tiny_spec, small_embedding_base)))
+
+
+def test_a_base_whose_weights_give_nan_losses_is_exit_2_at_sweep_base_naming_it(
+    tiny_corpora, write_tiny_spec, tmp_path, capsys
+):
+    """It was a pydantic stack from BaseLosses, after every corpus was sampled."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from cli import main
+
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    base = save_tiny_llama(tmp_path / "nan-base", vocab_size=VOCAB)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    model.save_pretrained(base)
+    for path in tokenizer.iterdir():
+        shutil.copy(path, base / path.name)
+    spec = _spec(write_tiny_spec, base)
+
+    assert main(["base", str(spec)]) == 2
+
+    error = capsys.readouterr().err  # the samples' progress lines, then one line of error
+    line = error.strip().splitlines()[-1]
+    assert "Traceback" not in error and line.startswith("error: ")
+    assert f"{base}: its weights give a validation loss of nan (domain) and nan (general)" in line
