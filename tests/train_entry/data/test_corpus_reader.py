@@ -333,3 +333,16 @@ def test_the_glob_matches_what_pythons_glob_matches_in_a_tree_without_links(tmp_
     for pattern in ("**/*.jsonl", "**", "a/**/*.jsonl", "**/b/*", "**/.hidden/*.jsonl", "a/**", "*/**/*.txt"):
         expected = sorted(Path(m) for m in glob.glob(str(tmp_path / pattern), recursive=True) if Path(m).is_file())
         assert Corpus.of(tmp_path / pattern).shards() == expected, pattern
+
+
+def test_a_parquet_string_that_is_not_utf8_is_refused_naming_the_file_and_row_group(tmp_path: Path) -> None:
+    """Found by tests/train_entry/data/test_fuzz_corpora.py: it was pyarrow's UnicodeDecodeError, a traceback."""
+    import numpy as np
+
+    offsets = pa.py_buffer(np.array([0, 2, 4], dtype=np.int32).tobytes())
+    text = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"ok\xff\xfe")])  # written unvalidated
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"text": text}), path)
+
+    with pytest.raises(CorpusError, match=r"damaged\.parquet: row group 0 of this Parquet file holds a string that"):
+        read(path)
