@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
+from tests.fuzzing import damaged
 from tests.hostile import tree
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.megatron_prefix import sample_prefixes
@@ -51,26 +52,6 @@ def prefix_files(folder: Path) -> tuple[bytes, bytes]:
         builder.add_document(np.arange(1 + k % 9, dtype=np.uint16) % 500, [1 + k % 9])
     builder.finalize(str(folder / "valid.idx"))
     return (folder / "valid.idx").read_bytes(), (folder / "valid.bin").read_bytes()
-
-
-@st.composite
-def damaged(draw, valid: bytes) -> bytes:
-    """`valid` with a few bytes overwritten, a run cut out or inserted, or cut short; or random bytes."""
-    if draw(st.integers(0, 9)) == 0:
-        return draw(st.binary(max_size=4096))
-    data = bytearray(valid)
-    for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["overwrite", "cut", "insert", "truncate"]))
-        at = draw(st.integers(0, max(len(data) - 1, 0)))
-        if kind == "overwrite" and data:
-            data[at] = draw(st.integers(0, 255))
-        elif kind == "cut":
-            del data[at : at + draw(st.integers(1, 64))]
-        elif kind == "insert":
-            data[at:at] = draw(st.binary(min_size=1, max_size=64))
-        else:
-            del data[at:]
-    return bytes(data)
 
 
 def read_corpus(path: Path) -> None:
