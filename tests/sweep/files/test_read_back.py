@@ -8,20 +8,20 @@ import json
 import math
 import shutil
 import types
-from datetime import UTC, datetime
 import typing
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import annotated_types
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from sweep.choice.best import BestSummary
-from sweep.files.compat import BEST, FORMAT_KEY, JOBS, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
+from sweep.files.compat import BEST, JOBS, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.promote.config import PromotionConfig
@@ -29,13 +29,9 @@ from sweep.promote.job_records import JobRecord, JobRecords
 from sweep.promote.plan import Plan, make_plan
 from sweep.run.shipped_base import ShippedManifest
 from tests.conftest import REPO
-from tests.fuzzing import damaged
-from train_entry.file_format import WRITER_KEY
+from tests.fuzzing import LONG, SHORT, STAMP, Path_, damaged, leaves, replaced
 from tests.sweep.promote.promote_runs import write_run
 
-Path_ = tuple[str | int, ...]
-STAMP = (FORMAT_KEY, WRITER_KEY)
-"""The format version (tests/cli/test_corrupt_files.py changes it) and the writer, said in messages, never trusted."""
 JOB = {"submission_id": "cpt-p-1", "plan_id": "p-1", "attempt": 1, "address": "http://127.0.0.1:8265"}
 
 
@@ -61,18 +57,6 @@ def files(tmp_path_factory) -> dict[str, tuple[Path, type[BaseModel], FileFormat
     }
 
 
-def leaves(value: Any, at: Path_ = ()) -> Iterator[tuple[Path_, Any]]:
-    """Every value in the JSON tree with its path; of a list, its first element only."""
-    if at:
-        yield at, value
-    if isinstance(value, dict):
-        for key, child in value.items():
-            if at or key not in STAMP:
-                yield from leaves(child, (*at, key))
-    elif isinstance(value, list) and value:
-        yield from leaves(value[0], (*at, 0))
-
-
 def wrong_type(value: Any) -> Any:
     """A JSON value of a type no field of `value`'s kind takes, even in pydantic's lax mode."""
     if isinstance(value, bool):
@@ -84,15 +68,6 @@ def wrong_type(value: Any) -> Any:
     if isinstance(value, dict):
         return "not an object"
     return {"not": "this type"}
-
-
-def replaced(data: Any, at: Path_, value: Any) -> Any:
-    copy = json.loads(json.dumps(data))
-    parent = copy
-    for part in at[:-1]:
-        parent = parent[part]
-    parent[at[-1]] = value
-    return copy
 
 
 def dotted(at: Path_) -> str:
@@ -202,14 +177,21 @@ def test_each_bounded_field_past_its_bound_is_refused_naming_its_key(name, files
     assert found or name == "run.json", "each of these files has bounded fields"
 
 
-FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-
-
-@FUZZ
+@SHORT
 @given(name=st.sampled_from(NAMES), data=st.data())
 def test_random_damage_to_a_file_read_back_is_a_corrupt_file_or_the_file(name, data, files, tmp_path):
-    path, model, fmt = files[name]
-    copy = tmp_path / name
+    read_damaged(files[name], data, tmp_path / name)
+
+
+@pytest.mark.slow
+@LONG
+@given(name=st.sampled_from(NAMES), data=st.data())
+def test_long_fuzz_of_the_files_read_back(name, data, files, tmp_path):
+    read_damaged(files[name], data, tmp_path / name)
+
+
+def read_damaged(file: tuple[Path, type[BaseModel], FileFormat], data: st.DataObject, copy: Path) -> None:
+    path, model, fmt = file
     copy.write_bytes(data.draw(damaged(path.read_bytes())))
     try:
         read_model(copy, model, fmt=fmt)

@@ -5,14 +5,18 @@ the key and what the study holds, with nothing written."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from promote_runs import confirmed, surrogate_pick, write_run
 
 from cli import main
+from tests.fuzzing import LONG, SHORT, damaged, leaves, replaced
 from tests.hostile import tree
 
 
@@ -136,3 +140,53 @@ def test_an_untouched_run_is_promoted(tmp_path):
     pick = surrogate_pick(0.13, "1:2")
     assert promote(write_run(tmp_path / "runs" / "a", pick=pick)) == 0
     assert promote(write_run(tmp_path / "runs" / "b"), "--observed") == 0
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    return write_run(tmp_path_factory.mktemp("fuzz") / "runs" / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
+
+
+@SHORT
+@given(data=st.data())
+def test_random_edits_of_best_json_are_promoted_or_exit_2_in_one_line(finished, data, tmp_path, capsys):
+    """A random value at a random key, or random damage to the bytes: a plan, or one line of error; never a
+    traceback, and nothing written outside the run directory."""
+    edit_and_promote(finished, data, tmp_path, capsys)
+
+
+@pytest.mark.slow
+@LONG
+@given(data=st.data())
+def test_long_fuzz_of_best_json(finished, data, tmp_path, capsys):
+    edit_and_promote(finished, data, tmp_path, capsys)
+
+
+def edit_and_promote(finished: Path, data: st.DataObject, tmp_path: Path, capsys) -> None:
+    run_dir = tmp_path / "runs" / "lr_mix"
+    shutil.rmtree(tmp_path / "runs", ignore_errors=True)
+    shutil.copytree(finished, run_dir)
+    path, valid = run_dir / "best.json", (finished / "best.json").read_bytes()
+    if data.draw(st.booleans()):
+        document = json.loads(valid)
+        places = [at for at, _ in leaves(document)]
+        document = replaced(document, data.draw(st.sampled_from(places)), data.draw(JSON_VALUES))
+        path.write_text(json.dumps(document))
+    else:
+        path.write_bytes(data.draw(damaged(valid)))
+    capsys.readouterr()
+    outside = {name: info for name, info in tree(tmp_path).items() if not name.startswith("runs")}
+
+    code = promote(run_dir, "--unconfirmed")
+
+    error = capsys.readouterr().err
+    assert code in (0, 2) and "Traceback" not in error
+    assert code == 0 or len(error.strip().splitlines()) == 1
+    assert {name: info for name, info in tree(tmp_path).items() if not name.startswith("runs")} == outside

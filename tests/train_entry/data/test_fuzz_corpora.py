@@ -7,7 +7,6 @@ A few seconds each in the default suite; CPT_SWEEP_FUZZ_EXAMPLES (with -m slow) 
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from pathlib import Path
 
@@ -16,23 +15,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import zstandard
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from megatron.core.datasets.indexed_dataset import IndexedDatasetBuilder
 
-from tests.fuzzing import damaged
+from tests.fuzzing import LONG, SHORT, damaged
 from tests.hostile import tree
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.megatron_prefix import sample_prefixes
 from train_entry.data.sample import CorpusSample
-
-SHORT = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-LONG = settings(
-    max_examples=int(os.environ.get("CPT_SWEEP_FUZZ_EXAMPLES", "2000")),
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
-
 
 def parquet_bytes() -> bytes:
     stream = io.BytesIO()
