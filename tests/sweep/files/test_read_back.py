@@ -1,6 +1,8 @@
 """Every file the tool reads back goes through read_model: each field of each file written with a wrong type, an
 unknown key beside it, or a value past its bounds is one CorruptFile naming the file and the key, never a traceback
-and never a value taken as it is; random bytes and random damage to a valid file are the same (fuzzed)."""
+and never a value taken as it is; random bytes and random damage to a valid file are the same (fuzzed). A sharded
+trial's progress.json is read by train_entry (which cannot import sweep) with the same model and format, and a
+refused one is passed over (tests/train_entry/sharded/test_checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from sweep.choice.best import BestSummary
-from sweep.files.compat import BEST, JOBS, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
+from sweep.files.compat import BEST, CHECKPOINT_PROGRESS, JOBS, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.promote.config import PromotionConfig
@@ -31,6 +33,8 @@ from sweep.run.shipped_base import ShippedManifest
 from tests.conftest import REPO
 from tests.fuzzing import LONG, SHORT, STAMP, Path_, damaged, leaves, replaced
 from tests.sweep.promote.promote_runs import write_run
+from tests.train_entry.sharded.test_checkpoint import saved_at, trial_config
+from train_entry.sharded.checkpoint import SavedProgress
 
 JOB = {"submission_id": "cpt-p-1", "plan_id": "p-1", "attempt": 1, "address": "http://127.0.0.1:8265"}
 
@@ -48,7 +52,10 @@ def files(tmp_path_factory) -> dict[str, tuple[Path, type[BaseModel], FileFormat
     run.write_record(RunRecord(study_name="lr_mix", storage=None))
     manifest = root / "cpt_sweep_base.json"
     shutil.copyfile(REPO / "data" / "tiny-llama" / "cpt_sweep_base.json", manifest)
+    progress = root / "progress.json"
+    progress.write_text(CHECKPOINT_PROGRESS.dumps(saved_at(trial_config(root), 20)))
     return {
+        "progress.json": (progress, SavedProgress, CHECKPOINT_PROGRESS),
         "best.json": (run.best_json, BestSummary, BEST),
         "plan.json": (plan, Plan, PLAN),
         "jobs.json": (jobs, JobRecords, JOBS),
@@ -83,7 +90,7 @@ def refused(path: Path, model: type[BaseModel], fmt: FileFormat, data: Any) -> s
     return message
 
 
-NAMES = ["best.json", "plan.json", "jobs.json", "run.json", "cpt_sweep_base.json"]
+NAMES = ["progress.json", "best.json", "plan.json", "jobs.json", "run.json", "cpt_sweep_base.json"]
 FREE_FORM = {"cpt_sweep_base.json": {("recipe",), ("built_with",), ("final",)}}
 """Maps whose keys are names (spec keys, tools, measurements) and whose values may be strings: a shipped base's
 recipe is compared whole with what the spec would make, so any change there is a base that is not the shipped one
