@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.files.records import CorruptFile, read_model
 from sweep.run.progress import sample_progress, step_progress
 from sweep.run.sample_size import sample_tokens
 from sweep.run.shipped_base import shipped_base
@@ -252,7 +253,10 @@ def _base_losses(
     )
     path = root / "base_losses" / f"{key[:24]}.json"
     if path.is_file():
-        return BaseLosses.model_validate_json(path.read_text())
+        try:
+            return read_model(path, BaseLosses, fmt=None, what="base-loss cache entry", max_bytes=64 << 10)
+        except CorruptFile as exc:  # a damaged entry is a miss: measured again and replaced
+            print(f"warning: {exc}; measuring the base again", file=sys.stderr)
     from train_entry.proxy import measure_base  # torch and transformers, imported only when the losses are not cached
 
     path.parent.mkdir(parents=True, exist_ok=True)

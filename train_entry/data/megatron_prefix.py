@@ -22,7 +22,7 @@ from megatron.core.datasets.indexed_dataset import DType, IndexedDataset, Indexe
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.corpus import CorpusError, CorpusStats, OnProgress, SampleProgress
 from train_entry.data.fingerprint import corpus_fingerprint
-from train_entry.data.indexed import STATS, TOKENS, IndexedCorpus
+from train_entry.data.indexed import STATS, TOKENS, IndexedCorpus, read_stats
 from train_entry.data.megatron_index import check_index
 from train_entry.data.sample import spread_order, stratum_bytes
 from train_entry.data.tokenizer import load_tokenizer
@@ -98,7 +98,7 @@ def sample_prefixes(
     entry = cache_root / f"megatron-{Path(prefixes[0]).name}-{key[:20]}"
     copy = _Copy(list(prefixes), datasets, vocab_size, max_tokens or total, on_progress)
     cached_dir(entry, copy.write)
-    return IndexedCorpus(prefix=str(entry / TOKENS), stats=CorpusStats(**json.loads((entry / STATS).read_text())))
+    return IndexedCorpus(prefix=str(entry / TOKENS), stats=read_stats(entry))
 
 
 def _check_ids(prefix: Path, dataset: IndexedDataset, vocab_size: int, tokens: np.ndarray | None = None) -> None:

@@ -94,3 +94,21 @@ def test_a_base_whose_weights_give_nan_losses_is_exit_2_at_sweep_base_naming_it(
     line = error.strip().splitlines()[-1]
     assert "Traceback" not in error and line.startswith("error: ")
     assert f"{base}: its weights give a validation loss of nan (domain) and nan (general)" in line
+
+
+def test_a_damaged_base_loss_cache_entry_is_measured_again(tiny_corpora, write_tiny_spec, tmp_path, capsys):
+    """It was BaseLosses.model_validate_json's traceback on every later sweep of the same base and data."""
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    base = save_tiny_llama(tmp_path / "base-losses", vocab_size=VOCAB)
+    for path in tokenizer.iterdir():
+        shutil.copy(path, base / path.name)
+    spec = load_spec(_spec(write_tiny_spec, base))
+    measured = prepare(spec, root=tmp_path / "cache").base_losses
+    (entry,) = (tmp_path / "cache" / "base_losses").glob("*.json")
+    entry.write_text('{"domain_loss": "high", "general_loss": 1.0}')
+    capsys.readouterr()
+
+    assert prepare(spec, root=tmp_path / "cache").base_losses == measured
+
+    assert f"warning: {entry} is not a base-loss cache entry" in capsys.readouterr().err
+    assert json.loads(entry.read_text()) == measured.model_dump()
