@@ -80,7 +80,7 @@ class Prepared:
     def base_manifest(self) -> dict[str, Any]:
         """The built-in base's manifest, or a short description of a Hugging Face base."""
         manifest_path = self.base_dir / MANIFEST
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        manifest = _manifest(manifest_path) if manifest_path.is_file() else {}
         return {
             "model": self.spec.base.model,
             "path": str(self.base_dir),
@@ -88,6 +88,21 @@ class Prepared:
             **manifest,
             "sweep validation losses": self.base_losses.model_dump(),
         }
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """A built base's manifest as `sweep base` prints it: a JSON object of at most 1 MiB; CorruptFile naming it."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise ValueError("more than 1 MiB")
+        manifest = json.loads(path.read_bytes())
+        if not isinstance(manifest, dict):
+            raise ValueError("not an object of keys")
+    except (OSError, ValueError) as exc:
+        raise CorruptFile(
+            f"{path}: not the manifest cpt-sweep wrote for the base ({exc}); remove {path.parent} and it is built again"
+        ) from None
+    return manifest
 
 
 def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None) -> Prepared:

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweep.run.prepare import prepare
+from sweep.files.records import CorruptFile
+from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
 from train_entry.hf_dir import HfDirError
+from train_entry.trial_config import BaseLosses, CorpusPrefixes
 
 VOCAB = 300
 """The tokenizer's tokens; the base embeds fewer."""
@@ -112,3 +114,18 @@ def test_a_damaged_base_loss_cache_entry_is_measured_again(tiny_corpora, write_t
 
     assert f"warning: {entry} is not a base-loss cache entry" in capsys.readouterr().err
     assert json.loads(entry.read_text()) == measured.model_dump()
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"], ids=["not JSON", "a list"])
+def test_a_damaged_base_manifest_is_a_corrupt_file_naming_it(content, write_tiny_spec, tmp_path):
+    """`sweep base` printed it with json.loads: a traceback for a manifest damaged in the cache."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "cpt_sweep_base.json").write_text(content)
+    prefixes = CorpusPrefixes(general="g", domain="d")
+    prepared = Prepared(
+        spec=load_spec(write_tiny_spec()), tokenizer_dir=tmp_path, base_dir=base, train=prefixes, valid=prefixes,
+        base_losses=BaseLosses(domain_loss=4.0, general_loss=4.0), corpus_stats={},
+    )  # fmt: skip
+    with pytest.raises(CorruptFile, match=rf"{base / 'cpt_sweep_base.json'}: not the manifest cpt-sweep wrote"):
+        prepared.base_manifest()
