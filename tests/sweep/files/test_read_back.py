@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from sweep.choice.best import BestSummary
-from sweep.files.compat import BEST, CHECKPOINT_PROGRESS, JOBS, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
+from sweep.files.compat import BEST, CHECKPOINT_PROGRESS, JOBS, LADDER, PLAN, RUN_RECORD, SHIPPED_BASE, FileFormat
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir, RunRecord
+from sweep.ladder.record import LadderSummary
 from sweep.promote.config import PromotionConfig
 from sweep.promote.job_records import JobRecord, JobRecords
 from sweep.promote.plan import Plan, make_plan
@@ -40,9 +41,11 @@ JOB = {"submission_id": "cpt-p-1", "plan_id": "p-1", "attempt": 1, "address": "h
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, tuple[Path, type[BaseModel], FileFormat]]:
+def files(tmp_path_factory, scripted_ladder_run) -> dict[str, tuple[Path, type[BaseModel], FileFormat]]:
     """One valid file of each kind the tool reads back, as the tool writes it."""
     root = tmp_path_factory.mktemp("read-back")
+    ladder = root / "ladder.json"
+    shutil.copyfile(scripted_ladder_run / "ladder.json", ladder)
     run = RunDir(write_run(root / "runs" / "lr_mix"))
     plan = root / "plan.json"
     plan.write_text(PLAN.dumps(make_plan(run.path, PromotionConfig(target="llama3.1-8b"))))
@@ -56,6 +59,7 @@ def files(tmp_path_factory) -> dict[str, tuple[Path, type[BaseModel], FileFormat
     progress.write_text(CHECKPOINT_PROGRESS.dumps(saved_at(trial_config(root), 20)))
     return {
         "progress.json": (progress, SavedProgress, CHECKPOINT_PROGRESS),
+        "ladder.json": (ladder, LadderSummary, LADDER),
         "best.json": (run.best_json, BestSummary, BEST),
         "plan.json": (plan, Plan, PLAN),
         "jobs.json": (jobs, JobRecords, JOBS),
@@ -90,7 +94,7 @@ def refused(path: Path, model: type[BaseModel], fmt: FileFormat, data: Any) -> s
     return message
 
 
-NAMES = ["progress.json", "best.json", "plan.json", "jobs.json", "run.json", "cpt_sweep_base.json"]
+NAMES = ["progress.json", "ladder.json", "best.json", "plan.json", "jobs.json", "run.json", "cpt_sweep_base.json"]
 FREE_FORM = {"cpt_sweep_base.json": {("recipe",), ("built_with",), ("final",)}}
 """Maps whose keys are names (spec keys, tools, measurements) and whose values may be strings: a shipped base's
 recipe is compared whole with what the spec would make, so any change there is a base that is not the shipped one
@@ -110,7 +114,9 @@ def test_each_field_of_a_wrong_type_is_refused_naming_its_key(name, files, tmp_p
         if free_form(name, at[:-1]):
             continue
         message = refused(copy, model, fmt, replaced(data, at, wrong_type(value)))
-        assert f" {dotted(at)}" in message, (at, message)
+        # A tagged union's tag (a pruner's type) is named by its object, with the tags it takes.
+        named = dotted(at[:-1]) if "does not match any of the expected tags" in message else dotted(at)
+        assert f" {named}" in message, (at, message)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -150,13 +156,15 @@ def bounds(model: type[BaseModel], data: dict, at: Path_ = ()) -> Iterator[tuple
 def _past(limit: Any, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, int | float | str | list):
         return None
-    step = 1 if isinstance(value, int) else max(abs(value) * 1e-6, 1e-9) if isinstance(value, float) else 0
+    def step(bound: float) -> float:  # past the bound by more than a float's rounding at its size
+        return 1 if isinstance(value, int) else max(abs(bound) * 1e-6, abs(value) * 1e-6, 1e-9)
+
     if isinstance(limit, annotated_types.Ge) and not isinstance(value, str | list):
-        return limit.ge - step
+        return limit.ge - step(limit.ge)
     if isinstance(limit, annotated_types.Gt) and not isinstance(value, str | list):
         return limit.gt
     if isinstance(limit, annotated_types.Le) and not isinstance(value, str | list):
-        return limit.le + step if math.isfinite(limit.le) else None
+        return limit.le + step(limit.le) if math.isfinite(limit.le) else None
     if isinstance(limit, annotated_types.Lt) and not isinstance(value, str | list):
         return limit.lt
     if isinstance(limit, annotated_types.MaxLen) and isinstance(value, str):

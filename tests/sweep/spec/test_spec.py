@@ -12,7 +12,7 @@ import yaml
 from cli import main
 from sweep.files.config_file import SpecError
 from sweep.spec.spec import SweepSpec, load_spec
-from tests.conftest import REPO, SHIPPED_SPECS
+from tests.conftest import REPO, SHIPPED_SPECS, TINY_SPEC
 from train_entry.mix import MixRatio
 
 SHIPPED = SHIPPED_SPECS
@@ -453,3 +453,11 @@ def test_a_file_read_twice_is_refused_naming_it_and_both_places(case, write_tiny
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(path) in line and fragment in line
 
+
+
+def test_a_pruner_given_as_a_word_is_a_spec_error_naming_the_key(write_tiny_spec):
+    """`pruner: median` (not a mapping) was an AttributeError from the pruner's tag function, a traceback."""
+    path = write_tiny_spec("pruner-word.yaml", search={**TINY_SPEC["search"], "pruner": "median"})
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(path) in str(raised.value) and "search.pruner" in str(raised.value)
