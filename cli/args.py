@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from train_entry.mix import MixRatio
 
@@ -33,6 +34,18 @@ def positive_int(text: str) -> int:
     if value <= 0 or value != float(text):
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
     return value
+
+
+def positive_int_at_most(most: int) -> Callable[[str], int]:
+    """positive_int no larger than `most`: a size the plan would otherwise loop or print for."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:.3g}, got {text!r}")
+        return value
+
+    return parse
 
 
 def non_negative_int(text: str) -> int:

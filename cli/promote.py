@@ -13,9 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cli.args import fraction, non_negative_int, positive_int
+from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
 
 SIDES = ("general", "non_english", "domain")
+
 
 
 def add_parser(verbs) -> None:
@@ -116,10 +117,8 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
         "true for h100-480); without it the layout search leaves out sequence and context parallelism",
     )
-    parser.add_argument("--tokens", type=positive_int, help="training tokens of the full run (default 1e12)")
-    parser.add_argument(
-        "--global-batch-tokens", type=positive_int, help="tokens per step (default 1440 x 8192 = 11796480)"
-    )
+    parser.add_argument("--tokens", type=_tokens, help="training tokens of the full run (default 1e12)")
+    parser.add_argument("--global-batch-tokens", type=_batch_tokens, help="tokens per step (default 1440 x 8192)")
     parser.add_argument(
         "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/config.py); flags override it"
     )
@@ -144,6 +143,18 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="time the target's layer on this machine's CUDA GPU with the entry's own code and plan with the "
         "measured rate instead of the assumed MFU",
     )
+
+
+def _tokens(text: str) -> int:
+    from sweep.promote.config import MOST_TOKENS  # here: it loads the promotion's models, which `sweep --help` skips
+
+    return positive_int_at_most(MOST_TOKENS)(text)
+
+
+def _batch_tokens(text: str) -> int:
+    from sweep.promote.config import MOST_BATCH_TOKENS
+
+    return positive_int_at_most(MOST_BATCH_TOKENS)(text)
 
 
 def _data_prefix(text: str):

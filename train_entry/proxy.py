@@ -10,6 +10,7 @@ is the same trial over several workers.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ import torch
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
+from train_entry.hf_dir import HfDirError
 from train_entry.loop import Batches, LoopResult, Sharing, fit, sequence_losses
 from train_entry.model import Runtime, load_causal_lm, ready_layers
 from train_entry.trial_config import (
@@ -217,9 +219,15 @@ def measure_base(
     sets = validation_sets(valid, non_english_share, proxy, megatron_tokenizer(tokenizer_dir), cache_dir)
     model = load_causal_lm(base_dir, runtime)
     losses = measure(model, sets, runtime, batch_size=proxy.batch_size)
+    domain_loss, general_loss = statistics.fmean(losses.domain), statistics.fmean(losses.general)
+    if not (math.isfinite(domain_loss) and math.isfinite(general_loss)):  # no gain or forgetting can be measured
+        raise HfDirError(
+            f"{base_dir}: its weights give a validation loss of {domain_loss} (domain) and {general_loss} (general); "
+            "a base's losses are finite numbers: its weights are damaged or saved mid-divergence"
+        )
     return BaseLosses(
-        domain_loss=statistics.fmean(losses.domain),
-        general_loss=statistics.fmean(losses.general),
+        domain_loss=domain_loss,
+        general_loss=general_loss,
         domain_sequences=losses.domain,
         general_sequences=losses.general,
     )

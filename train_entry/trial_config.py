@@ -73,6 +73,9 @@ class BaseLosses(StrictConfig):
 class SequenceLosses(StrictConfig):
     """Each validation sequence's mean token loss at one evaluation, in the sets' order."""
 
+    # A measurement, not a setting: a diverging trial's losses may come out non-finite, and are kept as they are.
+    model_config = ConfigDict(allow_inf_nan=True)
+
     domain: list[float] = Field(max_length=100_000)
     general: list[float] = Field(max_length=100_000)
 
@@ -91,6 +94,8 @@ class TextError(StrictConfig):
         pairs = ((final.domain, base.domain_sequences), (final.general, base.general_sequences))
         if any(len(trial) != len(reference) or len(trial) < 2 for trial, reference in pairs):
             return None
+        if not all(math.isfinite(loss) for losses in (*pairs[0], *pairs[1]) for loss in losses):
+            return None  # a diverged trial: no error to speak of
         return cls(domain_gain=_ratio_error(*pairs[0]), forgetting=_ratio_error(*pairs[1]))
 
 

@@ -12,9 +12,10 @@ format version (sweep/files/compat.py), checked before anything else is read fro
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -69,9 +70,41 @@ def read_model(
     except OSError as exc:
         raise CorruptFile(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
     except ValidationError as exc:
-        error = exc.errors(include_url=False)[0]
-        where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        where, error = _named(exc, text)
         raise CorruptFile(
-            f"{path} is not a {what} cpt-sweep wrote: {where}: {error['msg']}"
+            f"{path} is not a {what} cpt-sweep wrote: {where or '(top level)'}: {error['msg']}"
             + (f" (got {quoted(error['input'])})" if "input" in error and error["type"] != "json_invalid" else "")
         ) from None
+
+
+def _named(exc: ValidationError, text: bytes) -> tuple[str, dict[str, Any]]:
+    """The error to show and the key it names, as a path of the file's own keys.
+
+    pydantic reports a value refused by a union once per member, its location naming the member
+    (`space.lr_fraction.function-after[_ordered(), LRFractionRange]`, `search.pruner.none.unknown_key`): the error
+    shown is the one whose location goes deepest into the file, and its location keeps only the file's keys."""
+    errors = exc.errors(include_url=False)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    named = [_in_file(error["loc"], data) for error in errors]
+    best = max(range(len(errors)), key=lambda k: (len(named[k]), -k))
+    return ".".join(str(part) for part in named[best]), errors[best]
+
+
+def _in_file(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
+    """The parts of `loc` that are keys or indices of the file's data, the last one kept even where it is not
+    (a missing key); the union members pydantic names in between are left out."""
+    found: list[int | str] = []
+    at = data
+    for k, part in enumerate(loc):
+        if isinstance(at, dict) and isinstance(part, str) and part in at:
+            found.append(part)
+            at = at[part]
+        elif isinstance(at, list) and isinstance(part, int) and 0 <= part < len(at):
+            found.append(part)
+            at = at[part]
+        elif k == len(loc) - 1 and not (isinstance(part, str) and ("[" in part or part[:1].isupper())):
+            found.append(part)
+    return found

@@ -19,6 +19,11 @@ from train_entry.megatron.config import check_split
 
 REFERENCE_SEQUENCES = 1440
 REFERENCE_SEQ_LENGTH = 8192
+MOST_TOKENS = 10**15
+"""The most tokens a full run may be planned for: 30x the most any model is reported trained on (Qwen3's 36 T,
+arXiv:2505.09388, section 3.1), so a typo such as 1e30 is refused instead of planned as 3.4e18 days."""
+MOST_BATCH_TOKENS = 1 << 30
+"""The most tokens per step: 90x the reference recipe's 11.8 M."""
 
 
 class DataPrefix(StrictConfig):
@@ -68,9 +73,9 @@ class PromotionConfig(StrictConfig):
     transformer_engine: bool | None = None
     """Whether the cluster's image has Transformer Engine, overriding the cluster's own transformer_engine;
     None keeps the cluster's."""
-    tokens: int = Field(10**12, gt=0)
+    tokens: int = Field(10**12, gt=0, le=MOST_TOKENS)
     """Training tokens of the full run (the reference recipe: 1 T)."""
-    global_batch_tokens: int = Field(REFERENCE_SEQUENCES * REFERENCE_SEQ_LENGTH, gt=0)
+    global_batch_tokens: int = Field(REFERENCE_SEQUENCES * REFERENCE_SEQ_LENGTH, gt=0, le=MOST_BATCH_TOKENS)
     """Tokens per optimizer step (the reference recipe: 1440 sequences x 8192 = 11.8 M); a multiple
     of the target's sequence length."""
     warmup_fraction: float = Field(0.01, ge=0.0, lt=1.0)

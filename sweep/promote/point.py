@@ -3,7 +3,8 @@
 best.json's pick by default (the surrogate's point, or the best observed trial's when the surrogate could
 not pick), the best observed trial's point when asked (--observed), and for a ladder its loss law's optimum at
 the target's size and tokens (or the law's refusal; the largest rung's pick when asked). With the point comes the resolved config a proxy trial at it runs,
-from which the plan (sweep/promote/plan.py) takes the schedule and the non-English share.
+from which the plan (sweep/promote/plan.py) takes the schedule and the non-English share. Whatever best.json says is
+checked against the study before it is acted on (sweep/promote/provenance.py).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sweep.files.rundir import RunDir
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.ladder import LawPoint, finished_ladder, ladder_target, law_point
+from sweep.promote.provenance import check_against_study
 from sweep.promote.targets import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
@@ -82,6 +84,12 @@ def read_promoted(
     return point, _trial_config(run, best, point)
 
 
+def _checked(best: BestSummary, run: RunDir, where: str, trial: int | None, *, confirmed: bool) -> None:
+    """best.json's point at `where` checked against the study before anything is built from it: a hand-edited
+    mix such as "abc" is this sentence, not a pydantic stack from PromotedPoint."""
+    check_against_study(run, best, where=where, trial=trial, confirmed=confirmed)
+
+
 def _ladder_point(
     run: RunDir, target: Target | None, config: PromotionConfig, *, observed: bool
 ) -> tuple[PromotedPoint, TrialConfig]:
@@ -137,6 +145,7 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
         raise PromotionError(f"{run.best_json} has no point to promote: {best.evidence.best_observed}")
     if row.domain_gain is None or row.forgetting is None:
         raise PromotionError(f"{run.best_json}: its best observed trial ({row.number}) has no final metrics")
+    _checked(best, run, "best_observed", row.number, confirmed=False)
     return PromotedPoint(
         source=PickSource.OBSERVED,
         trial=row.number,
@@ -160,9 +169,12 @@ def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoi
             f"seeds ({confirmation.outcome.value}: {confirmation.reason}); promote it anyway with --unconfirmed"
         )
     reason = _with_confirmation(pick.reason, confirmation)
+    point = pick.point
+    # The confirmation is checked where the promotion rests on it: --unconfirmed (and a ladder's rung) does not.
+    confirmed = confirmation.outcome is Outcome.CONFIRMED and not unconfirmed
+    _checked(best, run, "pick.point", point.trials[0] if point.trials else None, confirmed=confirmed)
     if pick.source is PickSource.OBSERVED:
         return _observed(best, run, reason=reason, pick=pick)
-    point = pick.point
     return PromotedPoint(
         source=pick.source,
         trial=point.trials[0] if point.trials else None,

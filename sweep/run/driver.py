@@ -38,7 +38,7 @@ from sweep.run.prepare import Prepared, prepare
 from sweep.run.sweep_log import log_sweep
 from sweep.run.tracking import WandbTarget, worker_env
 from sweep.run.trainable import proxy_trainable
-from sweep.run.trial_slots import TrialSlots, local_gpus, trial_cpus, trial_slots
+from sweep.run.trial_slots import DRIVER_CPUS, ClusterTooSmall, TrialSlots, local_gpus, trial_cpus, trial_slots
 from sweep.spec.spec import ExecutionConfig, SweepSpec
 from sweep.study.row import TrialRow
 from sweep.study.searcher import StudySearcher
@@ -232,9 +232,26 @@ def _start_ray(execution: ExecutionConfig, *, address: str | None, wandb: WandbT
 
 
 def _local_size(execution: ExecutionConfig) -> tuple[int, int]:
-    """(CPUs, GPUs) of a Ray of our own for `execution`'s trials: every GPU here when trials use them, and trials at
-    once are as many as they hold (sweep.run.trial_slots)."""
-    return execution.concurrency * trial_cpus(execution), local_gpus() if execution.gpus else 0
+    """(CPUs, GPUs) of a Ray of our own for `execution`'s trials: every GPU here when trials use them, and the CPUs
+    `concurrency` trials take, no more than this machine has (a sharded trial's driver, which only waits on its
+    job, aside); trials at once are as many as they hold (sweep.run.trial_slots). ClusterTooSmall when one trial
+    computes on more CPUs than the machine has: sized to the request, 64 workers on 2 cores were not refused and
+    reached 6.3 GB before they were killed."""
+    machine, per_trial = machine_cpus(), trial_cpus(execution)
+    computing = per_trial - (DRIVER_CPUS if execution.sharded else 0)
+    if computing > machine:
+        raise ClusterTooSmall(
+            f"a trial computes on {computing} CPU(s) (execution.cpus = {execution.cpus} per worker, "
+            f"{execution.trial_workers} worker(s)) and this machine has {machine}; lower execution.cpus or "
+            "execution.workers, or run on a Ray cluster that has them (--address)"
+        )
+    cpus = min(execution.concurrency * per_trial, max(machine, per_trial))
+    return cpus, local_gpus() if execution.gpus else 0
+
+
+def machine_cpus() -> int:
+    """The CPUs this process may run on (its affinity, as a container or taskset limits it)."""
+    return len(os.sched_getaffinity(0))
 
 
 def _start_local_ray(cpus: int, gpus: int, runtime_env: dict | None) -> None:

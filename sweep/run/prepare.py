@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.files.records import CorruptFile, read_model
 from sweep.run.progress import sample_progress, step_progress
 from sweep.run.sample_size import sample_tokens, validation_draws, validation_weights
 from sweep.run.shipped_base import shipped_base
@@ -28,6 +29,11 @@ from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio, tokens_read
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
+
+
+BASE_LOSSES_BYTES = 16 << 20
+"""Most bytes of a base-loss cache entry read back: the base's loss on each validation sequence of both sets, at most
+2 x 100,000 numbers (ProxyConfig.eval_sequences' bound) of about 20 characters."""
 
 
 def cache_root() -> Path:
@@ -86,7 +92,7 @@ class Prepared:
     def base_manifest(self) -> dict[str, Any]:
         """The built-in base's manifest, or a short description of a Hugging Face base."""
         manifest_path = self.base_dir / MANIFEST
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        manifest = _manifest(manifest_path) if manifest_path.is_file() else {}
         return {
             "model": self.spec.base.model,
             "path": str(self.base_dir),
@@ -94,6 +100,21 @@ class Prepared:
             **manifest,
             "sweep validation losses": self.base_losses[0].model_dump(include={"domain_loss", "general_loss"}),
         }
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """A built base's manifest as `sweep base` prints it: a JSON object of at most 1 MiB; CorruptFile naming it."""
+    try:
+        if path.stat().st_size > 1 << 20:
+            raise ValueError("more than 1 MiB")
+        manifest = json.loads(path.read_bytes())
+        if not isinstance(manifest, dict):
+            raise ValueError("not an object of keys")
+    except (OSError, ValueError) as exc:
+        raise CorruptFile(
+            f"{path}: not the manifest cpt-sweep wrote for the base ({exc}); remove {path.parent} and it is built again"
+        ) from None
+    return manifest
 
 
 def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None) -> Prepared:
@@ -283,7 +304,10 @@ def _base_losses(
     )
     path = root / "base_losses" / f"{key[:24]}.json"
     if path.is_file():
-        return BaseLosses.model_validate_json(path.read_text())
+        try:
+            return read_model(path, BaseLosses, fmt=None, what="base-loss cache entry", max_bytes=BASE_LOSSES_BYTES)
+        except CorruptFile as exc:  # a damaged entry is a miss: measured again and replaced
+            print(f"warning: {exc}; measuring the base again", file=sys.stderr)
     from train_entry.proxy import measure_base  # torch and transformers, imported only when the losses are not cached
 
     path.parent.mkdir(parents=True, exist_ok=True)

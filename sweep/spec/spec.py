@@ -204,6 +204,24 @@ class DataConfig(StrictConfig):
     sample: SampleConfig = SampleConfig()
     """How much of each corpus the sweep prepares: a sample spread over it, sized by what the sweep reads."""
 
+    @model_validator(mode="after")
+    def _each_file_in_one_split(self) -> DataConfig:
+        """A file in two corpus splits is refused: a validation split trained on measures nothing, and one text on
+        two sides of the mix makes the ratio mean another thing than it says."""
+        owners: dict[tuple[int, int], tuple[str, Path]] = {}
+        for name, corpus in self.corpora().items():
+            for identity, path in corpus.files().items():
+                other, first = owners.setdefault(identity, (name, path))
+                if other != name:
+                    why = (
+                        "validation text must be held out of training, or every trial is measured on text it trained on"
+                        if {other.split(".")[1], name.split(".")[1]} == {"train", "valid"}
+                        else "each split holds its own text, or the mix ratio means another thing than it says"
+                    )
+                    same = "" if first == path else f" (the file {first})"
+                    raise ValueError(f"{path}{same} is in both data.{other} and data.{name}: {why}")
+        return self
+
     def corpora(self) -> dict[str, Corpus]:
         """Every corpus split by name ("domain.train", "general.valid", ...)."""
         return {

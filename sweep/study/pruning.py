@@ -116,9 +116,10 @@ class NoPrunerConfig(_Judging):
         return optuna.pruners.NopPruner()
 
 
-def _pruner_type(value: Any) -> str:
-    # `type` may be left out: the median pruner, as Optuna's own default.
-    return value.get("type", "median") if isinstance(value, dict) else value.type
+def _pruner_type(value: Any) -> str | None:
+    # `type` may be left out: the median pruner, as Optuna's own default. None (neither a mapping nor a pruner
+    # config, e.g. `pruner: median`) is pydantic's own "unable to extract tag" error, not an AttributeError.
+    return value.get("type", "median") if isinstance(value, dict) else getattr(value, "type", None)
 
 
 PrunerConfig = Annotated[

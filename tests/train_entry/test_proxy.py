@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -227,3 +229,30 @@ def test_a_trial_on_another_validation_draw_is_measured_on_other_text_against_th
         result.history[-1].general_loss, rel=1e-12
     )
     assert result.text_error is not None and result.text_error.forgetting >= 0.0
+
+
+def test_a_prefix_labelled_float32_is_exit_2_at_sweep_base_before_any_base_is_built(
+    prepared, write_tiny_spec, tiny_corpora, tmp_path, capsys
+):
+    """An int32 prefix whose index says float32 passed `sweep base` (only its largest id was checked) and crashed
+    the trial casting floats to token ids."""
+    megatron_spec(prepared, write_tiny_spec, "megatron-float.yaml", tokenizer=prepared.tokenizer_dir)
+    from megatron.core.datasets.indexed_dataset import IndexedDataset, IndexedDatasetBuilder
+
+    labelled = tmp_path / "domain_text_document"
+    source, builder = IndexedDataset(prepared.train.domain), IndexedDatasetBuilder(f"{labelled}.bin", dtype=np.int32)
+    for i in range(len(source)):
+        builder.add_document(source[i].astype(np.int32), [len(source[i])])
+    builder.finalize(f"{labelled}.idx")
+    index = bytearray(Path(f"{labelled}.idx").read_bytes())
+    index[17] = 7  # megatron-core's DType code of float32
+    Path(f"{labelled}.idx").write_bytes(bytes(index))
+    raw = yaml.safe_load((tiny_corpora / "megatron-float.yaml").read_text())
+    raw["data"]["domain"]["train"] = str(labelled)
+    path = tmp_path / "float.yaml"
+    path.write_text(yaml.safe_dump(raw))
+
+    assert main(["base", str(path)]) == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{labelled}.idx: its tokens are stored as float32, not integer token ids" in line

@@ -36,3 +36,10 @@ def test_no_error_without_the_bases_losses_on_the_same_sequences():
     assert TextError.of(base, final) is None
     other = base.model_copy(update={"domain_sequences": [3.0] * 3, "general_sequences": [3.0] * 3})
     assert TextError.of(other, final) is None
+
+
+def test_a_diverged_trials_non_finite_losses_are_kept_and_give_no_error():
+    base = BaseLosses(domain_loss=3.0, general_loss=3.0, domain_sequences=[3.0, 3.1], general_sequences=[3.0, 2.9])
+    diverged = SequenceLosses(domain=[float("nan"), 2.0], general=[float("inf"), 3.0])
+
+    assert TextError.of(base, diverged) is None and diverged.general[0] == float("inf")

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import glob
 import stat
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from train_entry.data.glob_walk import glob_files
 
 DEFAULT_MAX_DOCUMENT_BYTES = 1_000_000
 """Longer documents are skipped: one such line is more likely a dump than prose."""
@@ -104,15 +107,44 @@ class Corpus:
         kinds = {is_megatron_prefix(path) for path in self.paths}
         if kinds == {True, False}:
             raise CorpusError(f"{self.label}: mixes Megatron prefixes and files; give one kind per corpus split")
-        return list(self.paths) if kinds == {True} else None
+        if kinds == {True}:
+            _once(self.paths, [Path(f"{path}.bin") for path in self.paths])
+            return list(self.paths)
+        return None
 
     def shards(self) -> list[Path]:
         """The files the corpus reads, in a stable order: each path's file, its directory's files or its glob's
-        matches, sorted. CorpusError when a path names nothing readable."""
+        matches, sorted. CorpusError when a path names nothing readable, or two name one file."""
         shards = [shard for path in self.paths for shard in _shards(path)]
         if not shards:
             raise CorpusError(f"{self.label}: no corpus file found")
+        _once(shards, shards)
         return shards
+
+    def files(self) -> dict[tuple[int, int], Path]:
+        """The real files it reads ((device, inode): path), each prefix by its .bin: how two corpora are told to
+        share one."""
+        prefixes = self.prefixes()
+        paths = [Path(f"{prefix}.bin") for prefix in prefixes] if prefixes is not None else self.shards()
+        return {_identity(path): path for path in paths}
+
+
+def _once(named: Sequence[Path], files: Sequence[Path]) -> None:
+    """CorpusError when two of `files` (read for `named`) are one file: it would be sampled as if it were several."""
+    identities = [_identity(path) for path in files]
+    counts = Counter(identities)
+    repeated = next((k for k, identity in enumerate(identities) if counts[identity] > 1), None)
+    if repeated is not None:
+        again = [str(name) for name, identity in zip(named, identities) if identity == identities[repeated]]
+        raise CorpusError(
+            f"{named[repeated]}: one file listed {len(again)} times in this corpus ({', '.join(again)}); "
+            "list each file once, or it is sampled as if it were several"
+        )
+
+
+def _identity(path: Path) -> tuple[int, int]:
+    info = path.stat()
+    return info.st_dev, info.st_ino
 
 
 def is_megatron_prefix(path: Path) -> bool:
@@ -122,8 +154,7 @@ def is_megatron_prefix(path: Path) -> bool:
 
 def _shards(path: Path) -> list[Path]:
     if glob.has_magic(str(path)):
-        matches = sorted(Path(match) for match in glob.glob(str(path), recursive=True))
-        files = [match for match in matches if match.is_file()]
+        files = glob_files(str(path))
         if not files:
             raise CorpusError(f"{path}: no file matches this glob")
         return files

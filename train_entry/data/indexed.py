@@ -19,7 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from train_entry.data.cache import cached_dir, digest
-from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusStats, OnProgress, SampleProgress
+from train_entry.data.corpus import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    Corpus,
+    CorpusError,
+    CorpusStats,
+    OnProgress,
+    SampleProgress,
+)
 from train_entry.data.fingerprint import corpus_fingerprint
 from train_entry.data.sample import CorpusSample
 from train_entry.data.tokenizer import load_tokenizer, tokenizer_files
@@ -71,8 +78,32 @@ def build_indexed(
     entry = cache_root / f"{_entry_name(corpus.paths[0])}-{key[:20]}"
     build = _Build(corpus, tokenizer_dir, max_tokens, max_document_bytes, on_progress)
     cached_dir(entry, build.write)
-    stats = CorpusStats(**json.loads((entry / STATS).read_text()))
-    return IndexedCorpus(prefix=str(entry / TOKENS), stats=stats)
+    return IndexedCorpus(prefix=str(entry / TOKENS), stats=read_stats(entry))
+
+
+MAX_STATS_BYTES = 64 << 10
+"""stats.json is a dozen counts: far below this."""
+
+
+def read_stats(entry: Path) -> CorpusStats:
+    """A cache entry's stats.json, checked as untrusted (a cache directory may be shared and hand-edited): every
+    count a whole number >= 0 under CorpusStats' names; CorpusError naming the file and how to rebuild it."""
+    path = entry / STATS
+    fields = {field.name for field in dataclasses.fields(CorpusStats)}
+    try:
+        if path.stat().st_size > MAX_STATS_BYTES:
+            raise ValueError(f"more than {MAX_STATS_BYTES:,} bytes")
+        data = json.loads(path.read_bytes())
+        if not isinstance(data, dict) or set(data) - fields:
+            raise ValueError(f"not an object of the counts {', '.join(sorted(fields))}")
+        wrong = next((key for key, value in data.items() if type(value) is not int or value < 0), None)
+        if wrong is not None:
+            raise ValueError(f"{wrong} is {data[wrong]!r}, not a whole number >= 0")
+    except (OSError, ValueError) as error:
+        raise CorpusError(
+            f"{path}: a damaged cache entry ({error}); remove {entry} and the next run builds it again"
+        ) from None
+    return CorpusStats(**data)
 
 
 def _entry_name(path: Path) -> str:

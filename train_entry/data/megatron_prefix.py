@@ -12,7 +12,6 @@ import dataclasses
 import itertools
 import json
 import os
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,15 +22,13 @@ from megatron.core.datasets.indexed_dataset import DType, IndexedDataset, Indexe
 from train_entry.data.cache import cached_dir, digest
 from train_entry.data.corpus import CorpusError, CorpusStats, OnProgress, SampleProgress
 from train_entry.data.fingerprint import corpus_fingerprint
-from train_entry.data.indexed import STATS, TOKENS, IndexedCorpus
+from train_entry.data.indexed import STATS, TOKENS, IndexedCorpus, read_stats
+from train_entry.data.megatron_index import check_index
 from train_entry.data.sample import spread_order, stratum_bytes
 from train_entry.data.tokenizer import load_tokenizer
 
 SAMPLE_VERSION = 1
 """Part of a copied sample's cache key: bump it when what is written changes."""
-_MAGIC = b"MMIDIDX\x00\x00"
-_HEADER = struct.Struct("<9sQBQQ")
-"""magic, version, dtype code, sequence count, document count: the head of a megatron-core .idx file."""
 
 
 def bin_path(prefix: Path) -> Path:
@@ -43,26 +40,10 @@ def idx_path(prefix: Path) -> Path:
 
 
 def open_prefix(prefix: Path) -> IndexedDataset:
-    """The indexed dataset at `prefix`, its .idx header and .bin size checked first: CorpusError when they are not
-    one dataset (megatron-core would only assert)."""
-    idx, data = idx_path(prefix), bin_path(prefix)
-    with idx.open("rb") as stream:
-        head = stream.read(_HEADER.size)
-    if len(head) < _HEADER.size or not head.startswith(_MAGIC):
-        raise CorpusError(f"{idx}: not a Megatron index (its first bytes are not {_MAGIC!r})")
-    _, version, code, sequences, documents = _HEADER.unpack(head)
-    if version != 1 or code not in range(1, 9):
-        raise CorpusError(f"{idx}: a Megatron index of version {version}, dtype code {code}; expected version 1")
-    if idx.stat().st_size < _HEADER.size + sequences * 12 + documents * 8:
-        raise CorpusError(f"{idx}: shorter than its {sequences:,} sequences need: truncated")
-    dataset = IndexedDataset(str(prefix))
-    itemsize = DType.size(dataset.index.dtype)
-    expected = (
-        int(dataset.index.sequence_pointers[-1]) + int(dataset.sequence_lengths[-1]) * itemsize if sequences else 0
-    )
-    if data.stat().st_size != expected:
-        raise CorpusError(f"{data}: {data.stat().st_size:,} bytes where its index describes {expected:,}: not the pair")
-    return dataset
+    """The indexed dataset at `prefix`, once its .idx is shown to describe its .bin (train_entry.data.megatron_index):
+    CorpusError naming the file and what is inconsistent, where megatron-core would assert or map garbage."""
+    check_index(idx_path(prefix), bin_path(prefix))
+    return IndexedDataset(str(prefix))
 
 
 def prefix_tokens(prefix: Path) -> int:
@@ -117,15 +98,22 @@ def sample_prefixes(
     entry = cache_root / f"megatron-{Path(prefixes[0]).name}-{key[:20]}"
     copy = _Copy(list(prefixes), datasets, vocab_size, max_tokens or total, on_progress)
     cached_dir(entry, copy.write)
-    return IndexedCorpus(prefix=str(entry / TOKENS), stats=CorpusStats(**json.loads((entry / STATS).read_text())))
+    return IndexedCorpus(prefix=str(entry / TOKENS), stats=read_stats(entry))
 
 
 def _check_ids(prefix: Path, dataset: IndexedDataset, vocab_size: int, tokens: np.ndarray | None = None) -> None:
+    """CorpusError unless every id of `tokens` (the whole prefix when None) is in [0, vocab_size): an id outside
+    would index past the embedding in the trial, and a negative one would wrap around in a copied sample."""
     if tokens is None:
         tokens = np.memmap(bin_path(prefix), dtype=dataset.index.dtype, mode="r")
-    if tokens.size and int(tokens.max()) >= vocab_size:
+    if not tokens.size:
+        return
+    low, high = int(tokens.min()), int(tokens.max())
+    if low < 0:
+        raise CorpusError(f"{prefix}: token id {low} is negative: token ids run from 0 to the vocabulary's size")
+    if high >= vocab_size:
         raise CorpusError(
-            f"{prefix}: token id {int(tokens.max())} is outside the base's {vocab_size:,}-token vocabulary: "
+            f"{prefix}: token id {high} is outside the base's {vocab_size:,}-token vocabulary: "
             f"the prefix was made by another tokenizer than the one the spec names"
         )
 
@@ -184,8 +172,7 @@ class _Copy:
         for i in range(stratum.first, stratum.end):
             sequence = dataset[i]
             builder.add_document(sequence, [len(sequence)])
-            if sequence.size and int(sequence.max()) >= self.vocab_size:
-                _check_ids(prefix, dataset, self.vocab_size, sequence)
+            _check_ids(prefix, dataset, self.vocab_size, sequence)
         stats.documents += stratum.end - stratum.first
         stats.tokens += stratum.tokens
         stats.sampled_bytes += stratum.stored

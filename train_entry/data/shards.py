@@ -311,6 +311,11 @@ class ParquetShard:
             return self._decoded[1].slice(first, end - first).to_pylist()
         except (pa.ArrowException, OSError) as error:
             raise CorpusError(f"{self.path}: row group {group} of this Parquet file cannot be read ({error})") from None
+        except UnicodeDecodeError:  # a Parquet string is UTF-8 by its format: a byte that is not is damage
+            raise CorpusError(
+                f"{self.path}: row group {group} of this Parquet file holds a string that is not UTF-8: the file is "
+                "damaged"
+            ) from None
 
 
 def _text_column(path: Path, schema: pa.Schema, name: str) -> str:

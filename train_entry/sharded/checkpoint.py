@@ -4,7 +4,8 @@
 progress.json, which rank 0 writes once every worker's shards are on disk: the digest of the trial
 config, the steps done, the first step's loss (divergence is measured against it), the wall time so far
 and the evaluations so far. A folder without a valid progress.json is a save that did not finish, or not
-this config's, and is passed over. Only the newest finished checkpoint is kept, and none once the trial
+this config's, or one whose record says another step than the checkpoint was saved at, and is passed over;
+a record edited along with its folder's name is refused by the optimizer state's own step count. Only the newest finished checkpoint is kept, and none once the trial
 ends: at 12 bytes per parameter (fp32 weights and Adam's two moments) an 8B trial's is ~96 GB.
 
 A retry of the same trial config (Ray Train restarting its workers, or a rerun of the sweep) resumes from it
@@ -64,7 +65,7 @@ def save_checkpoint(
     output_dir: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, saved: SavedProgress, group: Group
 ) -> Path:
     """Saves the shards (every worker) and progress.json (rank 0, last); removes the checkpoint it replaces."""
-    path = output_dir / CHECKPOINT_DIR / f"step_{saved.steps_done:07d}"
+    path = output_dir / CHECKPOINT_DIR / _folder(saved.steps_done)
     started = time.perf_counter()
     model_state, optimizer_state = get_state_dict(model, optimizer)
     dcp.save({"model": model_state, "optimizer": optimizer_state}, checkpoint_id=path)
@@ -96,6 +97,7 @@ def resume(
     state = {"model": model_state, "optimizer": optimizer_state}
     dcp.load(state, storage_reader=MetadataCheckingReader(path))
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    _check_optimizer_steps(path, optimizer, saved)
     if group.is_leader:
         print(f"resumed from {path}: {saved.steps_done} of {config.proxy.steps} steps done", file=sys.stderr)
     return saved
@@ -107,12 +109,40 @@ def remove_checkpoints(output_dir: Path, group: Group) -> None:
         shutil.rmtree(output_dir / CHECKPOINT_DIR, ignore_errors=True)
 
 
+class CheckpointMismatch(ValueError):
+    """A checkpoint whose progress.json and shards disagree on the steps done: resuming would train the wrong steps."""
+
+
+def _check_optimizer_steps(path: Path, optimizer: torch.optim.Optimizer, saved: SavedProgress) -> None:
+    """The optimizer state saved with the shards counts one step per trial step: CheckpointMismatch unless it is
+    at progress.json's steps_done (a record edited along with its folder's name)."""
+    counted = {int(state["step"]) for state in optimizer.state.values() if "step" in state}
+    if counted and counted != {saved.steps_done}:
+        raise CheckpointMismatch(
+            f"{path / PROGRESS_JSON}: steps_done is {saved.steps_done}, but the optimizer state saved beside it has "
+            f"taken {', '.join(map(str, sorted(counted)))} step(s): the record is not this checkpoint's; remove "
+            f"{path} to run the trial from its start"
+        )
+
+
 def _newest(output_dir: Path, digest: str) -> tuple[Path, SavedProgress] | None:
     for path in sorted((output_dir / CHECKPOINT_DIR).glob("step_*"), reverse=True):
         saved = _read_progress(path / PROGRESS_JSON)
-        if saved is not None and saved.config_digest == digest:
-            return path, saved
+        if saved is None or saved.config_digest != digest:
+            continue
+        if path.name != _folder(saved.steps_done):  # the step it was saved at names its folder
+            print(
+                f"checkpoint {path} is not resumed from: its {PROGRESS_JSON} says {saved.steps_done} steps done, "
+                f"where the checkpoint was saved at step {path.name.removeprefix('step_').lstrip('0') or 0}",
+                file=sys.stderr,
+            )
+            continue
+        return path, saved
     return None
+
+
+def _folder(steps_done: int) -> str:
+    return f"step_{steps_done:07d}"
 
 
 def _read_progress(path: Path) -> SavedProgress | None:

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import optuna
+from optuna.trial import TrialState
+
 from sweep.choice.best import BestSummary, Cost, Evidence, write_best
 from sweep.choice.config import PickConfig
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
 from sweep.choice.verdict import headline
-from sweep.files.rundir import RunDir
+from sweep.files.rundir import RunDir, RunRecord
 from sweep.spec.space import SearchSpace
-from sweep.study.record import Status
+from sweep.study.record import Attr, Status
 from sweep.study.row import TrialRow
+from sweep.study.study import open_study
+from tests.sweep.scripted import spec_with
 from train_entry.file_format import TRIAL_CONFIG
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
@@ -66,6 +71,8 @@ def write_run(
         cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
     )
     write_best(summary, run)
+    if not run.run_json.exists():  # a ladder's rung keeps the study its scripted trials made
+        write_study(run, row, summary.confirmation)
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     config = TrialConfig(
         lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=MAX_LR,
@@ -74,6 +81,33 @@ def write_run(
     )  # fmt: skip
     run.trial_config(7).write_text(TRIAL_CONFIG.dumps(config))
     return run_dir
+
+
+def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
+    """run.json and the study best.json summarises, as `sweep run` leaves them: seven trials that failed before
+    choosing a point, trial 7 at the row's point with its metrics, and each confirmation round's trials."""
+    record = RunRecord(study_name=run.path.name, storage=None)
+    run.write_record(record)
+    space = {"lr_fraction": SPACE.lr_fraction.model_dump(), "mix": [str(mix) for mix in SPACE.mix]}
+    spec = spec_with(**space, confirmation={"seeds": 2})
+    sweep = open_study(spec, url=record.url(run), name=record.study_name)
+    for _ in range(7):
+        sweep.study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
+    sweep.study.add_trial(_trial(SPACE, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, seed=0))
+    for round_ in confirmation.rounds:
+        for seed in round_.seeds:
+            measured = (round_.gain.mean, round_.forgetting.mean) if round_.gain and round_.forgetting else (0.0, 1.0)
+            sweep.study.add_trial(_trial(SPACE, round_.lr_fraction, round_.mix, *measured, seed=seed, confirms=0))
+
+
+def _trial(space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, **attrs):
+    last = {"step": 200, "tokens_seen": 204800, "domain_gain": gain, "forgetting": forgetting}
+    return optuna.trial.create_trial(
+        state=TrialState.COMPLETE, value=gain, params=space.params_of(lr_fraction, MixRatio.parse(mix)),
+        distributions=space.distributions, user_attrs={
+            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.STEPS.value: 200, **attrs,
+        },
+    )  # fmt: skip
 
 
 def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()) -> Pick:

@@ -29,7 +29,7 @@ def ladder(scripted_ladder_run, tmp_path) -> Path:
     """A copy of the scripted ladder whose largest rung has a pick and a resolved trial config, as a trained one."""
     run = tmp_path / "runs" / "ladder"
     shutil.copytree(scripted_ladder_run, run)
-    write_run(RunDir(run).rung("m").path, pick=surrogate_pick(0.13, "1:2"))
+    write_run(RunDir(run).rung("m").path, pick=surrogate_pick(0.14, "1:3"))  # in the rung's searched space
     return run
 
 
@@ -84,7 +84,7 @@ def test_a_law_that_refuses_is_exit_2_with_its_message_unless_observed(ladder, c
     assert main([*argv, "--observed"]) == 0
     (plan_dir,) = (ladder / "promotion").iterdir()
     promoted = Plan.read(plan_dir).sweep.promoted
-    assert (promoted.source, promoted.lr_fraction, str(promoted.mix)) == (PickSource.SURROGATE, 0.13, "1:2")
+    assert (promoted.source, promoted.lr_fraction, str(promoted.mix)) == (PickSource.SURROGATE, 0.14, "1:3")
     assert promoted.reason.startswith("the largest rung m's pick, as asked (--observed)")
 
 

@@ -212,3 +212,25 @@ def test_a_run_too_short_to_warm_up_is_refused_naming_the_tokens_it_needs(finish
     assert "tokens = 1 (--tokens) is 1 iteration(s) of 11,796,480 tokens" in err
     assert "needs at least 51 iterations, 601,620,480 tokens" in err and not (run_dir / "promotion").exists()
     assert promote(run_dir, "--target", "llama3.1-8b", "--tokens", "601620480") == 0
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "most"), [("--tokens", "1e30", "1e+15"), ("--global-batch-tokens", "1e12", "1.07e+09")]
+)
+def test_a_size_past_any_run_is_argparses_own_error_before_the_run_is_read(flag, value, most, tmp_path, capsys):
+    """--tokens 1e30 was planned as a run of 3.4e18 days."""
+    with pytest.raises(SystemExit) as exited:
+        promote(tmp_path / "no-run", "--target", "llama3.1-8b", flag, value)
+    assert exited.value.code == 2
+    assert f"argument {flag}: must be at most {most}, got '{value}'" in capsys.readouterr().err
+    assert not (tmp_path / "no-run").exists()
+
+
+def test_a_promotion_file_past_any_run_is_refused_naming_the_key(finished_run, tmp_path, capsys):
+    config = tmp_path / "promote.yaml"
+    config.write_text("target: llama3.1-8b\ntokens: 10000000000000000\n")
+    run_dir = finished_run()
+    assert promote(run_dir, "--config", str(config)) == 2
+    error = capsys.readouterr().err
+    assert "tokens = 10000000000000000: Input should be less than or equal to 1000000000000000" in error
+    assert not (run_dir / "promotion").exists()

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweep.run.prepare import prepare
+from sweep.files.records import CorruptFile
+from sweep.run.prepare import Prepared, prepare
 from sweep.spec.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
 from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.tokenizer import train_bpe
 from train_entry.hf_dir import HfDirError
+from train_entry.trial_config import BaseLosses, CorpusPrefixes
 
 VOCAB = 300
 """The tokenizer's tokens; the base embeds fewer."""
@@ -67,3 +69,63 @@ def test_a_config_field_transformers_refuses_is_named_as_the_configs_fault_not_t
     config.write_text(json.dumps({**json.loads(config.read_text()), "hidden_size": "16"}))
     with pytest.raises(HfDirError, match=rf"{config}: transformers cannot read it \(.*hidden_size"):
         prepare(load_spec(_spec(write_tiny_spec, small_embedding_base)))
+
+
+def test_a_base_whose_weights_give_nan_losses_is_exit_2_at_sweep_base_naming_it(
+    tiny_corpora, write_tiny_spec, tmp_path, capsys
+):
+    """It was a pydantic stack from BaseLosses, after every corpus was sampled."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from cli import main
+
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    base = save_tiny_llama(tmp_path / "nan-base", vocab_size=VOCAB)
+    model = AutoModelForCausalLM.from_pretrained(base)
+    with torch.no_grad():
+        model.lm_head.weight.fill_(float("nan"))
+    model.save_pretrained(base)
+    for path in tokenizer.iterdir():
+        shutil.copy(path, base / path.name)
+    spec = _spec(write_tiny_spec, base)
+
+    assert main(["base", str(spec)]) == 2
+
+    error = capsys.readouterr().err  # the samples' progress lines, then one line of error
+    line = error.strip().splitlines()[-1]
+    assert "Traceback" not in error and line.startswith("error: ")
+    assert f"{base}: its weights give a validation loss of nan (domain) and nan (general)" in line
+
+
+def test_a_damaged_base_loss_cache_entry_is_measured_again(tiny_corpora, write_tiny_spec, tmp_path, capsys):
+    """It was BaseLosses.model_validate_json's traceback on every later sweep of the same base and data."""
+    tokenizer = train_bpe([Corpus.of(tiny_corpora / "corpora" / "general_en" / "valid.jsonl")], VOCAB, tmp_path)
+    base = save_tiny_llama(tmp_path / "base-losses", vocab_size=VOCAB)
+    for path in tokenizer.iterdir():
+        shutil.copy(path, base / path.name)
+    spec = load_spec(_spec(write_tiny_spec, base))
+    measured = prepare(spec, root=tmp_path / "cache").base_losses
+    (entry,) = (tmp_path / "cache" / "base_losses").glob("*.json")
+    entry.write_text('{"domain_loss": "high", "general_loss": 1.0}')
+    capsys.readouterr()
+
+    assert prepare(spec, root=tmp_path / "cache").base_losses == measured
+
+    assert f"warning: {entry} is not a base-loss cache entry" in capsys.readouterr().err
+    assert json.loads(entry.read_text()) == measured[0].model_dump()  # one validation draw: no confirmation
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]"], ids=["not JSON", "a list"])
+def test_a_damaged_base_manifest_is_a_corrupt_file_naming_it(content, write_tiny_spec, tmp_path):
+    """`sweep base` printed it with json.loads: a traceback for a manifest damaged in the cache."""
+    base = tmp_path / "base"
+    base.mkdir()
+    (base / "cpt_sweep_base.json").write_text(content)
+    prefixes = CorpusPrefixes(general="g", domain="d")
+    prepared = Prepared(
+        spec=load_spec(write_tiny_spec()), tokenizer_dir=tmp_path, base_dir=base, train=prefixes, valid=prefixes,
+        valid_draws=[prefixes], base_losses=[BaseLosses(domain_loss=4.0, general_loss=4.0)], corpus_stats={},
+    )  # fmt: skip
+    with pytest.raises(CorruptFile, match=rf"{base / 'cpt_sweep_base.json'}: not the manifest cpt-sweep wrote"):
+        prepared.base_manifest()

@@ -12,7 +12,7 @@ import yaml
 from cli import main
 from sweep.files.config_file import SpecError
 from sweep.spec.spec import SweepSpec, load_spec
-from tests.conftest import REPO, SHIPPED_SPECS
+from tests.conftest import REPO, SHIPPED_SPECS, TINY_SPEC
 from train_entry.mix import MixRatio
 
 SHIPPED = SHIPPED_SPECS
@@ -229,7 +229,7 @@ BAD_SPECS = {
             "data": {
                 "general": {
                     "train": "megatron/ecommerce_text_document",
-                    "valid": "megatron/ecommerce_text_document",
+                    "valid": "megatron/ecommerce_valid_document",
                     "tokenizer": "corpora",
                 }
             }
@@ -265,8 +265,9 @@ def test_bad_spec_names_file_key_and_value(case, write_tiny_spec, capsys, tmp_pa
     if not (folder / "loop.jsonl").is_symlink():
         (folder / "loop.jsonl").symlink_to(folder / "loop.jsonl")
     (folder / "megatron").mkdir(exist_ok=True)
-    for suffix in (".bin", ".idx"):  # what the spec checks of a prefix: its two files exist
-        (folder / "megatron" / f"ecommerce_text_document{suffix}").write_bytes(b"\0" * 64)
+    for name in ("ecommerce_text_document", "ecommerce_valid_document"):
+        for suffix in (".bin", ".idx"):  # what the spec checks of a prefix: its two files exist
+            (folder / "megatron" / f"{name}{suffix}").write_bytes(b"\0" * 64)
     if case == "base dir without config.json":
         overrides = {"base": {**overrides["base"], "builtin": None}}
     path = write_tiny_spec(f"bad-{case.replace(' ', '-')}.yaml", **overrides)
@@ -425,3 +426,38 @@ def test_a_base_directory_that_cannot_serve_is_refused_by_the_spec_before_any_co
 def test_the_shipped_specs_are_found_so_the_tests_over_them_run():
     """Parametrized over an empty list those tests would skip unseen; pyproject makes that a collection error."""
     assert REPO / "search_spaces" / "lr_mix.yaml" in SHIPPED
+
+
+SHARED_FILES = {
+    "domain.train equal to domain.valid": (
+        {"domain": {"train": "corpora/ecommerce/train.jsonl", "valid": "corpora/ecommerce/train.jsonl"}},
+        "corpora/ecommerce/train.jsonl is in both data.domain.train and data.domain.valid: validation text must be "
+        "held out of training",
+    ),
+    "one text on both sides of the mix": (
+        {"general": {"train": "corpora/ecommerce/train.jsonl", "valid": "corpora/general_en/valid.jsonl"}},
+        "corpora/ecommerce/train.jsonl is in both data.domain.train and data.general.train: each split holds its own",
+    ),
+    "one file listed three times": (
+        {"domain": {"train": ["corpora/ecommerce/train.jsonl"] * 3, "valid": "corpora/ecommerce/valid.jsonl"}},
+        "corpora/ecommerce/train.jsonl: one file listed 3 times in this corpus",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SHARED_FILES.values(), ids=list(SHARED_FILES))
+def test_a_file_read_twice_is_refused_naming_it_and_both_places(case, write_tiny_spec, capsys, tmp_path):
+    data, fragment = case
+    path = write_tiny_spec("shared.yaml", data=data)
+    assert main(["base", str(path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(path) in line and fragment in line
+
+
+
+def test_a_pruner_given_as_a_word_is_a_spec_error_naming_the_key(write_tiny_spec):
+    """`pruner: median` (not a mapping) was an AttributeError from the pruner's tag function, a traceback."""
+    path = write_tiny_spec("pruner-word.yaml", search={**TINY_SPEC["search"], "pruner": "median"})
+    with pytest.raises(SpecError) as raised:
+        load_spec(path)
+    assert str(path) in str(raised.value) and "search.pruner" in str(raised.value)

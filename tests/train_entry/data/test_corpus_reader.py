@@ -296,7 +296,9 @@ def test_a_hostile_domain_corpus_is_exit_2_with_one_line(case, write_tiny_spec, 
     else:
         path = damaged_corpus(folder, case)
         expected = "the gzip stream is truncated or corrupt"
-    spec = write_tiny_spec(f"{path.name}.yaml", data={"domain": {"train": str(path), "valid": str(path)}})
+    spec = write_tiny_spec(
+        f"{path.name}.yaml", data={"domain": {"train": str(path), "valid": "corpora/ecommerce/valid.jsonl"}}
+    )
     monkeypatch.chdir(tmp_path)
 
     assert main(["trial", str(spec), "--lr-fraction", "0.1", "--mix", "1:1", "--output", str(tmp_path / "t")]) == 2
@@ -304,3 +306,43 @@ def test_a_hostile_domain_corpus_is_exit_2_with_one_line(case, write_tiny_spec, 
     error = capsys.readouterr().err.strip()
     assert str(path) in error and expected in error
     assert len(error.splitlines()) == 1 and "Traceback" not in error
+
+
+@pytest.mark.timeout(60)
+def test_a_recursive_glob_over_symlink_loops_reads_each_real_file_once(tmp_path: Path) -> None:
+    """With one link back to a parent, the glob read a 100-document file 41 times; with two it ran for minutes."""
+    tree = tmp_path / "tree"
+    (tree / "a" / "b").mkdir(parents=True)
+    (tree / "a" / "docs.jsonl").write_bytes(jsonl(*(f"document {k}" for k in range(100))))
+    (tree / "a" / "b" / "more.jsonl").write_bytes(jsonl("more"))
+    (tree / "a" / "b" / "up").symlink_to(tree)  # two loops, each back to an ancestor
+    (tree / "a" / "back").symlink_to(tree / "a")
+    (tree / "same.jsonl").symlink_to(tree / "a" / "docs.jsonl")  # a second path to one file
+
+    assert Corpus.of(tree / "**" / "*.jsonl").shards() == [tree / "a" / "b" / "more.jsonl", tree / "a" / "docs.jsonl"]
+    documents, stats = read(tree / "**" / "*.jsonl")
+    assert (len(documents), stats.documents) == (101, 101)
+
+
+def test_the_glob_matches_what_pythons_glob_matches_in_a_tree_without_links(tmp_path: Path) -> None:
+    import glob
+
+    for name in ("x.jsonl", "a/y.jsonl", "a/b/z.jsonl", "a/.hidden/h.jsonl", ".top/t.jsonl", "a/b/w.txt", "c/.v.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(jsonl(name))
+    for pattern in ("**/*.jsonl", "**", "a/**/*.jsonl", "**/b/*", "**/.hidden/*.jsonl", "a/**", "*/**/*.txt"):
+        expected = sorted(Path(m) for m in glob.glob(str(tmp_path / pattern), recursive=True) if Path(m).is_file())
+        assert Corpus.of(tmp_path / pattern).shards() == expected, pattern
+
+
+def test_a_parquet_string_that_is_not_utf8_is_refused_naming_the_file_and_row_group(tmp_path: Path) -> None:
+    """Found by tests/train_entry/data/test_fuzz_corpora.py: it was pyarrow's UnicodeDecodeError, a traceback."""
+    import numpy as np
+
+    offsets = pa.py_buffer(np.array([0, 2, 4], dtype=np.int32).tobytes())
+    text = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"ok\xff\xfe")])  # written unvalidated
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"text": text}), path)
+
+    with pytest.raises(CorpusError, match=r"damaged\.parquet: row group 0 of this Parquet file holds a string that"):
+        read(path)

@@ -172,3 +172,28 @@ def test_a_changed_file_is_seen_without_reading_it_whole(tmp_path: Path, tokeniz
     flipped = build_indexed(Corpus.of(corpus), tokenizer_dir, cache, max_tokens=5_000)
 
     assert len({first.prefix, touched.prefix, flipped.prefix}) == 3
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "Expecting property name"),
+        ('{"documents": -3}', "documents is -3, not a whole number >= 0"),
+        ('{"documents": "many"}', "documents is 'many', not a whole number >= 0"),
+        ('{"documents": 3, "planted": 1}', "not an object of the counts"),
+        ("[]", "not an object of the counts"),
+    ],
+    ids=["not JSON", "negative", "wrong type", "unknown key", "a list"],
+)
+def test_a_damaged_cache_entry_is_a_corpus_error_naming_it(content, problem, tmp_path, tokenizer_dir, write_jsonl):
+    """It was a TypeError or a JSONDecodeError from CorpusStats(**json.loads(...)), a traceback in every trial."""
+    corpus = write_jsonl(tmp_path / "corpus.jsonl", [f"document {k}" for k in range(20)])
+    entry = Path(build_indexed(Corpus.of(corpus), tokenizer_dir, tmp_path / "cache").prefix).parent
+    (entry / "stats.json").write_text(content)
+
+    with pytest.raises(CorpusError) as raised:
+        build_indexed(Corpus.of(corpus), tokenizer_dir, tmp_path / "cache")
+
+    message = str(raised.value)
+    assert message.startswith(f"{entry / 'stats.json'}: a damaged cache entry (") and problem in message
+    assert message.endswith(f"remove {entry} and the next run builds it again")

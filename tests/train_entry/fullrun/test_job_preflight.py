@@ -47,7 +47,7 @@ def test_a_run_config_megatron_core_rejects_stops_before_any_worker(tmp_path, ca
     path = megatron_job(tmp_path, tensor=8, pipeline=3)  # 32 layers do not split over 3 stages
     assert job_entry.main(["--config", path]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert "model.num_layers must be a multiple of parallelism.pipeline x virtual_pipeline = 3" in line
+    assert "num_layers=32 does not split over pipeline=3 stages with first_stage_layers=None" in line
     assert not (tmp_path / "ray_train").exists()
 
 
