@@ -1,4 +1,5 @@
-"""prepare: a base whose config, tokenizer and embeddings do not fit together is refused before any corpus is read."""
+"""prepare: a base whose config, tokenizer and embeddings do not fit together is refused before any corpus is read;
+extra validation draws follow the sweep's own and leave them as they were."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from sweep.run.prepare import prepare
+from sweep.run.sample_size import validation_draws
 from sweep.spec.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
 from train_entry.data.corpus import Corpus, CorpusError
@@ -67,3 +69,16 @@ def test_a_config_field_transformers_refuses_is_named_as_the_configs_fault_not_t
     config.write_text(json.dumps({**json.loads(config.read_text()), "hidden_size": "16"}))
     with pytest.raises(HfDirError, match=rf"{config}: transformers cannot read it \(.*hidden_size"):
         prepare(load_spec(_spec(write_tiny_spec, small_embedding_base)))
+
+
+def test_extra_draws_follow_the_sweeps_own_which_stay_the_same_text_with_the_same_base_losses(write_tiny_spec):
+    spec = load_spec(write_tiny_spec("extra-draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 1}}))
+    own, extended = prepare(spec), prepare(spec, extra_draws=2)
+
+    assert validation_draws(spec) == 2 and len(extended.valid_draws) == 4 and len(extended.base_losses) == 4
+    for ours, theirs in zip(extended.valid_draws[:2], own.valid_draws):
+        for suffix in (".idx", ".bin"):  # cached apart (another number of draws), the same bytes
+            assert Path(f"{ours.domain}{suffix}").read_bytes() == Path(f"{theirs.domain}{suffix}").read_bytes()
+    assert extended.base_losses[:2] == own.base_losses
+    assert len({draw.domain for draw in extended.valid_draws}) == 4  # two more texts, measured on their own
+    assert len({losses.domain_loss for losses in extended.base_losses}) == 4
