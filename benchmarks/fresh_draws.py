@@ -79,8 +79,12 @@ def texts_used(run: RunDir) -> dict[int, set[Text]]:
     """The text each validation draw held when the run's trials were measured on it, from their trial_config.json."""
     used: dict[int, set[Text]] = {}
     for config_path in sorted(run.trials.glob("*/trial_config.json")):
-        config = TRIAL_CONFIG.read(config_path, TrialConfig)
-        used.setdefault(config.valid_draw, set()).add(text_of(config.valid))
+        try:
+            config = TRIAL_CONFIG.read(config_path, TrialConfig)
+            text = text_of(config.valid)
+        except (OSError, ValueError) as error:  # ValueError: pydantic's and the format's own refusals
+            raise DrawMismatch(f"{config_path}: the text its trial was measured on cannot be read back ({error})")
+        used.setdefault(config.valid_draw, set()).add(text)
     return used
 
 

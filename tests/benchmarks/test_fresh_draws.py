@@ -100,3 +100,10 @@ def test_draws_that_are_not_the_sweeps_text_are_refused_naming_the_run_and_the_d
 
     with pytest.raises(DrawMismatch, match="default-seed1's trials were measured on another text as validation draw 0"):
         settle(lambda extra: Shifted(), used, validation_draws(spec), SEEDS)
+
+
+def test_a_trial_config_that_cannot_be_read_back_is_refused_naming_the_file(spec, tmp_path):
+    run = _sweep(prepare(spec), tmp_path / "sweep", [0])
+    run.trial_config(0).write_text('{"format_version": 2, "lr_fraction": "high"}')
+    with pytest.raises(DrawMismatch, match=f"{run.trial_config(0)}: the text its trial was measured on cannot be read"):
+        texts_used(run)
