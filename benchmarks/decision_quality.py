@@ -2,14 +2,19 @@
 on proxy runs the sweep never saw, and how well the surrogate's P(within budget) is calibrated.
 
 The ground truth is a grid over the default space (5 lr_fractions x its listed mixes), every trial run to its
-end, no replicates, no confirmation: once at the spec's proxy seed (re-measuring its best point checks that the
-proxy is deterministic, else the grid is stale), then again at each of FRESH_SEEDS, proxy seeds that neither
-that grid nor any sweep here trains with. Against it, each variant is a whole `sweep run` of the spec with one
-change: the default spec at several seeds, each varying the sampler's seed *and* the sweep's proxy seed
-(SWEEP_PROXY_SEEDS: another noise realisation of every trial, not only other points), random search with the
-same trial budget, and the default without pruning. Each variant's pick (best.json's: the confirmed one, or the
-last tried) is re-measured at every fresh seed (from the fresh grids when it is a grid point, else by one proxy
-trial per seed), and the benchmark reports:
+end, no replicates, no confirmation: once as a `sweep run` at the spec's proxy seed, measured on validation draw 0
+as every sweep's search is (re-measuring its best point checks that the proxy is deterministic, else the grid is
+stale), then again at each of FRESH_SEEDS, proxy seeds that neither that grid nor any sweep here trains with, each
+measured on a validation draw no sweep here was measured on (fresh_draws: draws D, D + 1, ... past the D =
+validation_draws(spec) that a sweep uses; where the validation text holds fewer stable draws than fresh seeds, the
+ones it holds are cycled, and the benchmark says so). Against it, each variant is a whole `sweep run` of the spec
+with one change: the default spec at several seeds, each varying the sampler's seed *and* the sweep's proxy seed
+(SWEEP_PROXY_SEEDS: another noise realisation of every trial, not only other points), random search with the same
+trial budget, and the default without pruning. Before any fresh measure the benchmark checks that its draws
+0 .. D - 1 hold the very text each sweep's trials were measured on (their trial_config.json), and refuses to go on
+otherwise. Each variant's pick (best.json's: the confirmed one, or the last tried) is re-measured at every fresh
+seed on that seed's draw (from the fresh grids when it is a grid point, else by one proxy trial per seed), and the
+benchmark reports:
 
 - regret: the fresh-seed mean domain_gain of the grid's best feasible point (feasible on its fresh-seed mean
   forgetting) less the fresh-seed mean domain_gain of the pick;
@@ -19,13 +24,14 @@ trial per seed), and the benchmark reports:
   grid point against the fresh-seed re-runs of that point, binned by P: the mean P and the observed frequency
   per bin, a bin with >= CALIBRATION_MIN_POINTS pairs off by more than 0.1 marked.
 
-Targets (issue 21): mean regret over fresh seeds <= 0.005 at <= 40 % of the grid's tokens; the pick within
-budget on >= 90 % of fresh-seed re-runs; P off by at most 0.1 in every bin with >= 5 points.
+Targets (issues 21 and 38): mean regret over fresh seeds <= 0.005 at <= 40 % of the grid's tokens; the pick within
+budget on >= 90 % of fresh re-runs (fresh seed, fresh validation draw); P off by at most 0.1 in every bin with >= 5
+points.
 Everything lives in --workdir and resumes: a finished sweep or re-measure is read back, not run again. On
-2 cores the grids alone are 4 x 25 full trials (about 4 x 12 minutes); the whole benchmark takes hours.
+2 cores the grids alone are 4 x 25 full trials (about 4 x 12 minutes unloaded); the whole benchmark takes hours.
 
     .venv/bin/python benchmarks/decision_quality.py [--spec search_spaces/lr_mix.yaml] [--seeds 0 1 2]
-        [--workdir runs-decision-quality] [--grid RUN_DIR]
+        [--workdir runs-decision-quality] [--grid RUN_DIR] [--only-default]
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fresh_draws import DrawMismatch, FreshDraws, Text, mismatches, settle, text_of, texts_used
 from rich.console import Console
 from rich.table import Table
 
@@ -48,6 +55,7 @@ from sweep.choice.feasible import Score, is_feasible, ranked_feasible
 from sweep.choice.surrogate import fit_surrogate
 from sweep.files.rundir import RUNS, RunDir
 from sweep.run.prepare import Prepared, prepare
+from sweep.run.sample_size import validation_draws
 from sweep.spec.spec import load_spec
 from sweep.study.record import Status
 from sweep.study.study import load_study
@@ -65,7 +73,7 @@ replicates' and confirmation trials' few seeds after it)."""
 SWEEP_PROXY_STRIDE = 1_000
 """Variant default-seed{s} trains its trials at proxy seed s x this (0: the spec's own), its replicates and
 confirmation trials at the seeds just after it."""
-REMEASURE_FORMAT = 2
+REMEASURE_FORMAT = 3
 """Of remeasured.json in the work directory; a file of another format is measured again."""
 CALIBRATION_BINS = 10
 CALIBRATION_MIN_POINTS = 5
@@ -100,7 +108,7 @@ class Outcome:
     fresh_forgetting: float
     regret: float
     within_budget: int
-    """Fresh-seed re-runs within the budget, of len(FRESH_SEEDS)."""
+    """Fresh re-runs (fresh seed, fresh validation draw) within the budget, of len(FRESH_SEEDS)."""
     tokens_fraction: float
     wall_seconds: float
 
@@ -118,12 +126,15 @@ class Bench:
         self.proxy_seed = self.raw["proxy"]["seed"]
         self.remeasured_file = self.workdir / "remeasured.json"
         stored = json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
-        # Re-measures of an earlier format (before 2 they kept the validation sets of the spec's proxy seed) are
-        # measured again.
+        # Re-measures of an earlier format are measured again: before 2 they kept the validation sets of the spec's
+        # proxy seed, before 3 a fresh seed's validation sets overlapped the sweeps' text.
         self.remeasured: dict[str, dict] = (
             stored.get("measures", {}) if stored.get("format") == REMEASURE_FORMAT else {}
         )
-        self.fresh_grids: dict[int, dict[Point, Measured]] = {}
+        self.used: dict[str, dict[int, set[Text]]] = {}
+        """The text each sweep here measured on, per draw (settle_draws)."""
+        self.draws: FreshDraws | None = None
+        """The draw each fresh seed is measured on, once settle_draws has checked the draws."""
         self._prepared: dict[int, Prepared] = {}
 
     def spec(self, name: str, *, space: dict | None = None, proxy: dict | None = None, **search: Any) -> Path:
@@ -154,21 +165,44 @@ class Bench:
             times.write_text(json.dumps(walls, indent=2))
         return run, walls[name]
 
-    def remeasure(self, point: Point, seed: int) -> Measured:
-        """One proxy trial at the point with proxy seed `seed`, on two threads; kept in remeasured.json.
+    def settle_draws(self, runs: list[RunDir]) -> FreshDraws:
+        """The fresh draws, once the benchmark's draws 0 .. D - 1 are shown to hold the text every sweep in `runs`
+        (and a sweep of the spec prepared now) was measured on; DrawMismatch otherwise (benchmarks/fresh_draws.py)."""
+        spec = load_spec(self.spec("draws"))
+        sweep_draws = validation_draws(spec)
+        own = prepare(spec)
+        self.used = {run.path.name: texts_used(run) for run in runs}
+        self.used["a sweep of the spec prepared now"] = {d: {text_of(p)} for d, p in enumerate(own.valid_draws)}
+        self.draws = settle(lambda extra: prepare(spec, extra_draws=extra), self.used, sweep_draws, FRESH_SEEDS)
+        return self.draws
 
-        The proxy seed fixes the validation sets as well as the training seed (ProxyConfig.seed), and each validation
-        set has its own difficulty: a re-measure at seed s uses seed s's, as the grid at seed s does, so that a pick
-        off the grid and the grid's points compare on the same text."""
-        key = f"{point.key}#{seed}"
+    def prepared(self, seed: int) -> Prepared:
+        """The spec at proxy seed `seed`, with the fresh draws past its own; its draws 0 .. D - 1 checked again."""
+        if self.draws is None:
+            raise RuntimeError("settle_draws first: no fresh measure before the draws are checked")
+        if seed not in self._prepared:
+            spec = load_spec(self.spec(f"remeasure-seed{seed}", proxy={"seed": seed}))
+            prepared = prepare(spec, extra_draws=self.draws.stable_extra)
+            found = mismatches(self.used, prepared.valid_draws[: self.draws.sweep_draws])
+            if found:
+                raise DrawMismatch(f"proxy seed {seed}: " + "; ".join(found))
+            self._prepared[seed] = prepared
+        return self._prepared[seed]
+
+    def remeasure(self, point: Point, seed: int, draw: int) -> Measured:
+        """One proxy trial at the point, proxy seed `seed`, measured on validation draw `draw`, on two threads; kept
+        in remeasured.json.
+
+        The proxy seed picks the validation sequences within the draw as well as the training seed (ProxyConfig.seed):
+        a re-measure at seed s is what a grid at proxy seed s measures, on the draw it names."""
+        key = f"{point.key}#{seed}#draw{draw}"
         if key not in self.remeasured:
-            if seed not in self._prepared:
-                self._prepared[seed] = prepare(load_spec(self.spec(f"remeasure-seed{seed}", proxy={"seed": seed})))
-            trial = self._prepared[seed].trial_config(
+            trial = self.prepared(seed).trial_config(
                 lr_fraction=point.lr_fraction,
                 mix=MixRatio.parse(point.mix),
-                output_dir=self.workdir / "remeasure" / key.replace(":", "-").replace("#", "-seed"),
+                output_dir=self.workdir / "remeasure" / key.replace(":", "-").replace("#", "-"),
                 seed=seed,
+                valid_draw=draw,
             )
             result = run_trial(trial.model_copy(update={"threads": 2}), lambda metrics: False)
             final = result.history[-1]
@@ -178,15 +212,25 @@ class Bench:
         return Measured(**self.remeasured[key])
 
     def fresh(self, point: Point) -> list[Measured]:
-        """The point at every fresh seed: from the fresh grids when it is a grid point, else re-measured."""
-        return [self.fresh_grids[seed].get(point) or self.remeasure(point, seed) for seed in FRESH_SEEDS]
+        """The point at every fresh seed, each on its fresh validation draw."""
+        if self.draws is None:
+            raise RuntimeError("settle_draws first: no fresh measure before the draws are checked")
+        return [self.remeasure(point, seed, self.draws.by_seed[seed]) for seed in FRESH_SEEDS]
 
-    def grid(self, name: str, proxy_seed: int) -> RunDir:
+    def grid(self, name: str) -> RunDir:
+        """The grid as a `sweep run` at the spec's proxy seed: measured on draw 0, as every sweep's search is."""
         spec = self.spec(
-            name, space={"lr_fraction": list(GRID_LR_FRACTIONS)}, proxy={"seed": proxy_seed}, sampler="grid",
-            pruner={"type": "none"}, forgetting_guard=None, replicates={"top": 0}, confirmation={"seeds": 0},
+            name, space={"lr_fraction": list(GRID_LR_FRACTIONS)}, sampler="grid", pruner={"type": "none"},
+            forgetting_guard=None, replicates={"top": 0}, confirmation={"seeds": 0},
         )  # fmt: skip
         return self.sweep(name, spec)[0]
+
+    def other_text(self, run: RunDir) -> list[str]:
+        """How the run's trials were measured on other text than the benchmark's draws (none: the same text)."""
+        if self.draws is None:
+            raise RuntimeError("settle_draws first: the draws to compare with are not checked yet")
+        ours = self.prepared(self.proxy_seed).valid_draws[: self.draws.sweep_draws]
+        return mismatches({run.path.name: texts_used(run)}, ours)
 
 
 def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
@@ -213,14 +257,21 @@ def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, M
 
 
 def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int]:
-    """The grid at the spec's proxy seed (given, or run here), checked by re-measuring its best feasible point."""
-    run = bench.grid("grid", bench.proxy_seed) if grid is None else RunDir(grid)
+    """The grid at the spec's proxy seed (given, or run here), checked by its text (the draws' own) and by
+    re-measuring its best feasible point on draw 0."""
+    run = bench.grid("grid") if grid is None else RunDir(grid)
+    other = bench.other_text(run)
+    if other and grid is None:
+        raise DrawMismatch("; ".join(other))
+    if other:
+        console.print(f"grid {run.path}: {'; '.join(other)}: stale, running the grid here")
+        return ground_truth(bench, None, console)
     truth, tokens = grid_truth(run)
     expected = len(GRID_LR_FRACTIONS) * len(bench.raw["space"]["mix"])
     if len(truth) < expected:
         raise SystemExit(f"the grid {run.path} has {len(truth)} completed points of {expected}")
     point, measured = best_feasible(truth, bench.budget)
-    again = bench.remeasure(point, bench.proxy_seed)
+    again = bench.remeasure(point, bench.proxy_seed, 0)
     if abs(again.domain_gain - measured.domain_gain) <= REPRODUCE_TOLERANCE:
         console.print(f"grid {run.path}: best feasible {point.key} gain {measured.domain_gain:.4f}, reproduced")
         return truth, tokens
@@ -235,30 +286,35 @@ def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dic
     return ground_truth(bench, None, console)
 
 
-def fresh_truth(bench: Bench) -> tuple[Point, float]:
-    """Runs the grid at every fresh seed; the best feasible point on the fresh-seed means and its mean gain."""
-    for seed in FRESH_SEEDS:
-        bench.fresh_grids[seed], _ = grid_truth(bench.grid(f"grid-seed{seed}", seed))
-    points = set.intersection(*(set(grid) for grid in bench.fresh_grids.values()))
+def fresh_truth(bench: Bench, points: list[Point]) -> tuple[Point, float]:
+    """Measures the grid's points at every fresh seed on its fresh draw (one proxy trial each, run to its end as the
+    grid's are); the best feasible point on the fresh means and its mean gain."""
     point, mean = best_feasible({point: _mean(bench.fresh(point)) for point in points}, bench.budget)
     return point, mean.domain_gain
 
 
-def variants(seeds: list[int]) -> dict[str, dict[str, Any]]:
+def variants(seeds: list[int], *, only_default: bool = False) -> dict[str, dict[str, Any]]:
     """Each variant's change to the spec's proxy ("proxy") and search sections."""
     found = {f"default-seed{seed}": {"seed": seed, "proxy": {"seed": seed * SWEEP_PROXY_STRIDE}} for seed in seeds}
+    if only_default:
+        return found
     found["random"] = {"sampler": "random", "seed": seeds[0]}
     found["unpruned"] = {"pruner": {"type": "none"}, "forgetting_guard": None, "seed": seeds[0]}
     return found
 
 
-def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_tokens: int) -> Outcome:
-    run, wall = bench.sweep(name, bench.spec(name, **change))
+def picked(name: str, run: RunDir) -> Point:
+    """The sweep's pick (best.json's: the confirmed one, or the last tried)."""
+    summary = read_best(run)
+    if summary.pick is None or summary.pick.point is None:
+        raise SystemExit(f"{name}: the sweep picked nothing ({summary.verdict})")
+    return Point(summary.pick.point.lr_fraction, summary.pick.point.mix)
+
+
+def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float, grid_tokens: int) -> Outcome:
     summary = read_best(run)
     pick = summary.pick
-    if pick is None or pick.point is None:
-        raise SystemExit(f"{name}: the sweep picked nothing ({summary.verdict})")
-    point = Point(pick.point.lr_fraction, pick.point.mix)
+    point = picked(name, run)
     fresh = bench.fresh(point)
     mean = _mean(fresh)
     return Outcome(
@@ -276,27 +332,27 @@ def evaluate(bench: Bench, name: str, change: dict, best_gain: float, grid_token
     )
 
 
-def calibration_pairs(bench: Bench, run: RunDir) -> list[tuple[float, bool]]:
-    """(the run's surrogate P(within budget) at a grid point, whether one fresh-seed re-run there was within)."""
+def calibration_pairs(bench: Bench, run: RunDir, grid_points: list[Point]) -> list[tuple[float, bool]]:
+    """(the run's surrogate P(within budget) at a grid point, whether one fresh re-run there was within)."""
     record = run.read_record()
     sweep = load_study(url=record.url(run), name=record.study_name)
     surrogate = fit_surrogate(trial_rows(sweep), sweep.plan.space)
     if surrogate is None:
         return []
-    points = sorted(bench.fresh_grids[FRESH_SEEDS[0]], key=lambda point: point.key)
+    points = sorted(grid_points, key=lambda point: point.key)
     shares = [MixRatio.parse(point.mix).domain_share for point in points]
     _, forgetting = surrogate.predict([point.lr_fraction for point in points], shares)
     probability = forgetting.probability_at_most(bench.budget)
     return [
-        (float(p), is_feasible(bench.fresh_grids[seed][point].forgetting, bench.budget))
+        (float(p), is_feasible(measured.forgetting, bench.budget))
         for point, p in zip(points, probability)
-        for seed in FRESH_SEEDS
+        for measured in bench.fresh(point)
     ]
 
 
 def calibration_table(pairs: list[tuple[float, bool]]) -> tuple[Table, list[dict]]:
     """P binned into CALIBRATION_BINS equal bins against the observed frequency; misses marked."""
-    table = Table(title="Calibration: surrogate P(re-run within budget) at the grid's points vs fresh-seed re-runs")
+    table = Table(title="Calibration: surrogate P(re-run within budget) at the grid's points vs fresh re-runs")
     for column in ("P bin", "pairs", "mean P", "observed", "off by", "judged"):
         table.add_column(column, justify="right")
     rows = []
@@ -317,7 +373,10 @@ def calibration_table(pairs: list[tuple[float, bool]]) -> tuple[Table, list[dict
 
 
 def outcome_table(outcomes: list[Outcome], best_gain: float, budget: float) -> Table:
-    title = f"Decision quality at fresh proxy seeds {FRESH_SEEDS} (grid best feasible gain {best_gain:.4f}, budget {budget})"
+    title = (
+        f"Decision quality at fresh proxy seeds {FRESH_SEEDS} on fresh validation draws (grid best feasible gain "
+        f"{best_gain:.4f}, budget {budget})"
+    )
     table = Table(title=title)
     for column in ("variant", "pick", "source", "confirmation", "predicted gain", "fresh gain", "fresh forgetting",
                    "regret", "in budget", "tokens / grid", "wall s"):  # fmt: skip
@@ -365,27 +424,58 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sampler (and proxy) seeds")
     parser.add_argument("--workdir", type=Path, default=Path("runs-decision-quality"))
     parser.add_argument("--grid", type=Path, help="a finished grid run to take as the ground truth (checked)")
+    parser.add_argument(
+        "--only-default", action="store_true", help="leave out random search and no pruning (when time is short)"
+    )
     args = parser.parse_args()
 
     console = Console(width=180)  # the tables are read from a log as often as from a terminal
     bench = Bench(args.spec, args.workdir)
-    truth, grid_tokens = ground_truth(bench, args.grid, console)
-    console.print(grid_table(truth, bench.budget))
-    best_point, best_gain = fresh_truth(bench)
-    console.print(f"best feasible on the fresh-seed means: {best_point.key}, gain {best_gain:.4f}")
-    outcomes, pairs = [], []
-    for name, change in variants(args.seeds).items():
-        outcomes.append(evaluate(bench, name, change, best_gain, grid_tokens))
-        console.print(f"{name}: regret {outcomes[-1].regret:+.4f}")
-        if name.startswith("default"):
-            pairs += calibration_pairs(bench, RunDir(bench.workdir / RUNS / name))
-    console.print(outcome_table(outcomes, best_gain, bench.budget))
-    calibration, bins = calibration_table(pairs)
-    console.print(calibration)
+    sweeps = {
+        name: bench.sweep(name, bench.spec(name, **change))
+        for name, change in variants(args.seeds, only_default=args.only_default).items()
+    }
+    try:
+        console.print(bench.settle_draws([run for run, _ in sweeps.values()]).describe())
+        outcomes, bins, best_gain = measure(bench, sweeps, args.grid, console)
+    except DrawMismatch as error:
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    assert bench.draws is not None  # settled above
+    console.print(bench.draws.describe())
     _print_verdict(console, outcomes, bins)
-    results = {"budget": bench.budget, "fresh_seeds": FRESH_SEEDS, "grid_best_gain": best_gain,
+    results = {"budget": bench.budget, "fresh_seeds": FRESH_SEEDS, "fresh_draws": bench.draws.by_seed,
+               "stable_extra_draws": bench.draws.stable_extra, "grid_best_gain": best_gain,
                "outcomes": [asdict(o) for o in outcomes], "calibration": bins}  # fmt: skip
     (bench.workdir / "decision_quality.json").write_text(json.dumps(results, indent=2))
+
+
+def measure(
+    bench: Bench, sweeps: dict[str, tuple[RunDir, float]], grid: Path | None, console: Console
+) -> tuple[list[Outcome], list[dict], float]:
+    """The picks' fresh re-runs, the grid and its fresh re-runs, and what they say: each variant's outcome, the
+    calibration bins and the grid's best feasible gain on the fresh means. Prints as it goes."""
+    for name, (run, _) in sweeps.items():  # first: whether the picks hold on fresh text is known before the grids end
+        point = picked(name, run)
+        fresh = bench.fresh(point)
+        within = sum(is_feasible(m.forgetting, bench.budget) for m in fresh)
+        forgetting = ", ".join(f"{m.forgetting:.4f}" for m in fresh)
+        console.print(f"{name}: pick {point.key} within budget on {within}/{len(fresh)} fresh re-runs ({forgetting})")
+    truth, grid_tokens = ground_truth(bench, grid, console)
+    console.print(grid_table(truth, bench.budget))
+    best_point, best_gain = fresh_truth(bench, list(truth))
+    console.print(f"best feasible on the fresh means: {best_point.key}, gain {best_gain:.4f}")
+    outcomes = [evaluate(bench, name, run, wall, best_gain, grid_tokens) for name, (run, wall) in sweeps.items()]
+    console.print(outcome_table(outcomes, best_gain, bench.budget))
+    pairs = [
+        pair
+        for name, (run, _) in sweeps.items()
+        if name.startswith("default")
+        for pair in calibration_pairs(bench, run, list(truth))
+    ]
+    calibration, bins = calibration_table(pairs)
+    console.print(calibration)
+    return outcomes, bins, best_gain
 
 
 def _print_verdict(console: Console, outcomes: list[Outcome], bins: list[dict]) -> None:
@@ -394,7 +484,7 @@ def _print_verdict(console: Console, outcomes: list[Outcome], bins: list[dict]) 
     console.print(
         f"default over {len(default)} sampler+proxy seeds: mean regret {sum(o.regret for o in default) / len(default):+.4f} "
         f"(target <= 0.005), worst {max(o.regret for o in default):+.4f}; pick within budget on "
-        f"{sum(o.within_budget for o in default)}/{runs} fresh-seed re-runs (target >= 90 %); tokens "
+        f"{sum(o.within_budget for o in default)}/{runs} fresh re-runs (target >= 90 %); tokens "
         f"{max(o.tokens_fraction for o in default):.0%} of the grid at most (target <= 40 %); calibration bins "
         f"missed: {sum(b['verdict'] == 'MISS' for b in bins)} of {sum(b['verdict'] != 'too few' for b in bins)} judged"
     )

@@ -30,7 +30,6 @@ from train_entry.data.tokenizer import load_tokenizer, train_bpe
 from train_entry.mix import MixRatio, tokens_read
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
-
 BASE_LOSSES_BYTES = 16 << 20
 """Most bytes of a base-loss cache entry read back: the base's loss on each validation sequence of both sets, at most
 2 x 100,000 numbers (ProxyConfig.eval_sequences' bound) of about 20 characters."""
@@ -53,7 +52,7 @@ class Prepared:
     """The whole validation samples: what the built-in base's pretraining measures itself on."""
     valid_draws: list[CorpusPrefixes]
     """Disjoint draws of the validation samples (train_entry.data.draws): draw 0 measures the search's trials and
-    replicates, draw 1 + r the confirmation trials of round r."""
+    replicates, draw 1 + r the confirmation trials of round r; any `extra_draws` prepare() was asked for follow."""
     base_losses: list[BaseLosses]
     """The base's own losses on each draw, sequence by sequence: what a trial measured on that draw is relative to."""
     corpus_stats: dict[str, CorpusStats]
@@ -117,10 +116,15 @@ def _manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None) -> Prepared:
+def prepare(
+    spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None, extra_draws: int = 0
+) -> Prepared:
     """The tokenizer, each corpus's sample as an indexed dataset, the base and its validation losses, each built or
     found in the cache (`root`, default cache_root()); the built-in base and its tokenizer are the `shipped` ones
-    when they are the spec's (sweep.run.shipped_base; None: never)."""
+    when they are the spec's (sweep.run.shipped_base; None: never). `extra_draws` validation draws follow the
+    sweep's own: text none of its trials is measured on (benchmarks/decision_quality.py), drawn from the same
+    samples, so draws 0 .. validation_draws(spec) - 1 stay the sweep's unless the text is too short for them all
+    (train_entry.data.draws deals it round-robin then: the caller compares)."""
     root = root or cache_root()
     data = spec.data
     ready, why_not_shipped = shipped_base(spec, shipped) if shipped is not None else (None, "")
@@ -140,7 +144,7 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
         for split in ("train", "valid")
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
-    draws = _validation_draws(spec, prefixes["valid"], root)
+    draws = _validation_draws(spec, prefixes["valid"], root, validation_draws(spec) + extra_draws)
     _warn_short_validation(spec, indexed, draws)
     base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root, why_not_shipped)
     return Prepared(
@@ -155,12 +159,12 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
     )
 
 
-def _validation_draws(spec: SweepSpec, valid: CorpusPrefixes, root: Path) -> list[CorpusPrefixes]:
-    """Each validation sample split into validation_draws(spec) disjoint draws, each sized by what one validation set
-    reads of that corpus (train_entry.data.draws)."""
+def _validation_draws(spec: SweepSpec, valid: CorpusPrefixes, root: Path, count: int) -> list[CorpusPrefixes]:
+    """Each validation sample split into `count` disjoint draws, each sized by what one validation set reads of that
+    corpus (train_entry.data.draws)."""
     from train_entry.data.draws import split_draws  # megatron-core, imported only when the draws are not cached
 
-    count, proxy = validation_draws(spec), spec.proxy
+    proxy = spec.proxy
     split = {
         corpus: split_draws(
             prefix,

@@ -1,4 +1,5 @@
-"""prepare: a base whose config, tokenizer and embeddings do not fit together is refused before any corpus is read."""
+"""prepare: a base whose config, tokenizer and embeddings do not fit together is refused before any corpus is read;
+extra validation draws follow the sweep's own and leave them as they were."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import yaml
 
 from sweep.files.records import CorruptFile
 from sweep.run.prepare import Prepared, prepare
+from sweep.run.sample_size import validation_draws
 from sweep.spec.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
 from train_entry.data.corpus import Corpus, CorpusError
@@ -129,3 +131,16 @@ def test_a_damaged_base_manifest_is_a_corrupt_file_naming_it(content, write_tiny
     )  # fmt: skip
     with pytest.raises(CorruptFile, match=rf"{base / 'cpt_sweep_base.json'}: not the manifest cpt-sweep wrote"):
         prepared.base_manifest()
+
+
+def test_extra_draws_follow_the_sweeps_own_which_stay_the_same_text_with_the_same_base_losses(write_tiny_spec):
+    spec = load_spec(write_tiny_spec("extra-draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 1}}))
+    own, extended = prepare(spec), prepare(spec, extra_draws=2)
+
+    assert validation_draws(spec) == 2 and len(extended.valid_draws) == 4 and len(extended.base_losses) == 4
+    for ours, theirs in zip(extended.valid_draws[:2], own.valid_draws):
+        for suffix in (".idx", ".bin"):  # cached apart (another number of draws), the same bytes
+            assert Path(f"{ours.domain}{suffix}").read_bytes() == Path(f"{theirs.domain}{suffix}").read_bytes()
+    assert extended.base_losses[:2] == own.base_losses
+    assert len({draw.domain for draw in extended.valid_draws}) == 4  # two more texts, measured on their own
+    assert len({losses.domain_loss for losses in extended.base_losses}) == 4
