@@ -2,8 +2,9 @@
 
 make_plan() builds it from a finished sweep's run directory and a PromotionConfig; which point it
 promotes is sweep/promote/point.py's choice. Plan.read() loads a written plan.json. The plan id is derived only
-from what decides the run (sweep name, point, target, cluster, tokens, global batch), so the same
-request always lands in the same runs/<name>/promotion/<id>/ directory.
+from what decides the run (sweep name, point, target, cluster, tokens, global batch, data, tokenizer, checkpoints,
+LR schedule), so the same request always lands in the same runs/<name>/promotion/<id>/ directory and another one
+never does.
 """
 
 from __future__ import annotations
@@ -138,7 +139,7 @@ def make_plan(
         run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
     )
     return Plan(
-        id=plan_id(origin, target, cluster, config),
+        id=plan_id(origin, target, cluster, config, run),
         sweep=origin,
         target=target,
         cluster=cluster,
@@ -207,23 +208,48 @@ def _full_run(
     return run, placeholders
 
 
-def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig) -> str:
-    """<target>-<cluster>-<hash8>: the hash covers the sweep, its promoted point, both shapes, tokens and batch,
-    and the pinned parts of the layout when there are any."""
-    decided_by: dict[str, Any] = {
-        "sweep": origin.name,
-        "lr_fraction": origin.promoted.lr_fraction,
-        "mix": str(origin.promoted.mix),
-        "target": target.model_dump(mode="json"),
-        "cluster": cluster.model_dump(mode="json"),
-        "tokens": config.tokens,
-        "global_batch_tokens": config.global_batch_tokens,
-    }
+def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig, run: FullRunConfig) -> str:
+    """<target>-<cluster>-<hash8>: the hash covers everything that makes one plan another (plan_identity) and the
+    pinned parts of the layout when there are any."""
+    decided_by = plan_identity(origin, target, cluster, run, tokens=config.tokens, batch=config.global_batch_tokens)
     pinned = config.layout.model_dump(exclude_none=True)
     if pinned:  # a pinned layout is another plan; an unpinned request keeps its id
         decided_by["layout"] = pinned
     digest = hashlib.sha256(json.dumps(decided_by, sort_keys=True).encode()).hexdigest()
     return f"{target.name}-{cluster.name}-{digest[:8]}"
+
+
+def plan_identity(
+    origin: SweepOrigin, target: Target, cluster: Cluster, run: FullRunConfig, *, tokens: int, batch: int
+) -> dict[str, Any]:
+    """What makes one plan another: the sweep and its promoted point, target, cluster, tokens and batch, the data
+    (prefixes, weights, tokenizer, split), the checkpoints and the LR schedule. The layout the search chose and the
+    estimate are left out: a calibrated MFU refines the same plan (sweep promote --calibrate) rather than making
+    another."""
+    return {
+        "sweep": origin.name,
+        "lr_fraction": origin.promoted.lr_fraction,
+        "mix": str(origin.promoted.mix),
+        "non_english_share": origin.non_english_share,
+        "target": target.model_dump(mode="json"),
+        "cluster": cluster.model_dump(mode="json"),
+        "tokens": tokens,
+        "global_batch_tokens": batch,
+        "data": run.data.model_dump(mode="json"),
+        "checkpoints": {"base_dir": run.checkpoint.base_dir, "save_dir": run.checkpoint.save_dir},
+        "optimization": run.optimization.model_dump(mode="json"),
+    }
+
+
+def differences(old: Plan, new: Plan) -> list[str]:
+    """The parts of plan_identity in which two plans differ: a plan written over another's id must not differ."""
+    first, second = (
+        plan_identity(
+            plan.sweep, plan.target, plan.cluster, plan.run, tokens=plan.tokens, batch=plan.global_batch_tokens
+        )
+        for plan in (old, new)
+    )
+    return [key for key in first if first[key] != second[key]]
 
 
 def _blend(mix: MixRatio, non_english_share: float, config: PromotionConfig) -> tuple[list[BlendSource], list[str]]:

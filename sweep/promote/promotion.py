@@ -18,7 +18,7 @@ from sweep.files.records import write_model, write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.megatron_args import args_text, launch_script
-from sweep.promote.plan import Plan, make_plan, plan_dir
+from sweep.promote.plan import Plan, differences, make_plan, plan_dir
 from sweep.promote.point import proxy_trial
 from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
 from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
@@ -50,6 +50,8 @@ def make_promotion(request: PromotionRequest) -> Promotion:
 def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
     """plan.json, full_run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
     directory = plan_dir(run_dir, plan.id)
+    if directory.plan_json.exists():
+        _refuse_another_plan(Plan.read(directory.plan_json), plan, directory)
     directory.path.mkdir(parents=True, exist_ok=True)
     write_model(directory.plan_json, plan, PLAN)
     write_model(directory.full_run_json, plan.run, FULL_RUN)
@@ -58,6 +60,16 @@ def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
     write_whole(directory.launch_script, launch_script(plan))
     directory.launch_script.chmod(0o755)
     return directory
+
+
+def _refuse_another_plan(existing: Plan, plan: Plan, directory: PlanDir) -> None:
+    """PromotionError when the plan already written under this id is another plan (one from before the id covered
+    data, tokenizer and checkpoints): overwriting it would silently lose the plan a job may have been launched from."""
+    if differing := differences(existing, plan):
+        raise PromotionError(
+            f"{directory.plan_json} holds another plan under id {plan.id} (it differs in: {', '.join(differing)}); "
+            "nothing was written: move that directory aside to plan this request"
+        )
 
 
 def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submitted:

@@ -19,6 +19,7 @@ import pytest
 from promote_runs import write_run
 
 from sweep.files.compat import SPEC
+from sweep.files.config_file import load_config
 from sweep.promote.config import DataPrefix, PromotionCheckpoint, PromotionConfig, PromotionData
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
@@ -29,6 +30,7 @@ from train_entry.mix import MixRatio, blend_weights
 
 EXPECTED = Path(__file__).parent / "expected"
 CLUSTERS = Path(__file__).resolve().parents[3] / "search_spaces" / "clusters"
+PROMOTION_YAML = CLUSTERS.parent / "promotion" / "lr_mix_70b.yaml"
 UNPUBLISHED_MAX_LR = 3e-4
 """The tests' max_lr for the presets whose makers publish none (the plan asks for --max-lr)."""
 LLAMAS = {
@@ -151,7 +153,8 @@ def test_the_plan_id_depends_only_on_what_decides_the_run(run_dir, plans, tmp_pa
     plan = plans["llama3.1-70b"]
     assert plan.id.startswith("llama3.1-70b-h100-480-") and len(plan.id.rsplit("-", 1)[1]) == 8
     with_prefix = PromotionConfig(target="llama3.1-70b", data=PromotionData(domain=[DataPrefix(prefix="/d/x")]))
-    assert make_plan(run_dir, with_prefix).id == plan.id
+    assert make_plan(run_dir, with_prefix).id != plan.id  # other data, another plan
+    assert make_plan(run_dir, PromotionConfig(target="llama3.1-70b")).id == plan.id  # the same request, the same id
     assert make_plan(run_dir, PromotionConfig(target="llama3.1-70b", tokens=2 * 10**12)).id != plan.id
     pinned = PromotionConfig(target="llama3.1-70b", layout=LayoutRequest(tensor=8))
     assert make_plan(run_dir, pinned).id != plan.id
@@ -420,3 +423,38 @@ def test_a_target_whose_heads_are_not_hidden_over_heads_wide_plans_with_kv_chann
         write_plan(make_plan(run_dir, PROMOTIONS["llama3.1-8b"]), tmp_path).megatron_args.read_text()
     )
     assert "--kv-channels" not in plans_without  # a Llama's heads are hidden / heads wide: Megatron's default
+
+
+def test_each_input_that_makes_a_plan_different_changes_its_id(run_dir, plans):
+    # Seen by a user: the default 70B plan and lr_mix_70b.yaml's (other data, tokenizer, checkpoints) shared an id.
+    base = PromotionConfig(target="llama3.1-70b")
+    changed = {
+        "data": {"data": PromotionData(general=[DataPrefix(prefix="/g/a")])},
+        "tokenizer": {"data": PromotionData(tokenizer="/models/tok")},
+        "split": {"data": PromotionData(split="98,2,0")},
+        "base checkpoint": {"checkpoint": PromotionCheckpoint(base_dir="/ckpt/base")},
+        "save dir": {"checkpoint": PromotionCheckpoint(save_dir="/ckpt/run")},
+        "warmup": {"warmup_fraction": 0.02},
+        "target": {"target": "llama3.1-8b"},
+        "batch": {"global_batch_tokens": 2 * base.global_batch_tokens},
+    }
+    ids = {name: make_plan(run_dir, base.model_copy(update=update)).id for name, update in changed.items()}
+    assert plans["llama3.1-70b"].id not in ids.values() and len(set(ids.values())) == len(ids)
+    from_yaml = load_config(PROMOTION_YAML, PromotionConfig, kind="promotion config")
+    assert make_plan(run_dir, from_yaml).id != plans["llama3.1-70b"].id
+
+
+def test_another_plan_is_never_written_over_an_existing_id(run_dir, plans, tmp_path):
+    plan = plans["llama3.1-70b"]
+    write_plan(plan, tmp_path)
+    write_plan(plan, tmp_path)  # the same plan again: rewritten in place
+    # A plan.json left under another's id by a different request (as before the id covered the data): not overwritten.
+    other = make_plan(run_dir, PromotionConfig(target="llama3.1-70b", data=PromotionData(tokenizer="/models/tok")))
+    directory = write_plan(other, tmp_path)
+    directory.plan_json.write_text(
+        (write_plan(plan, tmp_path).plan_json).read_text().replace(plan.id, other.id), encoding="utf-8"
+    )
+    before = directory.plan_json.read_text()
+    with pytest.raises(PromotionError, match=r"holds another plan under id .* differs in: data"):
+        write_plan(other, tmp_path)
+    assert directory.plan_json.read_text() == before
