@@ -50,7 +50,21 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     args += [["--log-interval", str(run.log_interval)], ["--eval-iters", str(run.eval_iters)]]
     if run.eval_interval is not None:
         args.append(["--eval-interval", str(run.eval_interval)])
-    return [group for group in args if group]
+    return [group for group in args + _wandb(plan) if group]
+
+
+def _wandb(plan: Plan) -> list[list[str]]:
+    """Megatron-LM's W&B flags (core_v0.16.1 megatron/training/training_config.py): the sweep's project, the plan
+    id as the run's name, its files beside the checkpoints. Megatron-LM logs from the last rank and has no flag for
+    a group or job type; the mode is WANDB_MODE's, which the launch script sets from the sweep's tracking."""
+    if plan.wandb is None:
+        return []
+    flags = [
+        ["--wandb-project", plan.wandb.project],
+        ["--wandb-exp-name", plan.id],
+        ["--wandb-save-dir", f"{plan.run.checkpoint.save_dir}/wandb"],
+    ]
+    return flags + ([["--wandb-entity", plan.wandb.entity]] if plan.wandb.entity else [])
 
 
 def _model(plan: Plan) -> list[list[str]]:
@@ -189,6 +203,7 @@ def launch_script(plan: Plan) -> str:
         "set -euo pipefail",
         "# Megatron-LM requires it on Hopper with tensor or context parallelism (it orders TP communication and compute).",
         "export CUDA_DEVICE_MAX_CONNECTIONS=1",
+        *_wandb_mode(plan),
         f"torchrun --nnodes {cluster.nodes} --nproc-per-node {cluster.gpus_per_node} \\",
         '  --node-rank "$NODE_RANK" --master-addr "$MASTER_ADDR" --master-port "${MASTER_PORT:-6000}" \\',
         f"  {PRETRAIN_SCRIPT} \\",
@@ -196,6 +211,17 @@ def launch_script(plan: Plan) -> str:
     groups = [" ".join(shlex.quote(item) for item in group) for group in megatron_args(plan)]
     lines += [f"  {group} \\" for group in groups[:-1]] + [f"  {groups[-1]}"]
     return "\n".join(lines) + "\n"
+
+
+def _wandb_mode(plan: Plan) -> list[str]:
+    """The sweep's W&B mode unless the shell sets WANDB_MODE (as for the trials, sweep/run/tracking.py); online
+    without an API key in the environment, wandb itself refuses to start."""
+    if plan.wandb is None:
+        return []
+    return [
+        f"# W&B as the sweep's tracking says: project {plan.wandb.project}, mode {plan.wandb.mode}.",
+        f'export WANDB_MODE="${{WANDB_MODE:-{plan.wandb.mode}}}"',
+    ]
 
 
 def _vocab_divisor(vocab_size: int, tensor: int) -> int:

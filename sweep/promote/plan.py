@@ -23,9 +23,11 @@ from sweep.promote.config import DataPrefix, PromotionConfig
 from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
+from sweep.promote.plan_wandb import sweep_wandb
 from sweep.promote.point import PromotedPoint, read_promoted
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
+from sweep.run.tracking import WandbConfig
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
@@ -80,6 +82,9 @@ class Plan(StrictConfig):
     estimate: RunEstimate
     placeholders: list[str]
     """Inputs the request left out, stood in for by paths under /PLACEHOLDER; a submission refuses them."""
+    wandb: WandbConfig | None = None
+    """The sweep's W&B project, entity and mode: the full run logs beside its trials (None: the sweep tracked
+    nothing in W&B)."""
 
     @property
     def chosen(self) -> RankedLayout:
@@ -152,6 +157,7 @@ def make_plan(
         with_transformer_engine=fastest_with_transformer_engine(target.model, cluster, **layout_query),
         estimate=_estimate(target.model, cluster, chosen, train_iters, config.global_batch_tokens),
         placeholders=placeholders,
+        wandb=sweep_wandb(RunDir(run_dir)),
     )
 
 

@@ -55,7 +55,7 @@ def with_sweep_prefixes(config: PromotionConfig, run: RunDir) -> PromotionConfig
 
 
 def _megatron_sides(run: RunDir) -> dict[str, tuple[list[DataPrefix], str | None]]:
-    spec = _spec_copy(run)
+    spec = spec_copy(run)
     if spec is None:
         return {}
     try:
@@ -75,7 +75,7 @@ def _megatron_sides(run: RunDir) -> dict[str, tuple[list[DataPrefix], str | None
     return found
 
 
-def _spec_copy(run: RunDir) -> Path | None:
+def spec_copy(run: RunDir) -> Path | None:
     """The spec the sweep ran (of a ladder: its largest rung's, whose data every rung shares)."""
     if run.spec_copy.is_file():
         return run.spec_copy
