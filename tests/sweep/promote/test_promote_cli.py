@@ -234,3 +234,19 @@ def test_a_promotion_file_past_any_run_is_refused_naming_the_key(finished_run, t
     error = capsys.readouterr().err
     assert "tokens = 10000000000000000: Input should be less than or equal to 1000000000000000" in error
     assert not (run_dir / "promotion").exists()
+
+
+def test_the_default_and_the_shipped_70b_plans_get_their_own_ids_and_neither_overwrites_another(finished_run, capsys):
+    # Seen by a user: the second of these two plans silently replaced the first in the same directory.
+    run_dir = finished_run()
+    assert promote(run_dir, "--target", "llama3.1-70b") == 0
+    assert promote(run_dir, "--config", str(REPO / "search_spaces" / "promotion" / "lr_mix_70b.yaml")) == 0
+    default, shipped = sorted((run_dir / "promotion").iterdir(), key=lambda d: Plan.read(d).run.data.tokenizer)
+    assert default.name != shipped.name
+    # A plan.json of another request under this id (as an older cpt-sweep wrote them) is refused, not replaced.
+    other = (shipped / "plan.json").read_text().replace(shipped.name, default.name)
+    (default / "plan.json").write_text(other)
+    capsys.readouterr()
+    assert promote(run_dir, "--target", "llama3.1-70b") == 2
+    assert f"holds another plan under id {default.name}" in capsys.readouterr().err
+    assert (default / "plan.json").read_text() == other
