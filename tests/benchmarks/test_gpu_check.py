@@ -27,6 +27,9 @@ GPU_PATHS = [
     "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
     "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.promotion", "cli.promote", "full_run_gpu",
     "proxy_trial_gpu", "train_entry.sharded.trial",
+    # What gpu_sweep.py's `sweep run` imports: its driver (Ray Tune, Optuna), trials, pick and report.
+    "gpu_sweep", "cli.run", "sweep.run.driver", "sweep.run.trainable", "sweep.choice.surrogate", "reports.report",
+    "sklearn.gaussian_process",  # the surrogate's, imported when it fits
 ]  # fmt: skip
 IMPORTED = """
 import importlib, importlib.metadata as md, json, os, sys
@@ -134,7 +137,7 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
         },
     ]
     (tmp_path / "proxy-trial-benchmark.json").write_text(json.dumps(proxy))
-    assert summary(tmp_path) == (
+    assert summary(tmp_path, ("tests", "proxy", "full-run")) == (  # as `gpu_check.sh DIR tests proxy full-run` ends
         "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
         "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms; 1B proxy trial: "
         "one GPU on 1: 0.96 of bare, MFU 41%, peak 41.2 GB per GPU (estimated 54.0), sharded (FSDP2) on 8: 0.93 of bare, "
@@ -146,5 +149,9 @@ def test_the_summary_says_which_part_left_nothing(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
         "run; benchmark: no figures (stopped at the time limit before its first row, or failed); 1B proxy trial: no "
-        "figures (stopped at the time limit before its first row, or failed)"
+        "figures (stopped at the time limit before its first row, or failed); sweep on the GPU: no figures (stopped "
+        "at the time limit before its first sweep ended, or failed)"
+    )
+    assert summary(tmp_path, ("sweep",)) == (
+        "gpu_check: sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
     )
