@@ -17,6 +17,9 @@
 # CUDA. A machine with nothing else and no internet gets the other packages as wheels: run
 # benchmarks/fetch_gpu_wheels.sh where there is internet (it fills .whl/ for that machine's Python), copy the
 # checkout over, and this script installs .whl/*.whl (or $WHEELS/*.whl) into $HOME/gpu-site, keeping what is there.
+# Wheels in folders below .whl/ are installed too, and a wheel split in parts (`split -b 30M X.whl X.whl.part-`, its
+# parts in any folders below .whl/) is joined first: Ray's wheel (79 MB) is over what one call to a lent GPU machine
+# may carry, so its parts come in calls of their own, each carrying its own folder.
 #
 # Its own pytest options, not pyproject's: no pytest-xdist, so one GPU test runs at a time. Its preflight
 # compiles one torch.compile'd function on the GPU, as megatron-core's fused kernels are; where that fails (no C
@@ -42,9 +45,19 @@ python=${PYTHON:-python3}
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
   python=.venv/bin/python
 fi
-if compgen -G "$wheels/*.whl" >/dev/null; then
-  if ! timeout 90 "$python" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/gpu-site" "$wheels"/*.whl; then
-    echo "gpu_check: could not install $wheels/*.whl into $HOME/gpu-site with $python" >&2
+if [ -d "$wheels" ]; then
+  mapfile -t parts_of < <(find "$wheels" -name '*.whl.part-aa' | sort)
+  for first in "${parts_of[@]}"; do
+    name=$(basename "${first%.part-aa}")
+    mapfile -t pieces < <(find "$wheels" -name "$name.part-*" -printf '%f\t%p\n' | sort | cut -f2)
+    cat "${pieces[@]}" > "$wheels/$name.joined" && mv "$wheels/$name.joined" "$wheels/$name"
+  done
+fi
+mapfile -t wheel_files < <([ -d "$wheels" ] && find "$wheels" -name '*.whl' | sort)
+if [ ${#wheel_files[@]} -gt 0 ]; then
+  if ! timeout 90 "$python" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/gpu-site" \
+      "${wheel_files[@]}"; then
+    echo "gpu_check: could not install the ${#wheel_files[@]} wheels under $wheels into $HOME/gpu-site with $python" >&2
     exit 2
   fi
   export PYTHONPATH="$HOME/gpu-site${PYTHONPATH:+:$PYTHONPATH}"

@@ -1,12 +1,15 @@
-"""benchmarks/gpu_check.sh on what a CPU machine can check: its wheel list holds every package the GPU tests
-import, it refuses a machine without CUDA in one line, and its summary line reads what the parts left."""
+"""benchmarks/gpu_check.sh on what a CPU machine can check: its wheel list holds every package the GPU tests and the GPU
+sweep import, it joins a wheel carried in parts and installs it, it refuses a machine without CUDA in one line, and its
+summary line reads what the parts left."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -110,6 +113,43 @@ def test_without_cuda_the_check_stops_in_its_preflight_in_one_line(tmp_path):
         f"gpu_check: the torch of {sys.executable} sees no CUDA GPU; run this on a GPU machine"
     )
     assert not (tmp_path / "log" / "gpu-tests.xml").exists()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="stops at the preflight only where there is no CUDA")
+def test_a_wheel_carried_in_parts_in_two_folders_is_joined_and_installed_before_the_preflight(tmp_path):
+    wheel = _probe_wheel()
+    half = len(wheel) // 2
+    for folder, suffix, piece in (("call-1", "aa", wheel[:half]), ("call-2", "ab", wheel[half:])):
+        (tmp_path / "wheels" / folder).mkdir(parents=True)
+        (tmp_path / "wheels" / folder / f"{PROBE_WHEEL}.part-{suffix}").write_bytes(piece)
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_check.sh"), str(tmp_path / "log")],
+        check=False, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "WHEELS": str(tmp_path / "wheels"), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 2 and "sees no CUDA GPU" in result.stderr  # after the install
+    assert (tmp_path / "wheels" / PROBE_WHEEL).read_bytes() == wheel
+    assert (tmp_path / "gpu-site" / "cpt_sweep_probe" / "__init__.py").read_text() == "VALUE = 1\n"
+
+
+PROBE_WHEEL = "cpt_sweep_probe-1.0-py3-none-any.whl"
+
+
+def _probe_wheel() -> bytes:
+    """A wheel of one module, as pip installs it offline."""
+    files = {
+        "cpt_sweep_probe/__init__.py": "VALUE = 1\n",
+        "cpt_sweep_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: cpt-sweep-probe\nVersion: 1.0\n",
+        "cpt_sweep_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files["cpt_sweep_probe-1.0.dist-info/RECORD"] = "".join(
+        f"{name},,\n" for name in [*files, "cpt_sweep_probe-1.0.dist-info/RECORD"]
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
 
 
 def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
