@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# The GPU check: every gpu-marked test, then the 1B proxy-trial benchmark and the full-run benchmark, on the
+# The GPU check: every gpu-marked test, then a sweep of ~150M-parameter trials on the GPU at 1, 0.25 and 0.5 GPU per
+# trial (and a tiny one's pick against the CPU's), the 1B proxy-trial benchmark and the full-run benchmark, on the
 # machine's CUDA GPUs, in one command, ending with one summary line (tests passed, entry / bare per-layer ratio,
-# optimizer step, resume step check, the proxy trial's ratio to its bare loop and MFU, one GPU and all of them,
-# eager and compiled).
+# optimizer step, resume step check, the proxy trial's ratio to its bare loop and MFU, one GPU and all of them, eager
+# and compiled, the sweep's trials per hour and whether its pick matches the CPU's).
 #
-#   benchmarks/gpu_check.sh [LOG_DIR]     # from anywhere; LOG_DIR defaults to $OUT, else runs/gpu-check
+#   benchmarks/gpu_check.sh [LOG_DIR [PART ...]]   # from anywhere; LOG_DIR defaults to $OUT, else runs/gpu-check
 #
-# Budget: under 14 minutes on one H100, about 10 on an H200; each part is stopped at its limit (install and
-# preflight 90 s, the tests 300 s, the proxy-trial benchmark 300 s, the full-run benchmark 150 s) and what it
-# measured is kept: each benchmark prints each row as it finishes.
+# PART: tests, sweep, proxy, full-run (default all four, in that order). Each part is stopped at its limit (install
+# and preflight 90 s, the tests 300 s, the sweep 450 s, the proxy-trial benchmark 300 s, the full-run benchmark
+# 150 s) and what it measured is kept: each benchmark prints each row as it finishes. Measured on one H100 the tests
+# took 137 s and the two benchmarks together about 250 s; the sweep, not yet run on a GPU, is sized for 5 minutes
+# and its pick check for 2 more. All four parts take about 14 minutes, over a 10-minute limit on one command: run
+# `tests proxy full-run` and `sweep` apart there.
 # Runs with .venv/bin/python when that sees a GPU, else with $PYTHON, else python3, which must have torch with
 # CUDA. A machine with nothing else and no internet gets the other packages as wheels: run
 # benchmarks/fetch_gpu_wheels.sh where there is internet (it fills .whl/ for that machine's Python), copy the
-# checkout over, and this script installs .whl/*.whl (or $WHEELS/*.whl) into $HOME/gpu-site.
+# checkout over, and this script installs .whl/*.whl (or $WHEELS/*.whl) into $HOME/gpu-site, keeping what is there.
+# Wheels in folders below .whl/ are installed too, and a wheel split in parts (`split -b 30M X.whl X.whl.part-`, its
+# parts in any folders below .whl/) is joined first: Ray's wheel (79 MB) is over what one call to a lent GPU machine
+# may carry, so its parts come in calls of their own, each carrying its own folder.
 #
 # Its own pytest options, not pyproject's: no pytest-xdist, so one GPU test runs at a time. Its preflight
 # compiles one torch.compile'd function on the GPU, as megatron-core's fused kernels are; where that fails (no C
@@ -21,6 +28,16 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 log_dir=${1:-${OUT:-$root/runs/gpu-check}}
+all_parts=(tests sweep proxy full-run)
+parts=("${@:2}")
+[ ${#parts[@]} -gt 0 ] || parts=("${all_parts[@]}")
+for part in "${parts[@]}"; do
+  if [[ ! " ${all_parts[*]} " =~ " $part " ]]; then
+    echo "gpu_check: unknown part '$part'; the parts are: ${all_parts[*]}" >&2
+    exit 2
+  fi
+done
+runs() { [[ " ${parts[*]} " =~ " $1 " ]]; }
 mkdir -p "$log_dir"
 wheels=${WHEELS:-$root/.whl}
 
@@ -28,9 +45,19 @@ python=${PYTHON:-python3}
 if [ -x .venv/bin/python ] && .venv/bin/python -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
   python=.venv/bin/python
 fi
-if compgen -G "$wheels/*.whl" >/dev/null; then
-  if ! timeout 90 "$python" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/gpu-site" "$wheels"/*.whl; then
-    echo "gpu_check: could not install $wheels/*.whl into $HOME/gpu-site with $python" >&2
+if [ -d "$wheels" ]; then
+  mapfile -t parts_of < <(find "$wheels" -name '*.whl.part-aa' | sort)
+  for first in "${parts_of[@]}"; do
+    name=$(basename "${first%.part-aa}")
+    mapfile -t pieces < <(find "$wheels" -name "$name.part-*" -printf '%f\t%p\n' | sort | cut -f2)
+    cat "${pieces[@]}" > "$wheels/$name.joined" && mv "$wheels/$name.joined" "$wheels/$name"
+  done
+fi
+mapfile -t wheel_files < <([ -d "$wheels" ] && find "$wheels" -name '*.whl' | sort)
+if [ ${#wheel_files[@]} -gt 0 ]; then
+  if ! timeout 90 "$python" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/gpu-site" \
+      "${wheel_files[@]}"; then
+    echo "gpu_check: could not install the ${#wheel_files[@]} wheels under $wheels into $HOME/gpu-site with $python" >&2
     exit 2
   fi
   export PYTHONPATH="$HOME/gpu-site${PYTHONPATH:+:$PYTHONPATH}"
@@ -38,7 +65,8 @@ fi
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
 # Preflight: torch with CUDA, the packages the tests import, and the fused kernels' compiler.
-timeout 90 "$python" - "$log_dir/fusions" <<'EOF' || exit 2
+fusions=$(mktemp)  # not in LOG_DIR: a machine may send back only a few files from there
+timeout 90 "$python" - "$fusions" <<'EOF' || exit 2
 import importlib.util
 import sys
 
@@ -48,7 +76,8 @@ except ImportError:
     sys.exit(f"gpu_check: {sys.executable} has no torch; set PYTHON to a Python that has torch with CUDA")
 if not torch.cuda.is_available():
     sys.exit(f"gpu_check: the torch of {sys.executable} sees no CUDA GPU; run this on a GPU machine")
-needed = ("megatron.core", "pydantic", "optuna", "transformers", "tokenizers", "yaml", "pytest", "wandb")
+needed = ("megatron.core", "pydantic", "optuna", "transformers", "tokenizers", "yaml", "pytest", "wandb", "ray")
+needed += ("sklearn", "zstandard")
 missing = [name for name in needed if importlib.util.find_spec(name) is None]
 if missing:
     sys.exit(
@@ -64,19 +93,33 @@ print(f"gpu_check: {torch.cuda.get_device_name()}, torch {torch.__version__}, Py
 if failure is not None:
     print(f"gpu_check: WARNING torch.compile cannot build a kernel here ({failure}): running unfused", flush=True)
 EOF
-export CPT_SWEEP_FUSIONS=$(cat "$log_dir/fusions")
+export CPT_SWEEP_FUSIONS=$(cat "$fusions")
 
 status=0
-mapfile -t files < <(grep -rl --include='test_*.py' 'mark.gpu' tests | sort)
-timeout 300 "$python" -m pytest "${files[@]}" -m gpu -o addopts="-ra --strict-markers" -p no:xdist \
-  -p no:cacheprovider --continue-on-collection-errors -o junit_family=xunit1 --junitxml="$log_dir/gpu-tests.xml" 2>&1 \
-  | tee "$log_dir/gpu-tests.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 300 "$python" benchmarks/proxy_trial_gpu.py --json "$log_dir/proxy-trial-benchmark.json" 2>&1 \
-  | tee "$log_dir/proxy-trial-benchmark.md"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 150 "$python" benchmarks/full_run_gpu.py --json "$log_dir/full-run-benchmark.json" 2>&1 \
-  | tee "$log_dir/full-run-benchmark.md"
-[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-"$python" benchmarks/gpu_check_summary.py "$log_dir" | tee "$log_dir/summary.txt"
+if runs tests; then
+  mapfile -t files < <(grep -rl --include='test_*.py' 'mark.gpu' tests | sort)
+  timeout 300 "$python" -m pytest "${files[@]}" -m gpu -o addopts="-ra --strict-markers" -p no:xdist \
+    -p no:cacheprovider --continue-on-collection-errors -o junit_family=xunit1 --junitxml="$log_dir/gpu-tests.xml" 2>&1 \
+    | tee "$log_dir/gpu-tests.log"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if runs sweep; then
+  # Its own limits are inside: a sweep still running at 290 s (the pick check's at 120 s more) is stopped as Ctrl-C
+  # stops it, and its row kept.
+  timeout 450 "$python" benchmarks/gpu_sweep.py --time-limit 290 --pick-time-limit 120 \
+    --json "$log_dir/gpu-sweep.json" 2>&1 \
+    | tee "$log_dir/gpu-sweep.md"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if runs proxy; then
+  timeout 300 "$python" benchmarks/proxy_trial_gpu.py --json "$log_dir/proxy-trial-benchmark.json" 2>&1 \
+    | tee "$log_dir/proxy-trial-benchmark.md"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if runs full-run; then
+  timeout 150 "$python" benchmarks/full_run_gpu.py --json "$log_dir/full-run-benchmark.json" 2>&1 \
+    | tee "$log_dir/full-run-benchmark.md"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+"$python" benchmarks/gpu_check_summary.py "$log_dir" "${parts[@]}" | tee "$log_dir/summary.txt"
 exit $status

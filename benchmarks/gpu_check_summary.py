@@ -1,10 +1,12 @@
 """The GPU check's closing line: the tests passed, the entry's per-layer ratio to bare PyTorch, the optimizer
-step's time, whether Adam's step count survived megatron-core's save and load, and the 1B proxy trial's ratio to
-its bare loop, MFU and peak memory against the estimate, on one GPU and sharded over all of them.
+step's time, whether Adam's step count survived megatron-core's save and load, the 1B proxy trial's ratio to
+its bare loop, MFU and peak memory against the estimate, on one GPU and sharded over all of them, and the sweep's
+trials per hour at each share of a GPU.
 
-    python benchmarks/gpu_check_summary.py LOG_DIR      # reads gpu-tests.xml and the benchmarks' JSON there
+    python benchmarks/gpu_check_summary.py LOG_DIR [PART ...]   # reads gpu-tests.xml and the benchmarks' JSON there
 
-Either file may be missing (a part stopped at its time limit); the line then says so.
+PART: the parts benchmarks/gpu_check.sh ran (tests, sweep, proxy, full-run; default all). A part's file may be
+missing (it stopped at its time limit); the line then says so.
 """
 
 from __future__ import annotations
@@ -17,12 +19,20 @@ from pathlib import Path
 TESTS_XML = "gpu-tests.xml"
 BENCHMARK_JSON = "full-run-benchmark.json"
 PROXY_JSON = "proxy-trial-benchmark.json"
+SWEEP_JSON = "gpu-sweep.json"
+PARTS = ("tests", "sweep", "proxy", "full-run")
 RESUME_TEST = "test_the_step_count_and_the_moments_survive_megatron_cores_own_save_and_load"
 
 
-def summary(log_dir: Path) -> str:
-    parts = [*_tests(log_dir / TESTS_XML), *_benchmark(log_dir / BENCHMARK_JSON), _proxy(log_dir / PROXY_JSON)]
-    return "gpu_check: " + "; ".join(parts)
+def summary(log_dir: Path, parts: tuple[str, ...] = PARTS) -> str:
+    """The closing line of the `parts` that ran."""
+    shown = {
+        "tests": lambda: _tests(log_dir / TESTS_XML),
+        "full-run": lambda: _benchmark(log_dir / BENCHMARK_JSON),
+        "proxy": lambda: [_proxy(log_dir / PROXY_JSON)],
+        "sweep": lambda: [_sweep(log_dir / SWEEP_JSON)],
+    }
+    return "gpu_check: " + "; ".join(line for part in shown if part in parts for line in shown[part]())
 
 
 def _tests(path: Path) -> list[str]:
@@ -78,7 +88,64 @@ def _proxy(path: Path) -> str:
     return "1B proxy trial: " + ", ".join(shown)
 
 
+def _sweep(path: Path) -> str:
+    try:
+        figures = json.loads(path.read_text())
+        shown = sweep_line(figures["sweeps"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
+    return f"sweep on the GPU: {shown}; {pick_line(figures.get('pick_check'))}"
+
+
+def sweep_line(sweeps: list[dict]) -> str:
+    """Each sweep's trials per hour (and against a whole GPU per trial's), its card MFU, and whether the picks agree;
+    `sweeps` as benchmarks/gpu_sweep.py writes them."""
+    if not sweeps:
+        return "no sweep ran"
+    whole = next((sweep["trials_per_hour"] for sweep in sweeps if sweep["gpus_per_trial"] == 1), None)
+    shown = []
+    for sweep in sweeps:
+        rate = sweep["trials_per_hour"]
+        line = f"{sweep['gpus_per_trial']:g} GPU per trial {'-' if rate is None else f'{rate:.0f}'}"
+        if rate and whole and sweep["gpus_per_trial"] != 1:
+            line += f" ({rate / whole:.2f}x)"
+        if sweep["card_mfu"] is not None:
+            line += f", card MFU {sweep['card_mfu']:.0%}"
+        if sweep["stopped"]:
+            line += ", stopped at the time limit"
+        shown.append(line)
+    picks = [sweep["pick"] for sweep in sweeps]
+    agree = (
+        f"the same pick in every sweep: {picks[0]}"
+        if len(set(picks)) == 1
+        else "picks differ: " + ", ".join(f"{sweep['gpus_per_trial']:g}: {sweep['pick']}" for sweep in sweeps)
+    )
+    return "trials/hour at " + ", ".join(shown) + "; " + agree
+
+
+def pick_line(check: dict | None) -> str:
+    """Whether the pick check's sweep with its trials on the GPU picked what the one with its trials on the CPU did;
+    `check` as benchmarks/gpu_sweep.py writes it."""
+    if not check or not all(check.get(side) for side in ("gpu", "cpu")):
+        return "pick check GPU vs CPU: not run (the time ran out before it)"
+    sides = {side: check[side] for side in ("gpu", "cpu")}
+    unfinished = [f"the {side.upper()} sweep {_unfinished(sweep)}" for side, sweep in sides.items()
+                  if _unfinished(sweep)]  # fmt: skip
+    if unfinished:
+        return "pick check GPU vs CPU: no answer: " + ", ".join(unfinished)
+    gpu, cpu = sides["gpu"]["pick"], sides["cpu"]["pick"]
+    verdict = f"the same pick: {gpu}" if gpu == cpu else f"different picks: GPU {gpu}, CPU {cpu}"
+    return f"pick check GPU (gpus {sides['gpu']['gpus_per_trial']:g}) vs CPU: {verdict}"
+
+
+def _unfinished(sweep: dict) -> str:
+    """How a sweep that gave no pick ended; empty for one that ran to its end."""
+    if sweep["stopped"]:
+        return "stopped at the time limit"
+    return f"exited {sweep['exit_code']}" if sweep["exit_code"] != 0 else ""
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: {sys.argv[0]} LOG_DIR")
-    print(summary(Path(sys.argv[1])))
+    if len(sys.argv) < 2 or not set(sys.argv[2:]) <= set(PARTS):
+        sys.exit(f"usage: {sys.argv[0]} LOG_DIR [PART ...], PART one of {', '.join(PARTS)}")
+    print(summary(Path(sys.argv[1]), tuple(sys.argv[2:]) or PARTS))

@@ -38,7 +38,9 @@ from train_entry.trial_config import (
     TrialConfig,
     TrialResult,
     TrialStatus,
+    TrialUsage,
 )
+from train_entry.usage import UsageMeter
 
 if TYPE_CHECKING:
     from train_entry.data.blend import TokenStream, ValidationSets
@@ -84,6 +86,7 @@ def write_result(config: TrialConfig, trained: Trained, *, wall_seconds: float, 
         history=trained.history,
         sequence_losses=final,
         text_error=TextError.of(config.base_losses, final) if final is not None else None,
+        usage=trained.usage,
     )
     if write:
         (Path(config.output_dir) / RESULT_JSON).write_text(TRIAL_RESULT.dumps(result))
@@ -119,6 +122,8 @@ class Trained:
     outcome: LoopResult
     history: list[Metrics]
     sequence_losses: SequenceLosses | None = None
+    usage: TrialUsage | None = None
+    """Set when training ends."""
 
 
 def train(
@@ -141,6 +146,7 @@ def train(
     proxy = config.proxy
     sharing = sharing or Sharing()
     trained = Trained(LoopResult(TrialStatus.COMPLETED, 0, 0), history if history is not None else [])
+    meter, first_step = UsageMeter(runtime.device), sharing.progress.steps_done
 
     def evaluate(step: int, tokens_seen: int, train_loss: float, lr: float) -> bool:
         final = measure(model, valid, runtime, batch_size=proxy.batch_size, group=sharing.group)
@@ -170,10 +176,12 @@ def train(
         peak_lr=config.peak_lr,
         eval_interval=proxy.eval_interval,
         divergence_factor=proxy.divergence_factor,
-        evaluate=evaluate,
+        evaluate=meter.aside(evaluate),
         on_step=on_step,
         sharing=sharing,
     )
+    outcome = trained.outcome
+    trained.usage = meter.usage(steps=outcome.steps, tokens_seen=outcome.tokens_seen, first_step=first_step)
     return trained
 
 

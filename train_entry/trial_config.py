@@ -214,6 +214,20 @@ class Metrics(StrictConfig):
         )
 
 
+class TrialUsage(StrictConfig):
+    """A trial's training time and peak GPU memory (this worker's, rank 0's in a sharded trial)."""
+
+    train_seconds: float = Field(ge=0.0)
+    """Wall seconds of the training steps: the time in training less its evaluations, their reports and a sharded
+    trial's checkpoints; no start-up (data, model loading) either."""
+    train_tokens: int = Field(ge=0)
+    """Tokens those steps trained on (all workers'): the trial's tokens_seen, less those of the steps a sharded trial
+    resumed after, which another attempt timed. Over train_seconds, the trial's training throughput."""
+    peak_memory_gb: float | None = Field(None, ge=0.0)
+    """torch.cuda.max_memory_reserved over training and evaluation, in GB (1e9 bytes): what the caching allocator
+    held at its most, fragmentation included, which no other process on the GPU could have; None on CPU."""
+
+
 class TrialResult(StrictConfig):
     status: TrialStatus
     reason: str | None = None
@@ -228,6 +242,8 @@ class TrialResult(StrictConfig):
     """The final evaluation's losses sequence by sequence (None: no evaluation ran in this process)."""
     text_error: TextError | None = None
     """How much the final figures would move on another draw of validation text (None: not measured per sequence)."""
+    usage: TrialUsage | None = None
+    """The training steps' time and tokens and the GPU's peak memory (None: a result no training made, a test's)."""
 
     @property
     def final(self) -> Metrics | None:

@@ -336,7 +336,9 @@ class SweepSpec(StrictConfig):
         """Before any compute: a trial splits over its workers and fits its GPUs (a ladder's rung by rung)."""
         if self.ladder is None:
             shape = base_shape(self.base.model, self.base.builtin, self.proxy.seq_len)
-            check_trial_fits(self.execution, self.proxy, shape, base=self.base.model)
+            check_trial_fits(
+                self.execution, self.proxy, shape, base=self.base.model, concurrency=self.execution.concurrency
+            )
             return
         for index, (rung, batch) in enumerate(zip(self.ladder.rungs, self.ladder.batch_sizes(self.proxy.batch_size))):
             rung_trial(index, rung, batch, self.execution, self.proxy, self.base.builtin)

@@ -5,7 +5,9 @@ A trial of one worker is the one-process trial of train_entry.proxy, on a CPU sl
 `execution.gpus` above 1, or `execution.workers` above 1 on CPU, makes each trial a Ray Train job of that many
 workers with the model sharded over them by FSDP2 (sweep.run.sharded_job, train_entry.sharded). Whether the trial fits
 its GPUs follows from the base's shape, the proxy's batch and sequence length and one GPU's memory
-(sweep.spec.trial_memory); a spec whose trial does not fit is refused with the figures and the setting that would.
+(sweep.spec.trial_memory); trials that share a GPU (execution.gpus below 1: four at 0.25, as many as
+execution.concurrency lets run) must fit its memory together. A spec whose trials do not fit is refused with the figures
+and the settings that would.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from train_entry.trial_config import ProxyConfig
 DEFAULT_GPU_MEMORY_GB = 80.0
 """An H100 SXM's 80 GB (sweep.promote.clusters' preset): the card the reference recipe ran on."""
 BUILTIN_PREFIX = "builtin:"
+SHARE_TOLERANCE = 1e-6
+"""1 / 0.1 is 9.999...: Ray counts GPU shares to four decimals, so a hair under a whole share is one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,10 +100,17 @@ class TrialScale(StrictConfig):
 
 
 def check_trial_fits(
-    scale: TrialScale, proxy: ProxyConfig, shape: ModelShape | None, *, base: str, key: str = "execution.gpus"
+    scale: TrialScale,
+    proxy: ProxyConfig,
+    shape: ModelShape | None,
+    *,
+    base: str,
+    key: str = "execution.gpus",
+    concurrency: int | None = None,
 ) -> None:
     """ValueError naming the keys and figures unless a trial of `shape` splits and fits as `scale` says; `key` is
-    the setting that gave scale.gpus (a ladder's rung may name its own).
+    the setting that gave scale.gpus (a ladder's rung may name its own), `concurrency` the trials run at once (None:
+    as many as share a GPU, see trials_per_gpu).
 
     `shape` None (a base whose config names no Llama-family shape) skips the memory check.
     """
@@ -115,21 +126,65 @@ def check_trial_fits(
             f"execution.checkpoint_interval ({interval}) must be a multiple of proxy.eval_interval "
             f"({proxy.eval_interval}): a checkpoint follows its evaluation's report"
         )
-    if scale.gpus == 0 or shape is None or fits(scale, proxy, shape):
+    if scale.gpus == 0 or shape is None:
         return  # a CPU trial's memory is the machine's, not a GPU's
+    if 0 < scale.gpus < 1:
+        check_shared_gpu(scale, proxy, shape, base=base, key=key, concurrency=concurrency)
+        return
+    if fits(scale, proxy, shape):
+        return
     raise ValueError(f"{key} = {scale.gpus:g}: a trial of {base} needs {trial_size(scale, proxy, shape).line()}, "
                      f"over the {gpu_capacity(scale):g} GB it has (execution.gpu_memory_gb); "
                      f"{what_fits(scale, proxy, shape, key=key)}")  # fmt: skip
 
 
+def trials_per_gpu(scale: TrialScale, *, concurrency: int | None = None) -> int:
+    """Trials that share one GPU at once: 1 on whole GPUs; with a fraction, as many as its shares fill (Ray packs
+    fractional trials onto one GPU: 4 at gpus 0.25, 3 at 0.3) and no more than `concurrency` run (None: not known,
+    the most)."""
+    if not 0 < scale.gpus < 1:
+        return 1
+    most = math.floor(1 / scale.gpus + SHARE_TOLERANCE)
+    return most if concurrency is None else max(1, min(most, concurrency))
+
+
 def gpu_capacity(scale: TrialScale) -> float:
-    """GB of one GPU a trial has: all of it, or its share (gpus 0.5: half)."""
-    return scale.gpu_memory_gb * min(scale.gpus, 1.0)
+    """GB of one GPU a trial has: all of it, or its part when as many trials as its share allows run on it (gpus
+    0.25: a quarter)."""
+    return scale.gpu_memory_gb / trials_per_gpu(scale)
 
 
 def fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> bool:
     """Whether one GPU's memory in a trial as `scale` runs it is within what the trial has of a GPU."""
     return trial_size(scale, proxy, shape).total_gb <= gpu_capacity(scale)
+
+
+def check_shared_gpu(
+    scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, base: str, key: str, concurrency: int | None
+) -> None:
+    """ValueError with the figures unless the trials sharing one GPU (gpus below 1) fit its memory together: each
+    process holds its own weights, Adam state, activations and CUDA context, so n trials need n times one's."""
+    sharing = trials_per_gpu(scale, concurrency=concurrency)
+    size = trial_size(scale, proxy, shape)
+    if sharing * size.total_gb <= scale.gpu_memory_gb:
+        return
+    at_once = "" if concurrency is None else f" (execution.concurrency {concurrency})"
+    instead = _what_shares(scale, proxy, shape, key=key)
+    raise ValueError(
+        f"{key} = {scale.gpus:g}: {sharing} trials of {base} at once share one GPU{at_once}, each needing "
+        f"{size.line()}: {sharing} x {size.total_gb:.1f} = {sharing * size.total_gb:.1f} GB, over the "
+        f"{scale.gpu_memory_gb:g} GB of one GPU (execution.gpu_memory_gb); {instead}"
+    )
+
+
+def _what_shares(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: str) -> str:
+    """The settings that would hold trials sharing a GPU: fewer of them on it, or a GPU (or more) each."""
+    most = math.floor(scale.gpu_memory_gb / trial_size(scale, proxy, shape).total_gb)
+    if most >= 2:
+        # Rounded down to Ray's four decimals: 0.3333 packs 3 trials on a GPU, where 0.34 would pack 2.
+        share = math.floor(1e4 / most) / 1e4
+        return f"{most} fit one GPU: set {key}: {share:g}, or execution.concurrency: {most}"
+    return what_fits(scale.model_copy(update={"gpus": 1.0}), proxy, shape, key=key)
 
 
 def what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: str) -> str:
@@ -142,7 +197,8 @@ def what_fits(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape, *, key: 
         if not scale.activation_checkpointing:
             advice += ", or set execution.activation_checkpointing: true"
         return f"no number of GPUs up to {MAX_WORKERS} holds it: {advice}"
-    return f"{needed.workers} GPUs hold it ({needed.total_gb:.1f} GB each): set {key}: {needed.workers}"
+    held = "1 GPU holds it" if needed.workers == 1 else f"{needed.workers} GPUs hold it"
+    return f"{held} ({needed.total_gb:.1f} GB each): set {key}: {needed.workers}"
 
 
 def trial_size(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> TrialMemory:

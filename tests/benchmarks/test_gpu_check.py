@@ -1,12 +1,15 @@
-"""benchmarks/gpu_check.sh on what a CPU machine can check: its wheel list holds every package the GPU tests
-import, it refuses a machine without CUDA in one line, and its summary line reads what the parts left."""
+"""benchmarks/gpu_check.sh on what a CPU machine can check: its wheel list holds every package the GPU tests and the GPU
+sweep import, it joins a wheel carried in parts and installs it, it refuses a machine without CUDA in one line, and its
+summary line reads what the parts left."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,9 @@ GPU_PATHS = [
     "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
     "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.promotion", "cli.promote", "full_run_gpu",
     "proxy_trial_gpu", "train_entry.sharded.trial",
+    # What gpu_sweep.py's `sweep run` imports: its driver (Ray Tune, Optuna), trials, pick and report.
+    "gpu_sweep", "cli.run", "sweep.run.driver", "sweep.run.trainable", "sweep.choice.surrogate", "reports.report",
+    "sklearn.gaussian_process",  # the surrogate's, imported when it fits
 ]  # fmt: skip
 IMPORTED = """
 import importlib, importlib.metadata as md, json, os, sys
@@ -109,6 +115,43 @@ def test_without_cuda_the_check_stops_in_its_preflight_in_one_line(tmp_path):
     assert not (tmp_path / "log" / "gpu-tests.xml").exists()
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="stops at the preflight only where there is no CUDA")
+def test_a_wheel_carried_in_parts_in_two_folders_is_joined_and_installed_before_the_preflight(tmp_path):
+    wheel = _probe_wheel()
+    half = len(wheel) // 2
+    for folder, suffix, piece in (("call-1", "aa", wheel[:half]), ("call-2", "ab", wheel[half:])):
+        (tmp_path / "wheels" / folder).mkdir(parents=True)
+        (tmp_path / "wheels" / folder / f"{PROBE_WHEEL}.part-{suffix}").write_bytes(piece)
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_check.sh"), str(tmp_path / "log")],
+        check=False, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "WHEELS": str(tmp_path / "wheels"), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 2 and "sees no CUDA GPU" in result.stderr  # after the install
+    assert (tmp_path / "wheels" / PROBE_WHEEL).read_bytes() == wheel
+    assert (tmp_path / "gpu-site" / "cpt_sweep_probe" / "__init__.py").read_text() == "VALUE = 1\n"
+
+
+PROBE_WHEEL = "cpt_sweep_probe-1.0-py3-none-any.whl"
+
+
+def _probe_wheel() -> bytes:
+    """A wheel of one module, as pip installs it offline."""
+    files = {
+        "cpt_sweep_probe/__init__.py": "VALUE = 1\n",
+        "cpt_sweep_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: cpt-sweep-probe\nVersion: 1.0\n",
+        "cpt_sweep_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files["cpt_sweep_probe-1.0.dist-info/RECORD"] = "".join(
+        f"{name},,\n" for name in [*files, "cpt_sweep_probe-1.0.dist-info/RECORD"]
+    )
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
 def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
     (tmp_path / "gpu-tests.xml").write_text(
         '<testsuites><testsuite tests="12" failures="1" errors="0" skipped="2">'
@@ -134,7 +177,7 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
         },
     ]
     (tmp_path / "proxy-trial-benchmark.json").write_text(json.dumps(proxy))
-    assert summary(tmp_path) == (
+    assert summary(tmp_path, ("tests", "proxy", "full-run")) == (  # as `gpu_check.sh DIR tests proxy full-run` ends
         "gpu_check: tests 9 passed, 1 failed, 2 skipped; resume step check passed (megatron-core's load alone left "
         "step 1, finish_load 3); entry / bare per layer: 0.5B 0.91; optimizer step: 0.5B 12.3 ms; 1B proxy trial: "
         "one GPU on 1: 0.96 of bare, MFU 41%, peak 41.2 GB per GPU (estimated 54.0), sharded (FSDP2) on 8: 0.93 of bare, "
@@ -146,5 +189,9 @@ def test_the_summary_says_which_part_left_nothing(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
         "run; benchmark: no figures (stopped at the time limit before its first row, or failed); 1B proxy trial: no "
-        "figures (stopped at the time limit before its first row, or failed)"
+        "figures (stopped at the time limit before its first row, or failed); sweep on the GPU: no figures (stopped "
+        "at the time limit before its first sweep ended, or failed)"
+    )
+    assert summary(tmp_path, ("sweep",)) == (
+        "gpu_check: sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
     )

@@ -31,6 +31,8 @@ def test_trial_runs_on_cuda(tiny_spec_path, tmp_path):
     assert result.status is TrialStatus.COMPLETED
     assert all(math.isfinite(m.domain_loss) and math.isfinite(m.general_loss) for m in result.history)
     assert result.final.domain_gain > 0
+    # What the trial's GPU allocator held at its most (benchmarks/gpu_sweep.py sums them over trials sharing a GPU).
+    assert result.usage.peak_memory_gb > 0 and result.usage.train_tokens == result.tokens_seen
 
 
 def test_a_compiled_trial_measures_what_an_eager_one_does(tiny_spec_path, tmp_path):

@@ -178,6 +178,11 @@ BAD_SPECS = {
         "execution.gpus",
         "over the 4 GB it has (execution.gpu_memory_gb)",
     ),
+    "trials sharing a GPU over its memory together": (
+        {"execution": {"gpus": 0.25, "concurrency": 4, "gpu_memory_gb": 20}},
+        "execution.gpus",
+        "4 trials of builtin:tiny-llama at once share one GPU (execution.concurrency 4)",
+    ),
     "repeated grid value": (
         {"space": {"lr_fraction": [0.1, 0.1], "mix": ["1:1"]}, "search": {"sampler": "grid"}},
         "space.lr_fraction",

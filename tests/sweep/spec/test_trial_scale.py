@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sweep.ladder.gpus import on_gpus, rung_gpus, rung_trial_gpus
-from sweep.spec.trial_scale import TrialScale, check_trial_fits, hf_shape, trials_at_once
+from sweep.spec.trial_scale import TrialScale, check_trial_fits, hf_shape, trials_at_once, trials_per_gpu
 from tests.hf_dirs import llama_family_dirs
 from train_entry.trial_config import ProxyConfig
 
@@ -66,12 +66,50 @@ def test_an_8b_trial_on_one_gpu_is_refused_with_its_figures_and_the_gpus_that_ho
         check_trial_fits(TrialScale(gpus=1, gpu_memory_gb=16), PROXY, eight, base="Llama-3.1-8B")
 
 
-def test_a_shared_gpu_holds_a_share_of_its_memory(family):
+def test_trials_sharing_a_gpu_must_fit_its_memory_together(family):
     one = family["Llama-3.2-1B"]
     small = PROXY.model_copy(update={"batch_size": 4})  # 40.3 GB per GPU
     check_trial_fits(TrialScale(gpus=1, activation_checkpointing=True), small, one, base="1B")
-    with pytest.raises(ValueError, match="over the 40 GB it has"):
+    with pytest.raises(ValueError) as refused:
         check_trial_fits(TrialScale(gpus=0.5, activation_checkpointing=True), small, one, base="1B")
+    message = str(refused.value)
+    assert message.startswith(
+        "execution.gpus = 0.5: 2 trials of 1B at once share one GPU, each needing 40.3 GB per GPU"
+    )
+    assert message.endswith(
+        ": 2 x 40.3 = 80.6 GB, over the 80 GB of one GPU (execution.gpu_memory_gb); 1 GPU holds it (40.3 GB each): "
+        "set execution.gpus: 1"
+    )
+    # One trial at a time has the GPU to itself, whatever its share.
+    check_trial_fits(TrialScale(gpus=0.5, activation_checkpointing=True), small, one, base="1B", concurrency=1)
+
+
+def test_four_trials_at_a_quarter_gpu_are_refused_with_the_sum_and_the_shares_that_fit(family):
+    one = family["Llama-3.2-1B"]
+    small = PROXY.model_copy(update={"batch_size": 1})  # 31.25 GB per GPU: 4 of them 125.0 GB, over 120
+    scale = TrialScale(gpus=0.25, gpu_memory_gb=120, activation_checkpointing=True)
+    with pytest.raises(ValueError) as refused:
+        check_trial_fits(scale, small, one, base="1B", concurrency=8)
+    message = str(refused.value)
+    assert message.startswith(
+        "execution.gpus = 0.25: 4 trials of 1B at once share one GPU (execution.concurrency 8), each needing 31.3 GB"
+    )
+    assert message.endswith(
+        ": 4 x 31.3 = 125.0 GB, over the 120 GB of one GPU (execution.gpu_memory_gb); 3 fit one GPU: set "
+        "execution.gpus: 0.3333, or execution.concurrency: 3"
+    )
+    # Either setting the refusal names holds them: 3 trials of a third of a GPU, or 3 at once of a quarter.
+    check_trial_fits(scale.model_copy(update={"gpus": 0.3333}), small, one, base="1B", concurrency=8)
+    check_trial_fits(scale, small, one, base="1B", concurrency=3)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "concurrency", "sharing"),
+    [(1, 8, 1), (2, 8, 1), (0.5, 8, 2), (0.25, 8, 4), (0.25, 2, 2), (0.3, 8, 3), (0.1, 16, 10), (0.3333, None, 3),
+     (0.25, None, 4)],
+)  # fmt: skip
+def test_trials_share_a_gpu_as_its_shares_and_the_concurrency_allow(gpus, concurrency, sharing):
+    assert trials_per_gpu(TrialScale(gpus=gpus), concurrency=concurrency) == sharing
 
 
 def test_each_rung_of_a_family_ladder_gets_the_gpus_that_hold_it_and_as_many_trials_as_the_gpus_allow(family):
