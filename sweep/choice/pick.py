@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sweep.choice.config import PickConfig
 from sweep.choice.surrogate import (
@@ -146,6 +146,19 @@ class Pick(StrictConfig):
     """Every other distinct tried point against the pick, by first trial number."""
     fit: SurrogateFit | None = None
     """The surrogate's fit: points used, learned noise and length scales; None without one."""
+
+    @model_validator(mode="after")
+    def _surrogate_predicts(self) -> Pick:
+        """A surrogate's pick is its predictions: best.json without them has lost what promotion copies."""
+        if self.source is PickSource.SURROGATE:
+            missing = [
+                key
+                for key in ("point", "gain", "forgetting", "probability_within_budget")
+                if getattr(self, key) is None
+            ]
+            if missing:
+                raise ValueError(f"a surrogate's pick carries its {', '.join(missing)}, not null")
+        return self
 
     @property
     def indistinguishable(self) -> list[Comparison]:

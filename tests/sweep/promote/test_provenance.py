@@ -92,6 +92,20 @@ def test_a_pick_edited_out_of_the_searched_space_is_exit_2(tmp_path, capsys):
     assert files(tmp_path) == before
 
 
+@pytest.mark.parametrize("key", ["gain", "forgetting", "probability_within_budget"])
+def test_a_surrogate_pick_without_its_prediction_is_exit_2(key, tmp_path, capsys):
+    """Found by the long fuzz: a nulled pick.gain was an AttributeError in promotion under --unconfirmed."""
+    run_dir = write_run(tmp_path / "runs" / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
+    path = edited(run_dir, lambda data: data["pick"].update({key: None}))
+    before = files(tmp_path)
+
+    assert promote(run_dir, "--unconfirmed") == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {path}") and f"a surrogate's pick carries its {key}, not null" in line
+    assert files(tmp_path) == before
+
+
 def test_a_confirmation_edited_to_confirmed_is_refused_by_its_trials_unless_unconfirmed(tmp_path, capsys):
     pick = surrogate_pick(0.13, "1:2")
     run_dir = write_run(tmp_path / "runs" / "lr_mix", pick=pick, confirmation=confirmed(pick, forgetting=0.026))
