@@ -22,15 +22,43 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from sweep.choice.config import Setting
 from sweep.choice.feasible import is_feasible
 from sweep.choice.observed import best_observed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import fit_surrogate, point_key
+from sweep.spec.space import SearchSpace
+from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
-from train_entry.config import StrictConfig
+from sweep.study.study import SweepPlan
+from train_entry.config import SEED_LIMIT, StrictConfig
 from train_entry.mix import MixRatio
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the confirmation rule needs from the sweep's plan, passed apart so that the rule needs no study."""
+
+    space: SearchSpace
+    budget: float
+    pick: PickConfig
+    config: ConfirmationConfig
+    first_seed: int
+    """The first seed no other trial uses (SweepPlan.first_confirmation_seed)."""
+
+    @classmethod
+    def of(cls, plan: SweepPlan) -> Setting:
+        return cls(
+            space=plan.space,
+            budget=plan.forgetting_budget,
+            pick=plan.pick,
+            config=plan.search.confirmation,
+            first_seed=plan.first_confirmation_seed,
+        )
+
+    def seeds(self, round_: int) -> list[int]:
+        start = self.first_seed + round_ * self.config.seeds
+        return [(start + k) % SEED_LIMIT for k in range(self.config.seeds)]
 
 
 class Outcome(str, enum.Enum):

@@ -22,27 +22,25 @@ from pydantic import (
     model_validator,
 )
 
-from sweep.choice.config import ConfirmationConfig, PickConfig
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
 from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
-from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.inert import inert_settings
+from sweep.spec.rung_trial import rung_trial
+from sweep.spec.shapes import base_shape
 from sweep.spec.space import SearchSpace
-from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
-from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
-from sweep.study.replicates import ReplicatesConfig
-from sweep.study.storage import check_url
+from sweep.spec.trial_scale import TrialScale, check_trial_fits
+from sweep.study.config import PickConfig, SearchConfig
+from sweep.study.study import SweepPlan
 from train_entry.builtin_base import BuiltinBaseConfig
-from train_entry.config import Seed, StrictConfig
+from train_entry.config import StrictConfig
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
 from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
-MAX_TRIALS = 10_000
-"""Upper bound of a sweep's trials (and a grid's points): far above any proxy sweep, far below a typo."""
 
 
 def _one_or_many(value: Any) -> Any:
@@ -242,25 +240,6 @@ class ObjectiveConfig(StrictConfig):
     """The rule that picks the recommended point on the surrogate (sweep/choice/pick.py)."""
 
 
-class SearchConfig(StrictConfig):
-    """How the sweep searches its space: the sampler, the pruner and the budget of trials."""
-
-    sampler: Literal["tpe", "gp", "nsga2", "random", "grid"] = "tpe"
-    """Optuna's sampler; grid runs every combination of the listed space values once."""
-    seed: Seed = 0
-    """The sampler's seed: the same seed and trials propose the same points."""
-    num_trials: int = Field(16, gt=0, le=MAX_TRIALS)
-    """Trials the sampler proposes (the sweep ends with these and its replicates); a grid fills in its own
-    count (every combination) when left out."""
-    pruner: PrunerConfig = MedianPrunerConfig()
-    forgetting_guard: ForgettingGuardConfig | None = ForgettingGuardConfig()
-    """Stops a trial predicted to end far over the forgetting budget; null turns it off."""
-    replicates: ReplicatesConfig = ReplicatesConfig()
-    """After the num_trials trials, the best points re-run with other seeds (`{top: 0}`: none)."""
-    confirmation: ConfirmationConfig = ConfirmationConfig()
-    """After the replicates, the pick re-run at fresh seeds before it may be promoted (`{seeds: 0}`: none)."""
-
-
 def _storage_url(url: str | None) -> str | None:
     return None if url is None else check_url(url)
 
@@ -331,6 +310,17 @@ class SweepSpec(StrictConfig):
             )
         self._trials_fit()
         return self
+
+    def plan(self) -> SweepPlan:
+        """What the sweep is asked for (what and how, not where), as its study stores it."""
+        return SweepPlan(
+            forgetting_budget=self.objective.forgetting_budget,
+            max_lr=self.base.max_lr,
+            proxy=self.proxy,
+            space=self.space,
+            search=self.search,
+            pick=self.objective.pick,
+        )
 
     def _trials_fit(self) -> None:
         """Before any compute: a trial splits over its workers and fits its GPUs (a ladder's rung by rung)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import optuna
 from optuna.samplers import BaseSampler
 
-from sweep.spec.spec import SearchConfig
+from sweep.study.config import SearchConfig
 from train_entry.config import SEED_LIMIT
 
 

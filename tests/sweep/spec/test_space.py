@@ -4,7 +4,8 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from sweep.spec.space import Param, SearchSpace
-from sweep.spec.spec import SearchConfig, check_search_fits_space
+from sweep.spec.spec import check_search_fits_space
+from sweep.study.config import SearchConfig
 from train_entry.mix import MixRatio
 
 

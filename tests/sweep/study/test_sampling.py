@@ -42,6 +42,6 @@ def test_sampler_proposes_points_in_the_space_and_stores_the_constraint(open_swe
 def test_sampler_is_seeded(tmp_path, sampler):
     def first_points(name):
         spec = spec_with(sampler=sampler, seed=7, **SEARCH)
-        return run_trials(open_study(spec, url=f"sqlite:///{tmp_path / name}.db", name=name), 3)
+        return run_trials(open_study(spec.plan(), url=f"sqlite:///{tmp_path / name}.db", name=name), 3)
 
     assert first_points("a") == first_points("b")
