@@ -153,6 +153,7 @@ NOT_YET_DOWN = {
     "sweep.choice.support -> sweep.spec.space:SearchSpace",
     "sweep.choice.surrogate -> sweep.spec.space:Box",
     "sweep.choice.surrogate -> sweep.spec.space:SearchSpace",
+    "sweep.study.sampling -> sweep.spec.space:SearchSpace",
     "sweep.study.study -> sweep.spec.space:SearchSpace",
 }
 """Imports of a higher layer that stay until the branches changing the files named beside them are merged: each

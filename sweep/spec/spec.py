@@ -17,6 +17,8 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
+    TypeAdapter,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -33,6 +35,7 @@ from sweep.spec.shapes import base_shape
 from sweep.spec.space import SearchSpace
 from sweep.spec.trial_scale import TrialScale, check_trial_fits
 from sweep.study.config import PickConfig, SearchConfig
+from sweep.study.sampling import SamplerConfig
 from sweep.study.study import SweepPlan
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
@@ -41,6 +44,7 @@ from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
+SAMPLER: TypeAdapter[SamplerConfig] = TypeAdapter(SamplerConfig)
 
 
 def _one_or_many(value: Any) -> Any:
@@ -276,16 +280,17 @@ class SweepSpec(StrictConfig):
 
     @model_validator(mode="before")
     @classmethod
-    def _grid_counts_its_points(cls, data: Any) -> Any:
+    def _sampler_counts_its_trials(cls, data: Any) -> Any:
         # Filled in before validation, so that a dumped spec (or the plan stored in the study)
-        # carries the grid's own count and validates again when it is read back.
+        # carries the sampler's own count (a grid's points) and validates again when it is read back.
         search, space = (data.get(key) if isinstance(data, dict) else None for key in ("search", "space"))
-        if not (isinstance(search, dict) and isinstance(space, dict)) or search.get("sampler") != "grid":
+        if not (isinstance(search, dict) and isinstance(space, dict)) or "num_trials" in search:
             return data
-        lr, mix = space.get("lr_fraction"), space.get("mix")
-        if "num_trials" in search or not (isinstance(lr, list) and isinstance(mix, list) and lr and mix):
-            return data
-        return {**data, "search": {**search, "num_trials": len(lr) * len(mix)}}
+        try:
+            count = SAMPLER.validate_python(search.get("sampler", "tpe")).own_trials(SearchSpace.model_validate(space))
+        except ValidationError:
+            return data  # the same errors come again, with their keys, when the spec is validated
+        return data if count is None else {**data, "search": {**search, "num_trials": count}}
 
     @model_validator(mode="after")
     def _fits(self) -> SweepSpec:
@@ -295,18 +300,18 @@ class SweepSpec(StrictConfig):
                 f"proxy.seq_len ({self.proxy.seq_len}) exceeds the built-in base's context "
                 f"base.builtin.seq_len ({builtin.seq_len})"
             )
-        check_search_fits_space(self.search, self.space)
+        self.search.sampler.check_space(self.space, num_trials=self.search.num_trials)
         self._bpe_has_text()
         if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
             raise ValueError(
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
                 f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr, pretrain_tokens}}"
             )
-        if self.ladder is not None and self.search.sampler != "grid":
+        if self.ladder is not None and not self.search.sampler.fixed_design:
             # The law is checked by predicting each rung from the others: that needs the same points at every rung.
             raise ValueError(
                 f"a ladder runs the same fixed design at every rung: set search.sampler grid (got "
-                f"{self.search.sampler}) and list space.lr_fraction and space.mix"
+                f"{self.search.sampler.type}) and list space.lr_fraction and space.mix"
             )
         self._trials_fit()
         return self
@@ -344,22 +349,6 @@ class SweepSpec(StrictConfig):
                     f"base {BUILTIN_BASE!r} trains its BPE on data.{side}'s text, and data.{side}.train is Megatron "
                     f"prefixes (token ids); set base.tokenizer to the tokenizer that made them ({corpus.tokenizer})"
                 )
-
-
-def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
-    """A grid needs listed values and runs each combination once; the other samplers need an lr range."""
-    if search.sampler == "grid":
-        if not space.listed:
-            raise ValueError("search.sampler grid needs listed values for both space.lr_fraction and space.mix")
-        grid = len(space.lr_fraction) * len(space.mix)
-        if search.num_trials != grid:
-            # A grid runs every point exactly once; a different count would be silently ignored.
-            raise ValueError(
-                f"search.sampler grid runs every combination ({grid}), got search.num_trials={search.num_trials}; "
-                "remove num_trials"
-            )
-    elif isinstance(space.lr_fraction, list):
-        raise ValueError(f"search.sampler {search.sampler} needs a space.lr_fraction range {{low, high, log}}")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

@@ -7,11 +7,10 @@ process loads those: the rules bring the surrogate's scipy and scikit-learn (~1.
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
+from sweep.study.sampling import SamplerConfig, TpeSamplerConfig
 from train_entry.config import Seed, StrictConfig
 
 MAX_TRIALS = 10_000
@@ -64,8 +63,9 @@ class ReplicatesConfig(StrictConfig):
 class SearchConfig(StrictConfig):
     """How the sweep searches its space: the sampler, the pruner and the budget of trials."""
 
-    sampler: Literal["tpe", "gp", "nsga2", "random", "grid"] = "tpe"
-    """Optuna's sampler; grid runs every combination of the listed space values once."""
+    sampler: SamplerConfig = TpeSamplerConfig()
+    """Optuna's sampler, by name (`tpe`) or `{type: tpe}` (sweep/study/sampling.py); grid runs every combination of the
+    listed space values once."""
     seed: Seed = 0
     """The sampler's seed: the same seed and trials propose the same points."""
     num_trials: int = Field(16, gt=0, le=MAX_TRIALS)

@@ -158,7 +158,8 @@ def _optimizers(plan: SweepPlan, *, trials_before: int = 0) -> dict[str, Any]:
     pruner = GuardedPruner(
         search.pruner, guard=search.forgetting_guard, budget=plan.forgetting_budget, proxy=plan.proxy
     )
-    return {"sampler": make_sampler(search, trials_before=trials_before), "pruner": pruner}
+    sampler = make_sampler(search.sampler, seed=search.seed, num_trials=search.num_trials, trials_before=trials_before)
+    return {"sampler": sampler, "pruner": pruner}
 
 
 def _stored_trials(storage: BaseStorage, name: str) -> int:
@@ -215,7 +216,7 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def open_study(plan: SweepPlan, *, url: str, name: str) -> SweepStudy:
-    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
+    """Creates the sweep's study (enqueueing the points its sampler runs first: a grid's), or loads it on a rerun."""
     storage = open_storage(url, creating=True)
     study = optuna.create_study(
         storage=storage,
@@ -237,6 +238,6 @@ def open_study(plan: SweepPlan, *, url: str, name: str) -> SweepStudy:
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
     # Enqueued points are WAITING trials in storage, so they survive a crash; on a rerun skip_if_exists
     # enqueues only the points a crash kept from being enqueued (or that have not run yet).
-    for params in plan.space.grid() if plan.search.sampler == "grid" else []:
+    for params in plan.search.sampler.points(plan.space):
         sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
     return sweep
