@@ -30,7 +30,7 @@ from optuna.samplers import BaseSampler
 from pydantic import BeforeValidator, Discriminator, Tag, model_serializer
 
 from sweep.spec.space import SearchSpace
-from train_entry.config import SEED_LIMIT, StrictConfig
+from train_entry.config import SEED_LIMIT, StrictConfig, shown
 
 
 def _startup(num_trials: int) -> int:
@@ -152,7 +152,7 @@ def _sampler_mapping(value: Any) -> Any:
         return {"type": value}
     if not isinstance(value, dict | _Sampler):
         raise ValueError(
-            f"give a sampler's name (e.g. tpe) or a mapping with its type (e.g. {{type: grid}}), got {value!r}"
+            f"give a sampler's name (e.g. tpe) or a mapping with its type (e.g. {{type: grid}}), got {shown(value)}"
         )
     return value
 
