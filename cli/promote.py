@@ -14,9 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
+from sweep.promote.targets import PRESETS
 
 SIDES = ("general", "non_english", "domain")
-
 
 
 def add_parser(verbs) -> None:
@@ -64,7 +64,7 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """The target and the two numbers of its base a config.json (or an unpublishing maker) does not give."""
     parser.add_argument(
         "--target",
-        help="a preset (llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-3b, qwen3-32b, mistral-7b, mixtral-8x7b), "
+        help=f"a preset ({', '.join(PRESETS)}), "
         "a Hugging Face model directory (its config.json only: no weights read, no code run), or a target YAML file",
     )
     parser.add_argument(

@@ -81,7 +81,7 @@ def _check_storage_driver(path: Path, storage: str | None) -> None:
     """A database driver this machine lacks stops the sweep before anything is written (the spec itself is valid
     wherever the driver is)."""
     from sweep.files.config_file import SpecError
-    from sweep.study.storage import StorageError, check_driver, shown_url
+    from sweep.files.storage_url import StorageError, check_driver, shown_url
 
     if storage is None:
         return  # SQLite in the run directory

@@ -72,8 +72,8 @@ def run_one(spec_path: Path, *, lr_fraction: float, mix: MixRatio, output_dir: P
 def _check_one_process(spec_path: Path, spec) -> None:
     """SpecError with the figures when the spec's trials are sharded over GPUs and one GPU does not hold one."""
     from sweep.files.config_file import SpecError
-    from sweep.ladder.gpus import on_gpus
-    from sweep.spec.trial_scale import base_shape, fits, trial_size
+    from sweep.spec.shapes import base_shape
+    from sweep.spec.trial_scale import fits, on_gpus, trial_size
 
     execution = spec.execution
     if not execution.sharded:

@@ -30,6 +30,7 @@ from sweep.spec.space import LRFractionRange, MixRange
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio
+from train_entry.trial_config import base_domain_loss, base_general_loss
 
 STATUS_COLOURS = {
     Status.COMPLETED: "#2b6cb0",
@@ -455,9 +456,9 @@ def _base_loss(snapshot: RunSnapshot, loss: str) -> float | None:
     for history in snapshot.histories.values():
         for m in history:
             if loss == "domain_loss" and m.domain_gain < 1.0:
-                return m.domain_loss / (1.0 - m.domain_gain)
+                return base_domain_loss(m.domain_loss, m.domain_gain)
             if loss == "general_loss" and math.isfinite(m.forgetting) and m.forgetting > -1.0:
-                return m.general_loss / (1.0 + m.forgetting)
+                return base_general_loss(m.general_loss, m.forgetting)
     return None
 
 

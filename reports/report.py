@@ -219,7 +219,7 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
         "setup": {
             "base": spec.get("base", {}).get("model", "?"),
             "domain corpus": spec.get("data", {}).get("domain", {}).get("train", "?"),
-            "search": f"sampler {snapshot.plan.search.sampler}, pruner {snapshot.plan.search.pruner.type}",
+            "search": f"sampler {snapshot.plan.search.sampler.type}, pruner {snapshot.plan.search.pruner.type}",
             "proxy": f"{snapshot.plan.proxy.steps} steps × {snapshot.plan.proxy.batch_size} × "
             f"{snapshot.plan.proxy.seq_len} tokens",
             "forgetting budget": f"{budget:.4g}",

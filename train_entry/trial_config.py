@@ -186,6 +186,27 @@ class TrialStatus(str, enum.Enum):
     DIVERGED = "diverged"
 
 
+def domain_gain(domain_loss: float, base_domain_loss: float) -> float:
+    """How much less the domain loss is than the base's, as a share of the base's (DESIGN.md's vocabulary); every
+    caller computes it here."""
+    return 1.0 - domain_loss / base_domain_loss
+
+
+def forgetting(general_loss: float, base_general_loss: float) -> float:
+    """How much more the general loss is than the base's, as a share of the base's; every caller computes it here."""
+    return general_loss / base_general_loss - 1.0
+
+
+def base_domain_loss(domain_loss: float, gain: float) -> float:
+    """The base's domain loss that `gain` was measured against: `domain_gain` solved for it."""
+    return domain_loss / (1.0 - gain)
+
+
+def base_general_loss(general_loss: float, forgot: float) -> float:
+    """The base's general loss that `forgot` was measured against: `forgetting` solved for it."""
+    return general_loss / (1.0 + forgot)
+
+
 class Metrics(StrictConfig):
     """One evaluation, as passed to report()."""
 
@@ -197,9 +218,9 @@ class Metrics(StrictConfig):
     domain_loss: float
     general_loss: float
     domain_gain: float
-    """1 - domain_loss / base_domain_loss (higher is better)."""
+    """1 - domain_loss / base_domain_loss (higher is better): `domain_gain`."""
     forgetting: float
-    """general_loss / base_general_loss - 1 (lower is better)."""
+    """general_loss / base_general_loss - 1 (lower is better): `forgetting`."""
     train_loss: float
     lr: float
 
@@ -208,8 +229,8 @@ class Metrics(StrictConfig):
         return cls(
             domain_loss=domain_loss,
             general_loss=general_loss,
-            domain_gain=1.0 - domain_loss / base.domain_loss,
-            forgetting=general_loss / base.general_loss - 1.0,
+            domain_gain=domain_gain(domain_loss, base.domain_loss),
+            forgetting=forgetting(general_loss, base.general_loss),
             **rest,
         )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.choice.confirmation import OFF, Confirmation, Outcome, confirmation_state
+from sweep.choice.confirmation import OFF, Confirmation, Outcome, Setting, confirmation_state
 from sweep.choice.observed import Selection, ranked_completed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.support import pick_warnings
@@ -117,7 +117,7 @@ def _pick_and_confirmation(
     """With confirmation, its rounds replayed over the rows decide the pick (each round refits the surrogate
     to the rows before it); without, the pick of `surrogate`."""
     if plan.search.confirmation.seeds > 0:
-        state = confirmation_state(rows, plan.confirmation_setting())
+        state = confirmation_state(rows, Setting.of(plan))
         return state.pick, state.confirmation
     pick = pick_with(
         surrogate,

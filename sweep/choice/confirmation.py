@@ -22,15 +22,43 @@ from dataclasses import dataclass
 
 from pydantic import Field
 
-from sweep.choice.config import Setting
 from sweep.choice.feasible import is_feasible
 from sweep.choice.observed import best_observed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import fit_surrogate, point_key
+from sweep.spec.space import SearchSpace
+from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
-from train_entry.config import StrictConfig
+from sweep.study.study import SweepPlan
+from train_entry.config import SEED_LIMIT, StrictConfig
 from train_entry.mix import MixRatio
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What the confirmation rule needs from the sweep's plan, passed apart so that the rule needs no study."""
+
+    space: SearchSpace
+    forgetting_budget: float
+    pick: PickConfig
+    config: ConfirmationConfig
+    first_seed: int
+    """The first seed no other trial uses (SweepPlan.first_confirmation_seed)."""
+
+    @classmethod
+    def of(cls, plan: SweepPlan) -> Setting:
+        return cls(
+            space=plan.space,
+            forgetting_budget=plan.forgetting_budget,
+            pick=plan.pick,
+            config=plan.search.confirmation,
+            first_seed=plan.first_confirmation_seed,
+        )
+
+    def seeds(self, round_: int) -> list[int]:
+        start = self.first_seed + round_ * self.config.seeds
+        return [(start + k) % SEED_LIMIT for k in range(self.config.seeds)]
 
 
 class Outcome(str, enum.Enum):
@@ -111,7 +139,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
     Enqueue what it says is due only once the searched trials and the replicates have finished: before, the
     pick it confirms could still change. The pick's fallback is the best observed trial of the searched trials."""
     searched = [row for row in rows if row.confirms is None]
-    observed = best_observed(searched, setting.budget)
+    observed = best_observed(searched, setting.forgetting_budget)
     config = setting.config
     if config.seeds == 0:
         pick = _pick(rows, setting, observed, excluded=set())
@@ -129,12 +157,12 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
             due = _due(pick, trials, round_, setting)
             reason = f"round {round_}: {sum(row.finished for row in trials)} of {config.seeds} confirmation trials ran"
             return State(Confirmation(outcome=Outcome.PENDING, reason=reason, rounds=rounds), pick, due)
-        rounds.append(_measured(pick, trials, round_, setting.budget))
+        rounds.append(_measured(pick, trials, round_, setting.forgetting_budget))
         if rounds[-1].within_budget:
-            reason = f"round {round_}: {_said(rounds[-1], setting.budget)}"
+            reason = f"round {round_}: {_said(rounds[-1], setting.forgetting_budget)}"
             return State(Confirmation(outcome=Outcome.CONFIRMED, reason=reason, rounds=rounds), pick, None)
     reason = f"none of the {len(rounds)} point(s) confirmed (search.confirmation.candidates) held: " + "; ".join(
-        _said(point, setting.budget) for point in rounds
+        _said(point, setting.forgetting_budget) for point in rounds
     )
     return State(Confirmation(outcome=Outcome.NOT_FOUND, reason=reason, rounds=rounds), pick, None)
 
@@ -142,7 +170,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
 def _pick(rows: Sequence[TrialRow], setting: Setting, observed: TrialRow | None, *, excluded: set) -> Pick:
     surrogate = fit_surrogate(rows, setting.space)
     return pick_with(
-        surrogate, rows, space=setting.space, budget=setting.budget, config=setting.pick, observed=observed,
+        surrogate, rows, space=setting.space, budget=setting.forgetting_budget, config=setting.pick, observed=observed,
         excluded=excluded,
     )  # fmt: skip
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field, model_validator
 
-from sweep.choice.config import PickConfig
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
     Z90,
@@ -32,6 +31,7 @@ from sweep.choice.surrogate import (
     point_key,
 )
 from sweep.spec.space import LRFractionRange, MixRange, SearchSpace
+from sweep.study.config import PickConfig
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio

@@ -81,7 +81,7 @@ def seed_noise(points: Iterable[PointSummary]) -> SeedNoise | None:
 
 def replicates_note(rows: Iterable[TrialRow], *, top: int) -> str | None:
     """What the replicates did when fewer distinct points could be re-run than replicates.top (`top`) asks for:
-    the points there were took the remaining replicates at further seeds (see sweep.study.replicates.replicates_due)."""
+    the points there were took the remaining replicates at further seeds (see sweep.choice.replicates.replicates_due)."""
     replicates = [row for row in rows if row.replicate_of is not None]
     points = sorted({row.replicate_of for row in replicates})
     if not replicates or len(points) >= top:

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from sweep.choice.pick import Pick
-from sweep.choice.surrogate import Box, completed
-from sweep.spec.space import MixRange, SearchSpace
+from sweep.choice.surrogate import completed
+from sweep.spec.space import Box, MixRange, SearchSpace
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio
 

@@ -45,7 +45,7 @@ from scipy.special import ndtr
 from scipy.stats import truncnorm
 from threadpoolctl import threadpool_limits
 
-from sweep.spec.space import LRFractionRange, MixRange, SearchSpace
+from sweep.spec.space import Box, SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig
@@ -134,29 +134,6 @@ class SurrogateFit(StrictConfig):
     distinct_points: int
     domain_gain: MetricFit
     forgetting: MetricFit
-
-
-@dataclass(frozen=True)
-class Box:
-    """The searched box in the surrogate's coordinates, log lr_fraction and log(general / domain), each to [0, 1]."""
-
-    log_lr: tuple[float, float]
-    log_ratio: tuple[float, float]
-
-    @classmethod
-    def of(cls, space: SearchSpace) -> Box:
-        lr = space.lr_fraction
-        lows_highs = (lr.low, lr.high) if isinstance(lr, LRFractionRange) else (min(lr), max(lr))
-        ratios = (space.mix.low, space.mix.high) if isinstance(space.mix, MixRange) else space.mix
-        logs = [ratio.log_ratio for ratio in ratios]
-        return cls((math.log(lows_highs[0]), math.log(lows_highs[1])), (min(logs), max(logs)))
-
-    def scaled(self, lr_fraction: Iterable[float], domain_share: Iterable[float]) -> np.ndarray:
-        """Points as rows of (scaled log lr_fraction, scaled log general:domain)."""
-        lr = np.log(np.asarray(list(lr_fraction), dtype=float))
-        share = np.asarray(list(domain_share), dtype=float)
-        ratio = np.log((1.0 - share) / share)
-        return np.column_stack([_unit(lr, self.log_lr), _unit(ratio, self.log_ratio)])
 
 
 @dataclass(frozen=True)
@@ -375,9 +352,3 @@ def _y_scale(y: np.ndarray) -> float:
     """The standard deviation normalize_y divides by (scikit-learn takes a constant target's as 1)."""
     std = float(np.std(y))
     return std if std >= 10 * np.finfo(float).eps else 1.0
-
-
-def _unit(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
-    low, high = bounds
-    # One searched value (a single listed lr_fraction or mix): the axis carries no information.
-    return (values - low) / (high - low) if high > low else np.zeros_like(values)

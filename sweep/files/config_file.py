@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError, ValidationInfo
 
+from sweep.files.storage_url import quoted
 from sweep.files.yaml_file import YamlFileError, read_yaml
-from sweep.study.storage import quoted
 
 Config = TypeVar("Config", bound=BaseModel)
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from sweep.files.compat import FileFormat, FormatError
-from sweep.study.storage import quoted
+from sweep.files.storage_url import quoted
 
 Model = TypeVar("Model", bound=BaseModel)
 

@@ -20,8 +20,7 @@ from pydantic import Field, field_validator
 
 from sweep.files.compat import FORMAT_KEY, RUN_RECORD, SPEC, WRITTEN_BY
 from sweep.files.records import CorruptFile, read_model, write_model, write_whole
-from sweep.spec.spec import SweepSpec
-from sweep.study.storage import StorageError, check_url, resolve, shown_url, sqlite_file
+from sweep.files.storage_url import StorageError, check_url, resolve, shown_url, sqlite_file
 from sweep.study.study import StudyNotFound, SweepStudy, load_study
 from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import RESULT_JSON, TRIAL_CONFIG_JSON
@@ -177,8 +176,9 @@ class RunDir:
     def write_record(self, record: RunRecord) -> None:
         write_model(self.inside(self.run_json), record, RUN_RECORD)
 
-    def write_spec_copy(self, spec: SweepSpec) -> None:
-        """Writes the spec the run ran, every default filled in and every path absolute.
+    def write_spec_copy(self, spec: StrictConfig) -> None:
+        """Writes the spec the run ran (a SweepSpec: typed as any config, since the spec assembles configs from the
+        packages above this one), every default filled in and every path absolute.
 
         A verbatim copy would keep paths relative to the original spec's folder, which mean nothing
         once read from inside the run directory; this one loads with `load_spec` from anywhere. It carries

@@ -13,17 +13,16 @@ import itertools
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, model_validator
 
 from sweep.files.config_file import resolve_path
 from sweep.files.records import CorruptFile, read_model
 from sweep.ladder.law_csv import read_runs_csv
 from sweep.ladder.law_table import LawInputError
 from sweep.scale import non_embedding_params
+from sweep.spec.shapes import HfModelConfig, builtin_shape
 from sweep.spec.trial_memory import MAX_WORKERS
-from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import Seed, StrictConfig, shown
-from train_entry.megatron.config import ModelShape
 
 MIN_RUNGS = 4
 """Leave-one-rung-out predicts the largest rung from three others, which span two size ratios to fit N's
@@ -87,20 +86,6 @@ class BuiltinRung(StrictConfig):
         return non_embedding_params(builtin_shape(self, vocab_size=1, seq_len=1))
 
 
-def builtin_shape(shape: BuiltinRung | BuiltinBaseConfig, *, vocab_size: int, seq_len: int) -> ModelShape:
-    """The model a built-in shape (a rung's, or base.builtin's own) builds, as train_entry.pretrain builds it."""
-    return ModelShape(
-        num_layers=shape.num_layers,
-        hidden_size=shape.hidden_size,
-        ffn_hidden_size=shape.intermediate_size,
-        num_attention_heads=shape.num_heads,
-        num_query_groups=shape.num_kv_heads,
-        vocab_size=vocab_size,
-        seq_length=seq_len,
-        untie_embeddings_and_output_weights=False,  # train_entry.pretrain ties them
-    )
-
-
 PRESETS: dict[str, BuiltinRung] = {
     rung.name: rung
     for rung in (
@@ -113,35 +98,6 @@ PRESETS: dict[str, BuiltinRung] = {
     )
 }
 """Built-in presets by name: N (non-embedding) 46 272, 92 480, 302 496 and 738 432."""
-
-
-class HfModelConfig(BaseModel):
-    """The part of a Hugging Face config.json that gives a Llama-family model's N (its other keys ignored)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    model_type: str = ""
-    hidden_size: int = Field(gt=0)
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    """Qwen 3 and Gemma give it where it is not hidden_size / num_attention_heads."""
-    intermediate_size: int = Field(gt=0)
-
-    def model_shape(self, *, vocab_size: int, seq_len: int, untied: bool) -> ModelShape:
-        own_width = self.head_dim is not None and self.head_dim != self.hidden_size // self.num_attention_heads
-        return ModelShape(
-            num_layers=self.num_hidden_layers,
-            hidden_size=self.hidden_size,
-            ffn_hidden_size=self.intermediate_size,
-            num_attention_heads=self.num_attention_heads,
-            num_query_groups=self.num_key_value_heads or self.num_attention_heads,
-            kv_channels=self.head_dim if own_width else None,
-            vocab_size=vocab_size,
-            seq_length=seq_len,
-            untie_embeddings_and_output_weights=untied,
-        )
 
 
 class HfRung(StrictConfig):

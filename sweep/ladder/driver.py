@@ -23,8 +23,8 @@ from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_
 from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
 from sweep.ladder.tokenizers import check_one_tokenizer
 from sweep.run.driver import SweepOutcome, SweepView, locked
+from sweep.spec.shapes import base_shape
 from sweep.spec.spec import SweepSpec
-from sweep.spec.trial_scale import base_shape
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,7 +13,6 @@ import math
 
 from pydantic import Field, model_validator
 
-from sweep.choice.surrogate import Box
 from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
@@ -22,8 +21,8 @@ from sweep.ladder.law_optimum import SearchBox
 from sweep.ladder.law_runs import LawFitReport
 from sweep.ladder.law_table import Observation, ObservationTable
 from sweep.ladder.rungs import LadderTarget, RungDesign
-from sweep.spec.space import SearchSpace
-from sweep.spec.spec import SearchConfig
+from sweep.spec.space import Box, SearchSpace
+from sweep.study.config import SearchConfig
 from train_entry.config import StrictConfig
 
 MAX_OBSERVATIONS = 500_000

@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import Field
 
 from sweep.ladder.config import BuiltinRung, HfRung, RungName
-from sweep.ladder.gpus import RungTrial, rung_trial
 from sweep.ladder.law_optimum import TargetScale
+from sweep.spec.rung_trial import RungTrial, rung_trial
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
 from train_entry.config import StrictConfig
 

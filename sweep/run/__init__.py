@@ -1,1 +1,2 @@
-"""Running a sweep: its data and base prepared once, its trials under Ray Tune, W&B tracking, what a person sees."""
+"""Running a sweep: its data and base prepared once, its trials under Ray Tune (the searcher that asks the study),
+W&B tracking, what a person sees."""

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sweep.run.progress import byte_size
 from sweep.scale import total_params
+from sweep.spec.shapes import base_shape
 from sweep.spec.spec import SweepSpec
-from sweep.spec.trial_scale import base_shape
 from train_entry.megatron.config import ModelShape
 
 BYTES_PER_PARAMETER = 12

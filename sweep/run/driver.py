@@ -32,17 +32,17 @@ from sweep.choice.best import BestSummary, best_summary, trials_expected, write_
 from sweep.choice.observed import Selection, select
 from sweep.choice.points import replicates_note
 from sweep.files.rundir import RunDir, RunLocked, RunRecord
+from sweep.files.storage_url import shown_url, sqlite_file
 from sweep.run.checkpoint_room import sweep_checkpoint_room
 from sweep.run.interrupt import sigterm_as_sigint
 from sweep.run.prepare import Prepared, prepare
+from sweep.run.searcher import StudySearcher
 from sweep.run.sweep_log import log_sweep
 from sweep.run.tracking import WandbTarget, worker_env
 from sweep.run.trainable import proxy_trainable
 from sweep.run.trial_slots import DRIVER_CPUS, ClusterTooSmall, TrialSlots, local_gpus, trial_cpus, trial_slots
 from sweep.spec.spec import ExecutionConfig, SweepSpec
 from sweep.study.row import TrialRow
-from sweep.study.searcher import StudySearcher
-from sweep.study.storage import shown_url, sqlite_file
 from sweep.study.study import PICK_ATTR, SweepStudy, open_study
 from sweep.study.table import trial_rows, write_tables
 
@@ -148,7 +148,7 @@ def run_sweep(
             _discard(run, url=url, name=record.study_name, view=view)
         log = _log_handler(run.inside(run.driver_log))
         _route_logs(log)
-        sweep = open_study(spec, url=url, name=record.study_name)  # refuses another spec's
+        sweep = open_study(spec.plan(), url=url, name=record.study_name)  # refuses another spec's
         run.write_spec_copy(spec)
         run.write_record(record)
         searcher = StudySearcher(sweep)

@@ -11,10 +11,11 @@ from __future__ import annotations
 import enum
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, FloatDistribution
 from pydantic import AfterValidator, Field, field_validator, model_validator
@@ -223,3 +224,32 @@ class _Axis:
         if scale(self.high) - scale(value) <= zone:
             return f"{self.name}={value:.4g} is at the high end of {span}; widen it above {self.high:.4g}"
         return None
+
+
+@dataclass(frozen=True)
+class Box:
+    """The searched box in the surrogate's and the law's coordinates, log lr_fraction and log(general / domain), each to [0, 1]."""
+
+    log_lr: tuple[float, float]
+    log_ratio: tuple[float, float]
+
+    @classmethod
+    def of(cls, space: SearchSpace) -> Box:
+        lr = space.lr_fraction
+        lows_highs = (lr.low, lr.high) if isinstance(lr, LRFractionRange) else (min(lr), max(lr))
+        ratios = (space.mix.low, space.mix.high) if isinstance(space.mix, MixRange) else space.mix
+        logs = [ratio.log_ratio for ratio in ratios]
+        return cls((math.log(lows_highs[0]), math.log(lows_highs[1])), (min(logs), max(logs)))
+
+    def scaled(self, lr_fraction: Iterable[float], domain_share: Iterable[float]) -> np.ndarray:
+        """Points as rows of (scaled log lr_fraction, scaled log general:domain)."""
+        lr = np.log(np.asarray(list(lr_fraction), dtype=float))
+        share = np.asarray(list(domain_share), dtype=float)
+        ratio = np.log((1.0 - share) / share)
+        return np.column_stack([_unit(lr, self.log_lr), _unit(ratio, self.log_ratio)])
+
+
+def _unit(values: np.ndarray, bounds: tuple[float, float]) -> np.ndarray:
+    low, high = bounds
+    # One searched value (a single listed lr_fraction or mix): the axis carries no information.
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)

@@ -17,32 +17,34 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
+    TypeAdapter,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from sweep.choice.config import ConfirmationConfig, PickConfig
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
 from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
-from sweep.ladder.gpus import rung_trial
 from sweep.run.tracking import TrackingConfig
 from sweep.spec.inert import inert_settings
+from sweep.spec.rung_trial import rung_trial
+from sweep.spec.shapes import base_shape
 from sweep.spec.space import SearchSpace
-from sweep.spec.trial_scale import TrialScale, base_shape, check_trial_fits
-from sweep.study.pruning import ForgettingGuardConfig, MedianPrunerConfig, PrunerConfig
-from sweep.study.replicates import ReplicatesConfig
-from sweep.study.storage import check_url
+from sweep.spec.trial_scale import TrialScale, check_trial_fits
+from sweep.study.config import PickConfig, SearchConfig
+from sweep.study.sampling import SamplerConfig
+from sweep.study.study import SweepPlan
 from train_entry.builtin_base import BuiltinBaseConfig
-from train_entry.config import Seed, StrictConfig
+from train_entry.config import StrictConfig
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
 from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
 BUILTIN_BASE = "builtin:tiny-llama"
-MAX_TRIALS = 10_000
-"""Upper bound of a sweep's trials (and a grid's points): far above any proxy sweep, far below a typo."""
+SAMPLER: TypeAdapter[SamplerConfig] = TypeAdapter(SamplerConfig)
 
 
 def _one_or_many(value: Any) -> Any:
@@ -242,25 +244,6 @@ class ObjectiveConfig(StrictConfig):
     """The rule that picks the recommended point on the surrogate (sweep/choice/pick.py)."""
 
 
-class SearchConfig(StrictConfig):
-    """How the sweep searches its space: the sampler, the pruner and the budget of trials."""
-
-    sampler: Literal["tpe", "gp", "nsga2", "random", "grid"] = "tpe"
-    """Optuna's sampler; grid runs every combination of the listed space values once."""
-    seed: Seed = 0
-    """The sampler's seed: the same seed and trials propose the same points."""
-    num_trials: int = Field(16, gt=0, le=MAX_TRIALS)
-    """Trials the sampler proposes (the sweep ends with these and its replicates); a grid fills in its own
-    count (every combination) when left out."""
-    pruner: PrunerConfig = MedianPrunerConfig()
-    forgetting_guard: ForgettingGuardConfig | None = ForgettingGuardConfig()
-    """Stops a trial predicted to end far over the forgetting budget; null turns it off."""
-    replicates: ReplicatesConfig = ReplicatesConfig()
-    """After the num_trials trials, the best points re-run with other seeds (`{top: 0}`: none)."""
-    confirmation: ConfirmationConfig = ConfirmationConfig()
-    """After the replicates, the pick re-run at fresh seeds before it may be promoted (`{seeds: 0}`: none)."""
-
-
 def _storage_url(url: str | None) -> str | None:
     return None if url is None else check_url(url)
 
@@ -297,16 +280,17 @@ class SweepSpec(StrictConfig):
 
     @model_validator(mode="before")
     @classmethod
-    def _grid_counts_its_points(cls, data: Any) -> Any:
+    def _sampler_counts_its_trials(cls, data: Any) -> Any:
         # Filled in before validation, so that a dumped spec (or the plan stored in the study)
-        # carries the grid's own count and validates again when it is read back.
+        # carries the sampler's own count (a grid's points) and validates again when it is read back.
         search, space = (data.get(key) if isinstance(data, dict) else None for key in ("search", "space"))
-        if not (isinstance(search, dict) and isinstance(space, dict)) or search.get("sampler") != "grid":
+        if not (isinstance(search, dict) and isinstance(space, dict)) or "num_trials" in search:
             return data
-        lr, mix = space.get("lr_fraction"), space.get("mix")
-        if "num_trials" in search or not (isinstance(lr, list) and isinstance(mix, list) and lr and mix):
-            return data
-        return {**data, "search": {**search, "num_trials": len(lr) * len(mix)}}
+        try:
+            count = SAMPLER.validate_python(search.get("sampler", "tpe")).own_trials(SearchSpace.model_validate(space))
+        except ValidationError:
+            return data  # the same errors come again, with their keys, when the spec is validated
+        return data if count is None else {**data, "search": {**search, "num_trials": count}}
 
     @model_validator(mode="after")
     def _fits(self) -> SweepSpec:
@@ -316,21 +300,32 @@ class SweepSpec(StrictConfig):
                 f"proxy.seq_len ({self.proxy.seq_len}) exceeds the built-in base's context "
                 f"base.builtin.seq_len ({builtin.seq_len})"
             )
-        check_search_fits_space(self.search, self.space)
+        self.search.sampler.check_space(self.space, num_trials=self.search.num_trials)
         self._bpe_has_text()
         if self.ladder is not None and self.ladder.builtin and not self.base.is_builtin:
             raise ValueError(
                 f"ladder.rungs are built-in shapes, which take base.builtin's vocabulary, batch and recipe; "
                 f"set base.model {BUILTIN_BASE!r} or list Hugging Face rungs {{name, model, max_lr, pretrain_tokens}}"
             )
-        if self.ladder is not None and self.search.sampler != "grid":
+        if self.ladder is not None and not self.search.sampler.fixed_design:
             # The law is checked by predicting each rung from the others: that needs the same points at every rung.
             raise ValueError(
                 f"a ladder runs the same fixed design at every rung: set search.sampler grid (got "
-                f"{self.search.sampler}) and list space.lr_fraction and space.mix"
+                f"{self.search.sampler.type}) and list space.lr_fraction and space.mix"
             )
         self._trials_fit()
         return self
+
+    def plan(self) -> SweepPlan:
+        """What the sweep is asked for (what and how, not where), as its study stores it."""
+        return SweepPlan(
+            forgetting_budget=self.objective.forgetting_budget,
+            max_lr=self.base.max_lr,
+            proxy=self.proxy,
+            space=self.space,
+            search=self.search,
+            pick=self.objective.pick,
+        )
 
     def _trials_fit(self) -> None:
         """Before any compute: a trial splits over its workers and fits its GPUs (a ladder's rung by rung)."""
@@ -354,22 +349,6 @@ class SweepSpec(StrictConfig):
                     f"base {BUILTIN_BASE!r} trains its BPE on data.{side}'s text, and data.{side}.train is Megatron "
                     f"prefixes (token ids); set base.tokenizer to the tokenizer that made them ({corpus.tokenizer})"
                 )
-
-
-def check_search_fits_space(search: SearchConfig, space: SearchSpace) -> None:
-    """A grid needs listed values and runs each combination once; the other samplers need an lr range."""
-    if search.sampler == "grid":
-        if not space.listed:
-            raise ValueError("search.sampler grid needs listed values for both space.lr_fraction and space.mix")
-        grid = len(space.lr_fraction) * len(space.mix)
-        if search.num_trials != grid:
-            # A grid runs every point exactly once; a different count would be silently ignored.
-            raise ValueError(
-                f"search.sampler grid runs every combination ({grid}), got search.num_trials={search.num_trials}; "
-                "remove num_trials"
-            )
-    elif isinstance(space.lr_fraction, list):
-        raise ValueError(f"search.sampler {search.sampler} needs a space.lr_fraction range {{low, high, log}}")
 
 
 def load_spec(path: str | Path) -> SweepSpec:

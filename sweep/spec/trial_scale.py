@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from sweep.files.records import CorruptFile, read_model
-from sweep.ladder.config import HfModelConfig, builtin_shape
 from sweep.spec.trial_memory import MAX_WORKERS, TrialMemory, gpus_needed, trial_memory
-from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape
 from train_entry.trial_config import ProxyConfig
 
 DEFAULT_GPU_MEMORY_GB = 80.0
 """An H100 SXM's 80 GB (sweep.promote.clusters' preset): the card the reference recipe ran on."""
-BUILTIN_PREFIX = "builtin:"
 SHARE_TOLERANCE = 1e-6
 """1 / 0.1 is 9.999...: Ray counts GPU shares to four decimals, so a hair under a whole share is one."""
 
@@ -207,32 +202,9 @@ def trial_size(scale: TrialScale, proxy: ProxyConfig, shape: ModelShape) -> Tria
                         activation_checkpointing=scale.activation_checkpointing)  # fmt: skip
 
 
-class HfShape(HfModelConfig):
-    """A Llama-family config.json's shape, vocabulary and whether its output layer is its input embedding."""
-
-    vocab_size: int = Field(gt=0)
-    tie_word_embeddings: bool = False
-
-    def shape(self, seq_len: int) -> ModelShape:
-        return self.model_shape(vocab_size=self.vocab_size, seq_len=seq_len, untied=not self.tie_word_embeddings)
-
-
-def base_shape(model: str, builtin: BuiltinBaseConfig | None, seq_len: int) -> ModelShape | None:
-    """The shape of a spec's base (`base.model`, and `base.builtin` for the built-in one); None when a Hugging Face
-    base's config.json gives none."""
-    if builtin is not None and model.startswith(BUILTIN_PREFIX):
-        return builtin_shape(builtin, vocab_size=builtin.vocab_size, seq_len=seq_len)
-    return hf_shape(Path(model), seq_len)
-
-
-def hf_shape(model_dir: Path, seq_len: int) -> ModelShape | None:
-    """The shape of a Hugging Face base directory, or None when its config.json does not give one."""
-    try:
-        return read_model(
-            model_dir / "config.json", HfShape, fmt=None, what="Hugging Face config", max_bytes=1 << 20
-        ).shape(seq_len)
-    except (CorruptFile, ValueError):
-        return None
+def on_gpus(scale: TrialScale, gpus: float) -> TrialScale:
+    """`scale` with `gpus` per trial, one worker per GPU."""
+    return scale.model_copy(update={"gpus": float(gpus), "workers": None})
 
 
 def trials_at_once(scale: TrialScale, *, concurrency: int, max_gpus: int | None) -> int:

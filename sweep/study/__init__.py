@@ -1,2 +1,2 @@
-"""The study: the Optuna study every trial reports into, where it is stored, its records and rows, the searcher,
-pruning and its forecast, sampling, seed replicates and the trials table."""
+"""The study: the Optuna study every trial reports into, its settings (sampler, pruner, budget, the pick rule) and
+stored plan, opening its storage, its records and rows, pruning and its forecast, sampling and the trials table."""

@@ -18,15 +18,15 @@ from optuna.trial import FrozenTrial
 from pydantic import ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
-from sweep.choice.config import PickConfig, Setting
 from sweep.files.compat import STUDY_PLAN, FormatError
 from sweep.files.config_file import SpecError
+from sweep.files.storage_url import shown_url
 from sweep.spec.space import SearchSpace
-from sweep.spec.spec import SearchConfig, SweepSpec
+from sweep.study.config import PickConfig, SearchConfig
 from sweep.study.pruning import GuardedPruner
 from sweep.study.record import Attr
 from sweep.study.sampling import make_sampler
-from sweep.study.storage import StorageUnreadable, open_storage, shown_url
+from sweep.study.storage import StorageUnreadable, open_storage
 from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import ProxyConfig
 
@@ -56,17 +56,6 @@ class SweepPlan(StrictConfig):
     """How the recommended point is picked from the finished trials. Not part of what makes a study another
     sweep: changing it re-reads the same trials."""
 
-    @classmethod
-    def from_spec(cls, spec: SweepSpec) -> SweepPlan:
-        return cls(
-            forgetting_budget=spec.objective.forgetting_budget,
-            max_lr=spec.base.max_lr,
-            proxy=spec.proxy,
-            space=spec.space,
-            search=spec.search,
-            pick=spec.objective.pick,
-        )
-
     @property
     def planned_trials(self) -> int:
         """How many trials the sweep ends with at least: num_trials (for a grid, every point: the spec fills it in),
@@ -85,15 +74,6 @@ class SweepPlan(StrictConfig):
         """The main trials train at proxy.seed, the replicates at most at the replicates.trials seeds after it
         (fewer points than replicates.top take more seeds each); confirmation after those."""
         return self.proxy.seed + self.search.replicates.trials + 1
-
-    def confirmation_setting(self) -> Setting:
-        return Setting(
-            space=self.space,
-            budget=self.forgetting_budget,
-            pick=self.pick,
-            config=self.search.confirmation,
-            first_seed=self.first_confirmation_seed,
-        )
 
     @property
     def full_trial_tokens(self) -> int:
@@ -178,7 +158,8 @@ def _optimizers(plan: SweepPlan, *, trials_before: int = 0) -> dict[str, Any]:
     pruner = GuardedPruner(
         search.pruner, guard=search.forgetting_guard, budget=plan.forgetting_budget, proxy=plan.proxy
     )
-    return {"sampler": make_sampler(search, trials_before=trials_before), "pruner": pruner}
+    sampler = make_sampler(search.sampler, seed=search.seed, num_trials=search.num_trials, trials_before=trials_before)
+    return {"sampler": sampler, "pruner": pruner}
 
 
 def _stored_trials(storage: BaseStorage, name: str) -> int:
@@ -234,10 +215,9 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
-    """Creates the sweep's study (enqueueing the grid for method grid), or loads it on a rerun."""
+def open_study(plan: SweepPlan, *, url: str, name: str) -> SweepStudy:
+    """Creates the sweep's study (enqueueing the points its sampler runs first: a grid's), or loads it on a rerun."""
     storage = open_storage(url, creating=True)
-    plan = SweepPlan.from_spec(spec)
     study = optuna.create_study(
         storage=storage,
         study_name=name,
@@ -258,6 +238,6 @@ def open_study(spec: SweepSpec, *, url: str, name: str) -> SweepStudy:
         sweep.study.set_user_attr(SWEEP_ID_ATTR, uuid.uuid4().hex[:8])
     # Enqueued points are WAITING trials in storage, so they survive a crash; on a rerun skip_if_exists
     # enqueues only the points a crash kept from being enqueued (or that have not run yet).
-    for params in plan.space.grid() if spec.search.sampler == "grid" else []:
+    for params in plan.search.sampler.points(plan.space):
         sweep.study.enqueue_trial(params, user_attrs={Attr.POINT.value: params}, skip_if_exists=True)
     return sweep

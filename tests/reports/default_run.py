@@ -17,4 +17,4 @@ ROWS = Path(__file__).with_name("default_run_rows.json")
 
 def default_run() -> tuple[list[TrialRow], SweepPlan]:
     rows = [TrialRow.model_validate(row) for row in json.loads(ROWS.read_text())]
-    return rows, SweepPlan.from_spec(load_spec(DEFAULT_SPEC))
+    return rows, load_spec(DEFAULT_SPEC).plan()

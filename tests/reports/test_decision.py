@@ -16,7 +16,7 @@ from reports.decision import decision_lines, why_not_best_observed
 from reports.snapshot import RunSnapshot, pick_surrogate
 from reports.tables import print_outcome
 from sweep.choice.best import best_summary
-from sweep.choice.confirmation import confirmation_state
+from sweep.choice.confirmation import Setting, confirmation_state
 from sweep.choice.observed import select
 from sweep.choice.surrogate import fit_surrogate
 from sweep.study.study import SweepPlan
@@ -24,7 +24,7 @@ from tests.reports.default_run import default_run
 from tests.sweep.scripted import smooth_rows, spec_with, trial_row
 
 MIXES = ("4:1", "2:1", "1:1")
-PLAN = SweepPlan.from_spec(spec_with(confirmation={"seeds": 2, "candidates": 2}))
+PLAN = spec_with(confirmation={"seeds": 2, "candidates": 2}).plan()
 BUDGET = PLAN.forgetting_budget
 
 
@@ -34,7 +34,7 @@ def searched() -> list:
 
 def confirm(rows: list, forgetting: tuple[float, float], *, gain: float = 0.15) -> list:
     """`rows` and the confirmation round now due, its two fresh seeds measuring `forgetting`."""
-    state = confirmation_state(rows, PLAN.confirmation_setting())
+    state = confirmation_state(rows, Setting.of(PLAN))
     point = state.pick.point
     added = [
         trial_row(len(rows) + k, point.lr_fraction, point.mix, gain + 0.001 * k, value, seed=seed, confirms=state.due.round)
@@ -193,7 +193,7 @@ def test_an_unconfirmed_pick_is_said_to_be_one(outcome):
         ) in decision_lines(summary)
         assert summary.verdict.startswith("no confirmed pick: none of the 2 candidate(s) confirmed at fresh seeds held")
     else:
-        plan = SweepPlan.from_spec(spec_with(confirmation={"seeds": 0}))
+        plan = spec_with(confirmation={"seeds": 0}).plan()
         summary = best_summary(select(rows, forgetting_budget=BUDGET, space=plan.space), rows, plan)
         assert "  confirmation at fresh seeds: off (search.confirmation.seeds is 0), the pick was not re-run" in (
             decision_lines(summary)

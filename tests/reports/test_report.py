@@ -62,7 +62,7 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, c
     raw = yaml.safe_load(DEFAULT_SPEC.read_text())
     raw["search"]["seed"] = seed
     run.spec_copy.write_text(yaml.safe_dump(SPEC.stamped(raw)))
-    sweep = open_study(spec, url=record.url(run), name=name)
+    sweep = open_study(spec.plan(), url=record.url(run), name=name)
     for top, forgetting in curves:
         gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]
         run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting))
@@ -170,7 +170,7 @@ def test_a_run_made_before_histories_were_kept_gets_a_report_without_curves_that
     run_dir.mkdir(parents=True)
     run, record = RunDir(run_dir), RunRecord(study_name="old", storage=None)
     run.write_record(record)
-    open_study(spec_with(sampler="random"), url=record.url(run), name="old")
+    open_study(spec_with(sampler="random").plan(), url=record.url(run), name="old")
     add_trial_without_history(run_dir)
 
     index = write_run_report(run_dir)

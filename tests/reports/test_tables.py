@@ -12,10 +12,10 @@ from rich.console import Console
 from cli import main
 from reports.decision import pick_lines
 from reports.tables import metrics_table, print_corpora, print_manifest, print_outcome, trials_table
-from sweep.choice.config import PickConfig
 from sweep.choice.observed import select
 from sweep.choice.pick import make_pick
 from sweep.spec.space import SearchSpace
+from sweep.study.config import PickConfig
 from tests.sweep.scripted import trial_row
 from train_entry.data.corpus import CorpusStats
 from train_entry.mix import MixRatio

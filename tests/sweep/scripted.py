@@ -29,7 +29,7 @@ def spec_with(**overrides) -> SweepSpec:
     raw = load_spec(DEFAULT_SPEC).model_dump(mode="json")
     if overrides.get("sampler") == "grid" and "num_trials" not in overrides:
         del raw["search"]["num_trials"]  # the grid fills in its own
-    raw["search"]["replicates"] = {"top": 0}  # tests/sweep/study/test_replicates.py turns them on
+    raw["search"]["replicates"] = {"top": 0}  # tests/sweep/choice/test_replicates.py turns them on
     raw["search"]["confirmation"] = {"seeds": 0}  # tests/sweep/choice/test_confirmation.py turns it on
     raw["objective"]["forgetting_budget"] = BUDGET
     for key, value in overrides.items():

@@ -8,8 +8,8 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
-from sweep.ladder.config import HfModelConfig
 from sweep.scale import non_embedding_params
+from sweep.spec.shapes import HfModelConfig
 
 CONFIGS = {
     # The sizing fields of the models' released config.json files.

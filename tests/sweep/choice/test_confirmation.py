@@ -9,20 +9,20 @@ from scripted import STEPS, scripted, smooth_rows
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, trials_expected
-from sweep.choice.config import ConfirmationConfig, PickConfig, Setting
-from sweep.choice.confirmation import Outcome, confirmation_state
+from sweep.choice.confirmation import Outcome, Setting, confirmation_state
 from sweep.choice.observed import select
 from sweep.choice.surrogate import point_key
+from sweep.run.searcher import StudySearcher, enqueue_confirmations, is_confirmation
 from sweep.spec.space import SearchSpace
+from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Attr, Status
-from sweep.study.searcher import StudySearcher, enqueue_confirmations, is_confirmation
 from sweep.study.trial import NUMBER, run_study_trial
 
 MIXES = ["4:1", "1:1", "1:4"]
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2, "log": True}, "mix": MIXES})
 BUDGET = 0.02
 SETTING = Setting(
-    space=SPACE, budget=BUDGET, pick=PickConfig(), config=ConfirmationConfig(seeds=2, candidates=2), first_seed=1
+    space=SPACE, forgetting_budget=BUDGET, pick=PickConfig(), config=ConfirmationConfig(seeds=2, candidates=2), first_seed=1
 )
 
 
@@ -138,7 +138,7 @@ def test_the_trials_a_sweep_ends_with_follow_its_confirmation_rounds(open_sweep)
     finished at the trials it ran, not waiting for a round that will never come."""
     plan = open_sweep(num_trials=12, confirmation={"seeds": 2, "candidates": 2}).plan
     rows = [r.model_copy(update={"lr_fraction": r.lr_fraction * 1.5}) for r in searched()]  # inside 0.05-0.30
-    setting = plan.confirmation_setting()
+    setting = Setting.of(plan)
 
     def expected(rows):
         selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)

@@ -13,7 +13,6 @@ from scripted import STEPS, scripted, spec_with
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, read_best, write_best
-from sweep.choice.config import PickConfig
 from sweep.choice.observed import best_observed, select
 from sweep.choice.pick import MIX_GRID, PickSource, candidates, make_pick, pick_with
 from sweep.choice.surrogate import Z90, fit_surrogate
@@ -21,9 +20,10 @@ from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.spec.space import SearchSpace
 from sweep.spec.spec import SweepSpec, load_spec
+from sweep.study.config import PickConfig
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
-from sweep.study.study import StudyMismatch, SweepPlan, open_study
+from sweep.study.study import StudyMismatch, open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 from train_entry.mix import MixRatio
@@ -218,13 +218,13 @@ def test_the_spec_sets_the_rule_and_changing_it_resumes_the_same_study(tmp_path)
     raw = spec_with().model_dump(mode="json")
     raw["objective"]["pick"] = {"min_probability": 0.8, "gain_lower_sd": 0.5}
     spec = SweepSpec.model_validate(raw)
-    assert SweepPlan.from_spec(spec).pick == PickConfig(min_probability=0.8, gain_lower_sd=0.5)
+    assert spec.plan().pick == PickConfig(min_probability=0.8, gain_lower_sd=0.5)
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
-    open_study(spec, url=url, name="s")
-    assert open_study(spec_with(), url=url, name="s").plan.pick == PickConfig()  # a new rule, the same trials
+    open_study(spec.plan(), url=url, name="s")
+    assert open_study(spec_with().plan(), url=url, name="s").plan.pick == PickConfig()  # a new rule, the same trials
     raw["objective"]["forgetting_budget"] = 0.05
     with pytest.raises(StudyMismatch):  # a new budget is another sweep
-        open_study(SweepSpec.model_validate(raw), url=url, name="s")
+        open_study(SweepSpec.model_validate(raw).plan(), url=url, name="s")
 
 
 def test_a_bad_rule_setting_names_its_key(write_tiny_spec):

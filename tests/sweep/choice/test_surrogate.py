@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 from scripted import trial_row as row
 
-from sweep.choice.config import PickConfig
 from sweep.choice.observed import best_observed
 from sweep.choice.pick import make_pick
 from sweep.choice.surrogate import fit_surrogate, stopped
 from sweep.spec.space import SearchSpace
+from sweep.study.config import PickConfig
 from sweep.study.record import Status
 from train_entry.mix import MixRatio
 

@@ -23,7 +23,7 @@ from sweep.promote.ladder import ladder_target
 from sweep.promote.targets import load_target
 from sweep.run.driver import SweepOutcome
 from sweep.spec.spec import SweepSpec, load_spec
-from sweep.study.study import SweepPlan, open_study
+from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
@@ -72,7 +72,7 @@ class LawRungs:
     def __call__(self, rung: RungSpec, run: RunDir, start: RungStart) -> SweepOutcome:
         self.started.append(rung.name)
         run.path.mkdir(parents=True, exist_ok=True)
-        sweep = open_study(rung.spec, url=f"sqlite:///{run.path / 'optuna.db'}", name=start.study_name)
+        sweep = open_study(rung.spec.plan(), url=f"sqlite:///{run.path / 'optuna.db'}", name=start.study_name)
         run.write_record(RunRecord(study_name=start.study_name))
         waiting = sum(trial.state is TrialState.WAITING for trial in sweep.trials())
         for _ in range(waiting - (rung.name == self.stop_at)):
@@ -81,7 +81,7 @@ class LawRungs:
             curve = self.curve(rung, trial.number, point.lr_fraction, point.mix.domain_share)
             run_study_trial(sweep, trial.number, lambda report, curve=curve: _reported(curve, report))
         rows = trial_rows(sweep)
-        plan = SweepPlan.from_spec(rung.spec)
+        plan = rung.spec.plan()
         selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
         summary = best_summary_with(None, selection, rows, plan)  # the ladder reads the study, not the surrogate
         write_best(summary, run)

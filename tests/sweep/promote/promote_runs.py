@@ -10,12 +10,12 @@ import optuna
 from optuna.trial import TrialState
 
 from sweep.choice.best import BestSummary, Cost, Evidence, write_best
-from sweep.choice.config import PickConfig
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
 from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.spec.space import SearchSpace
+from sweep.study.config import PickConfig
 from sweep.study.record import Attr, Status
 from sweep.study.row import TrialRow
 from sweep.study.study import open_study
@@ -90,7 +90,7 @@ def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
     run.write_record(record)
     space = {"lr_fraction": SPACE.lr_fraction.model_dump(), "mix": [str(mix) for mix in SPACE.mix]}
     spec = spec_with(**space, confirmation={"seeds": 2})
-    sweep = open_study(spec, url=record.url(run), name=record.study_name)
+    sweep = open_study(spec.plan(), url=record.url(run), name=record.study_name)
     for _ in range(7):
         sweep.study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
     sweep.study.add_trial(_trial(SPACE, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, seed=0))

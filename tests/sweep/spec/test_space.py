@@ -4,7 +4,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
 from sweep.spec.space import Param, SearchSpace
-from sweep.spec.spec import SearchConfig, check_search_fits_space
+from sweep.study.sampling import GridSamplerConfig
 from train_entry.mix import MixRatio
 
 
@@ -69,8 +69,8 @@ def test_a_single_listed_value_has_no_edge():
 def test_a_grid_with_another_trial_count_is_rejected():
     grid = space(lr_fraction=[0.1, 0.2], mix=["1:1"])
     with pytest.raises(ValueError, match="every combination"):
-        check_search_fits_space(SearchConfig(sampler="grid", num_trials=16), grid)
-    check_search_fits_space(SearchConfig(sampler="grid", num_trials=2), grid)
+        GridSamplerConfig().check_space(grid, num_trials=16)
+    GridSamplerConfig().check_space(grid, num_trials=2)
 
 
 def test_the_edge_note_shows_the_mix_as_listed():

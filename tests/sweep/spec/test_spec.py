@@ -123,6 +123,17 @@ BAD_SPECS = {
         "valid keys here: infeasible_penalty, type, n_startup_trials, n_warmup_steps, interval_steps",
     ),
     "unknown pruner": ({"search": {"pruner": {"type": "asha"}}}, "search.pruner.type", "'median'"),
+    "unknown sampler": (
+        {"search": {"sampler": "cmaes"}},
+        "search.sampler.type",
+        "valid types: 'tpe', 'gp', 'nsga2', 'random', 'grid'",
+    ),
+    "a knob the sampler does not take": (
+        {"search": {"sampler": {"type": "tpe", "n_startup_trials": 3}}},
+        "search.sampler.n_startup_trials",
+        "unknown key; valid keys here: type",
+    ),
+    "a sampler that is a number": ({"search": {"sampler": 3}}, "search.sampler", "give a sampler's name (e.g. tpe)"),
     "base dir without config.json": ({"base": {"model": "corpora", "max_lr": 1e-3}}, "base.model", "config.json"),
     "storage with a literal password": (
         {"execution": {"storage": "postgresql://optuna:hunter2@db.internal/optuna"}},
@@ -457,7 +468,6 @@ def test_a_file_read_twice_is_refused_naming_it_and_both_places(case, write_tiny
     assert main(["base", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(path) in line and fragment in line
-
 
 
 def test_a_pruner_given_as_a_word_is_a_spec_error_naming_the_key(write_tiny_spec):

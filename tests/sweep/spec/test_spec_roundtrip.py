@@ -27,7 +27,7 @@ def round_trips(spec: SweepSpec, folder: Path) -> None:
     copy = folder / "copy.yaml"
     copy.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_none=True), sort_keys=False))
     assert load_spec(copy) == spec
-    plan = SweepPlan.from_spec(spec)
+    plan = spec.plan()
     assert SweepPlan.model_validate(plan.model_dump(mode="json")) == plan
 
 
@@ -49,7 +49,7 @@ def test_a_grid_without_num_trials_is_stored_with_its_own_count_and_reloads(writ
     spec = load_spec(path)
     assert spec.search.num_trials == 25
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
-    open_study(spec, url=url, name="grid25")
+    open_study(spec.plan(), url=url, name="grid25")
     assert load_study(url=url, name="grid25").plan.planned_trials == 25 + spec.search.replicates.trials
     round_trips(spec, tmp_path)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.ladder.gpus import on_gpus, rung_gpus, rung_trial_gpus
-from sweep.spec.trial_scale import TrialScale, check_trial_fits, hf_shape, trials_at_once, trials_per_gpu
+from sweep.ladder.gpus import rung_gpus
+from sweep.spec.rung_trial import rung_trial_gpus
+from sweep.spec.shapes import hf_shape
+from sweep.spec.trial_scale import TrialScale, check_trial_fits, on_gpus, trials_at_once, trials_per_gpu
 from tests.hf_dirs import llama_family_dirs
 from train_entry.trial_config import ProxyConfig
 

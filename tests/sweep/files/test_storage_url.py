@@ -11,8 +11,9 @@ import pytest
 from cli import main
 from sweep.files.compat import RUN_RECORD
 from sweep.files.rundir import RunDir, RunRecord
+from sweep.files.storage_url import StorageError, check_url, resolve, shown_url
 from sweep.spec.spec import load_spec
-from sweep.study.storage import StorageError, check_url, open_storage, resolve, shown_url
+from sweep.study.storage import open_storage
 
 SECRET = "s3cret-5b1e"
 

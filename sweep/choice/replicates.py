@@ -1,7 +1,7 @@
 """Seed replicates: once the planned trials have finished, the best points run again with other seeds.
 
 Their spread is the sweep's own noise: two trials closer than it cannot be told apart. The searcher
-(sweep.study.searcher.enqueue_replicates) enqueues them in the study as WAITING trials (as the grid's
+(sweep.run.searcher.enqueue_replicates) enqueues them in the study as WAITING trials (as the grid's
 points are), each with its seed and the trial it replicates, so they survive a killed driver and a
 rerun enqueues only those missing.
 """
@@ -13,31 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from optuna.trial import FrozenTrial
-from pydantic import Field
 
 from sweep.choice.feasible import Score, least_forgetting_first, ranked_feasible, ranked_infeasible
+from sweep.study.config import ReplicatesConfig
 from sweep.study.record import Attr, Status, status_of
-from train_entry.config import SEED_LIMIT, StrictConfig
-
-
-class ReplicatesConfig(StrictConfig):
-    """Which points are re-run with other seeds after the planned trials, and how often."""
-
-    top: int = Field(2, ge=0, le=100)
-    """Distinct points re-run: the highest final domain_gain among the feasible completed trials,
-    then the least-forgetting completed ones; 0 turns replicates off. Two by default: the optimum
-    and its runner-up are what the pick is decided between, and one extra seed each gives two
-    pairs, a first measure of the seed-to-seed spread where it matters. On the default spec that is
-    2 x 205 k tokens, 8 % of a 25-point grid's 5.1 M: the decision-quality target gives the whole
-    sweep 40 %, and each further point or seed costs another 4 %."""
-    seeds: int = Field(1, ge=1, le=100)
-    """Extra seeds per point (proxy.seed + 1, + 2, ...), each one full-budget trial that is never pruned."""
-
-    @property
-    def trials(self) -> int:
-        """Replicate trials a sweep ends with: with fewer distinct points to re-run than `top`, those
-        there are take the remaining seeds, so the count never depends on how the trials turned out."""
-        return self.top * self.seeds
+from train_entry.config import SEED_LIMIT
 
 
 @dataclass(frozen=True)

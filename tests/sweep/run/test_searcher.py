@@ -5,8 +5,8 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from scripted import STEPS, scripted
 
+from sweep.run.searcher import StudySearcher
 from sweep.study.record import Attr
-from sweep.study.searcher import StudySearcher
 from sweep.study.table import trial_rows
 from sweep.study.trial import NUMBER, run_study_trial
 

@@ -8,9 +8,9 @@ from scripted import STEPS, scripted, trial_row
 from reports.tables import print_outcome
 from sweep.choice.observed import select
 from sweep.choice.points import point_summaries, replicates_note, seed_noise
+from sweep.choice.replicates import is_replicate
+from sweep.run.searcher import NUMBER, StudySearcher, enqueue_replicates
 from sweep.study.record import Attr, Status
-from sweep.study.replicates import is_replicate
-from sweep.study.searcher import NUMBER, StudySearcher, enqueue_replicates
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 

@@ -6,7 +6,7 @@ its study with a NopPruner. Here each trial reports into and tells its own Optun
 sweep.study.trial), so this searcher only asks the study for the next point, hands a rerun its
 interrupted trials first, and records FAILED when Ray Tune gives up on a trial after its retries.
 Once the planned main trials are asked it waits for them to finish, enqueues the replicates their
-outcomes call for (sweep.study.replicates) and hands those out; once they have finished, the confirmation
+outcomes call for (sweep.choice.replicates) and hands those out; once they have finished, the confirmation
 trials of the pick (sweep.choice.confirmation), round after round until a point is confirmed or the rounds
 run out; then it finishes.
 All of its state is in the study, so a new driver after `kill -9` rebuilds it from there.
@@ -18,9 +18,9 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from ray.tune.search import Searcher
 
-from sweep.choice.confirmation import confirmation_state
+from sweep.choice.confirmation import Setting, confirmation_state
+from sweep.choice.replicates import is_replicate, replicates_due
 from sweep.study.record import Attr
-from sweep.study.replicates import is_replicate, replicates_due
 from sweep.study.study import SweepStudy
 from sweep.study.table import trial_rows
 from sweep.study.trial import NUMBER, record_failure
@@ -121,7 +121,7 @@ def enqueue_confirmations(sweep: SweepStudy) -> int:
     for. Call it once every main trial and replicate has finished."""
     if sweep.plan.search.confirmation.seeds == 0:
         return 0
-    due = confirmation_state(trial_rows(sweep), sweep.plan.confirmation_setting()).due
+    due = confirmation_state(trial_rows(sweep), Setting.of(sweep.plan)).due
     if due is not None:
         for seed in due.seeds:
             attrs = {Attr.POINT.value: due.params, Attr.CONFIRMS.value: due.round, Attr.SEED.value: seed}
