@@ -131,6 +131,15 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Megatron indexed dataset for a side (general, non_english, domain); repeat for several; "
         "with @TOKENS on all of a side's prefixes its weight is split by them, else equally",
     )
+    parser.add_argument(
+        "--valid-prefix",
+        type=_valid_prefix,
+        action="append",
+        default=[],
+        metavar="SIDE=PREFIX",
+        help="held-out text of a side (general, non_english, domain) as one Megatron indexed dataset, evaluated "
+        "apart for domain_gain and forgetting; default: the sweep's own validation prefix of that side",
+    )
     parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
     parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
     parser.add_argument("--save-dir", help="the run's own checkpoint directory (also where a relaunch resumes)")
@@ -170,6 +179,13 @@ def _data_prefix(text: str):
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
         raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
+
+
+def _valid_prefix(text: str) -> tuple[str, str]:
+    side, sep, prefix = text.partition("=")
+    if not sep or side not in SIDES or not prefix:
+        raise argparse.ArgumentTypeError(f"must be SIDE=PREFIX with SIDE one of {', '.join(SIDES)}, got {text!r}")
+    return side, prefix
 
 
 def run(args: argparse.Namespace) -> int:
@@ -250,6 +266,8 @@ def config_from_args(args: argparse.Namespace):
             data[side] = given
     if args.tokenizer:
         data["tokenizer"] = args.tokenizer
+    if args.valid_prefix:
+        data["valid"] = config.data.valid.model_copy(update=dict(args.valid_prefix))
     checkpoint = {
         key: value for key, value in (("base_dir", args.base_checkpoint), ("save_dir", args.save_dir)) if value
     }
