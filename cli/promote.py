@@ -58,6 +58,19 @@ def add_parser(verbs) -> None:
         help="shared storage for Ray Train's run state, reached by every node (default: <save-dir>/ray_train)",
     )
     rehearse.add_argument("--no-fault-drill", action="store_true", help="rehearse without killing a node")
+    rehearse.add_argument(
+        "--overshoot-drill",
+        action="store_true",
+        help="hold the run to a forgetting bound every evaluation exceeds, so the watch trips at its second "
+        "evaluation (a drill of the warning, the W&B alert and, with --stop-on-forgetting, the stop)",
+    )
+    for mode in (submit, rehearse):
+        mode.add_argument(
+            "--stop-on-forgetting",
+            action="store_true",
+            help="checkpoint and stop the job when measured forgetting exceeds the plan's predicted upper bound at "
+            "2 evaluations in a row (without it: a warning line and a W&B alert)",
+        )
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -224,10 +237,15 @@ def build_request(args: argparse.Namespace):
                 address=args.address,
                 allow_remote=args.allow_remote,
                 force=args.force,
+                stop_on_forgetting=args.stop_on_forgetting,
                 **{key: value for key, value in optional.items() if value is not None},
             )
         elif args.mode == "rehearse":
-            launch = Rehearsal(fault_drill=not args.no_fault_drill)
+            launch = Rehearsal(
+                fault_drill=not args.no_fault_drill,
+                stop_on_forgetting=args.stop_on_forgetting,
+                overshoot_drill=args.overshoot_drill,
+            )
         return PromotionRequest(
             run=args.run,
             config=config_from_args(args),
@@ -308,4 +326,7 @@ def _rehearse(promotion, request) -> int:
     from sweep.promote.rehearse import RehearsalConfig
 
     result = rehearse_plan(promotion, request.run, request.launch, echo=print)
+    if request.launch.stop_on_forgetting and result.stopped_by_watch is not None:
+        # Stopped as asked: after its checkpoint, with the reason in Ray's status.
+        return 0 if result.status == "FAILED" and result.stopped_by_watch in result.status_message else 1
     return 0 if result.status == "SUCCEEDED" and result.final_step == RehearsalConfig().steps else 1

@@ -27,11 +27,13 @@ from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.plan_wandb import sweep_wandb
 from sweep.promote.point import PromotedPoint, read_promoted
+from sweep.promote.prediction import predicted_trajectory
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
 from sweep.promote.validation import ValidationSet, validation_sets
 from sweep.run.tracking import WandbConfig
 from train_entry.config import StrictConfig
+from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
@@ -90,6 +92,9 @@ class Plan(StrictConfig):
     nothing in W&B)."""
     validation: list[ValidationSet] = Field(min_length=2, max_length=3)
     """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py)."""
+    prediction: PredictedTrajectory | None = None
+    """Forgetting against the full run's tokens, with its upper bound, that the forgetting watch holds the run to
+    (sweep/promote/prediction.py); None: no interval to bound it by, so no credible prediction."""
 
     @property
     def chosen(self) -> RankedLayout:
@@ -167,6 +172,7 @@ def make_plan(
         placeholders=placeholders + missing,
         wandb=sweep_wandb(RunDir(run_dir)),
         validation=validation,
+        prediction=predicted_trajectory(RunDir(run_dir), promoted, config.tokens),
     )
 
 

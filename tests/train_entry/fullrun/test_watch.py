@@ -8,17 +8,13 @@ import math
 import pytest
 from pydantic import ValidationError
 
+from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.watch import ForgettingWatch, PredictedPoint, PredictedTrajectory
 from train_entry.trial_config import BaseLosses
 
 BASE = BaseLosses(domain_loss=2.0, general_loss=2.5)
-PREDICTION = PredictedTrajectory(
-    source="the proxies' curves scaled by tokens (an extrapolation)",
-    level=0.9,
-    points=[
-        PredictedPoint(tokens=0, forgetting=0.0, forgetting_upper=0.01),
-        PredictedPoint(tokens=1000, forgetting=0.01, forgetting_upper=0.03),
-    ],
+PREDICTION = straight(
+    1000, end=0.01, upper_start=0.01, upper_end=0.03, source="the proxies' curves scaled by tokens (an extrapolation)"
 )
 
 
