@@ -32,13 +32,14 @@ def add_parser(verbs) -> None:
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
         ),
     )
-    modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse")
+    modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse | watch")
     plan = modes.add_parser("plan", help="plan only: print it and write it under RUN/promotion/<id>/")
     submit = modes.add_parser("submit", help="plan, then submit the full run as a Ray job to --address")
     rehearse = modes.add_parser("rehearse", help="plan, then rehearse the job path locally with a fault drill")
     for parser in (plan, submit, rehearse):
         _add_plan_arguments(parser)
         parser.set_defaults(func=run)
+    _add_watch_parser(modes)
     submit.add_argument(
         "--address",
         required=True,
@@ -71,6 +72,18 @@ def add_parser(verbs) -> None:
             help="checkpoint and stop the job when measured forgetting exceeds the plan's predicted upper bound at "
             "2 evaluations in a row (without it: a warning line and a W&B alert)",
         )
+
+
+def _add_watch_parser(modes: argparse._SubParsersAction) -> None:
+    watch = modes.add_parser(
+        "watch", help="a submitted or rehearsed job's forgetting, measured against the plan's prediction"
+    )
+    watch.add_argument("run", type=Path, help="the sweep's run directory the plan was promoted from")
+    watch.add_argument("--job", help="the job's submission id (default: the latest submitted or rehearsed job)")
+    watch.add_argument(
+        "--allow-remote", action="store_true", help="read a submitted job's log from a non-loopback cluster"
+    )
+    watch.set_defaults(func=run_watch)
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -303,6 +316,13 @@ def config_from_args(args: argparse.Namespace):
             "assumptions": config.assumptions.model_copy(update={"mfu": args.mfu} if args.mfu else {}),
         }
     )
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from sweep.promote.watch_report import watch_table, watched_job
+
+    print(watch_table(watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)))
+    return 0
 
 
 def _submit(promotion, submission) -> int:
