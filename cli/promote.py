@@ -32,13 +32,14 @@ def add_parser(verbs) -> None:
             "job (once per plan). rehearse: plan, then run the job path at toy scale on a local 2-node Ray cluster."
         ),
     )
-    modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse")
+    modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse | watch")
     plan = modes.add_parser("plan", help="plan only: print it and write it under RUN/promotion/<id>/")
     submit = modes.add_parser("submit", help="plan, then submit the full run as a Ray job to --address")
     rehearse = modes.add_parser("rehearse", help="plan, then rehearse the job path locally with a fault drill")
     for parser in (plan, submit, rehearse):
         _add_plan_arguments(parser)
         parser.set_defaults(func=run)
+    _add_watch_parser(modes)
     submit.add_argument(
         "--address",
         required=True,
@@ -58,6 +59,31 @@ def add_parser(verbs) -> None:
         help="shared storage for Ray Train's run state, reached by every node (default: <save-dir>/ray_train)",
     )
     rehearse.add_argument("--no-fault-drill", action="store_true", help="rehearse without killing a node")
+    rehearse.add_argument(
+        "--overshoot-drill",
+        action="store_true",
+        help="hold the run to a forgetting bound every evaluation exceeds, so the watch trips at its second "
+        "evaluation (a drill of the warning, the W&B alert and, with --stop-on-forgetting, the stop)",
+    )
+    for mode in (submit, rehearse):
+        mode.add_argument(
+            "--stop-on-forgetting",
+            action="store_true",
+            help="checkpoint and stop the job when measured forgetting exceeds the plan's predicted upper bound at "
+            "2 evaluations in a row (without it: a warning line and a W&B alert)",
+        )
+
+
+def _add_watch_parser(modes: argparse._SubParsersAction) -> None:
+    watch = modes.add_parser(
+        "watch", help="a submitted or rehearsed job's forgetting, measured against the plan's prediction"
+    )
+    watch.add_argument("run", type=Path, help="the sweep's run directory the plan was promoted from")
+    watch.add_argument("--job", help="the job's submission id (default: the latest submitted or rehearsed job)")
+    watch.add_argument(
+        "--allow-remote", action="store_true", help="read a submitted job's log from a non-loopback cluster"
+    )
+    watch.set_defaults(func=run_watch)
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,6 +157,15 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Megatron indexed dataset for a side (general, non_english, domain); repeat for several; "
         "with @TOKENS on all of a side's prefixes its weight is split by them, else equally",
     )
+    parser.add_argument(
+        "--valid-prefix",
+        type=_valid_prefix,
+        action="append",
+        default=[],
+        metavar="SIDE=PREFIX",
+        help="held-out text of a side (general, non_english, domain) as one Megatron indexed dataset, evaluated "
+        "apart for domain_gain and forgetting; default: the sweep's own validation prefix of that side",
+    )
     parser.add_argument("--tokenizer", help="the base's Hugging Face tokenizer directory on the cluster")
     parser.add_argument("--base-checkpoint", help="the base as a Megatron distributed checkpoint")
     parser.add_argument("--save-dir", help="the run's own checkpoint directory (also where a relaunch resumes)")
@@ -172,6 +207,13 @@ def _data_prefix(text: str):
         raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
 
 
+def _valid_prefix(text: str) -> tuple[str, str]:
+    side, sep, prefix = text.partition("=")
+    if not sep or side not in SIDES or not prefix:
+        raise argparse.ArgumentTypeError(f"must be SIDE=PREFIX with SIDE one of {', '.join(SIDES)}, got {text!r}")
+    return side, prefix
+
+
 def run(args: argparse.Namespace) -> int:
     from reports.console import make_console
     from sweep.promote.promotion import make_promotion
@@ -208,10 +250,15 @@ def build_request(args: argparse.Namespace):
                 address=args.address,
                 allow_remote=args.allow_remote,
                 force=args.force,
+                stop_on_forgetting=args.stop_on_forgetting,
                 **{key: value for key, value in optional.items() if value is not None},
             )
         elif args.mode == "rehearse":
-            launch = Rehearsal(fault_drill=not args.no_fault_drill)
+            launch = Rehearsal(
+                fault_drill=not args.no_fault_drill,
+                stop_on_forgetting=args.stop_on_forgetting,
+                overshoot_drill=args.overshoot_drill,
+            )
         return PromotionRequest(
             run=args.run,
             config=config_from_args(args),
@@ -250,6 +297,8 @@ def config_from_args(args: argparse.Namespace):
             data[side] = given
     if args.tokenizer:
         data["tokenizer"] = args.tokenizer
+    if args.valid_prefix:
+        data["valid"] = config.data.valid.model_copy(update=dict(args.valid_prefix))
     checkpoint = {
         key: value for key, value in (("base_dir", args.base_checkpoint), ("save_dir", args.save_dir)) if value
     }
@@ -267,6 +316,13 @@ def config_from_args(args: argparse.Namespace):
             "assumptions": config.assumptions.model_copy(update={"mfu": args.mfu} if args.mfu else {}),
         }
     )
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    from sweep.promote.watch_report import watch_table, watched_job
+
+    print(watch_table(watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)))
+    return 0
 
 
 def _submit(promotion, submission) -> int:
@@ -290,4 +346,7 @@ def _rehearse(promotion, request) -> int:
     from sweep.promote.rehearse import RehearsalConfig
 
     result = rehearse_plan(promotion, request.run, request.launch, echo=print)
+    if request.launch.stop_on_forgetting and result.stopped_by_watch is not None:
+        # Stopped as asked: after its checkpoint, with the reason in Ray's status.
+        return 0 if result.status == "FAILED" and result.stopped_by_watch in result.status_message else 1
     return 0 if result.status == "SUCCEEDED" and result.final_step == RehearsalConfig().steps else 1

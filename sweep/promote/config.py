@@ -35,6 +35,16 @@ class DataPrefix(StrictConfig):
     otherwise equally."""
 
 
+class ValidationPrefixes(StrictConfig):
+    """Held-out text per side, one Megatron indexed dataset each, evaluated apart: the sweep's own validation
+    prefixes when its spec has them, else the team's (a side left out gets a marked placeholder)."""
+
+    general: str | None = Field(None, min_length=1)
+    domain: str | None = Field(None, min_length=1)
+    non_english: str | None = Field(None, min_length=1)
+    """Measured only when the promoted point has a non-English share."""
+
+
 class PromotionData(StrictConfig):
     """The full run's corpora, per side of the mix; a side left empty gets a marked placeholder."""
 
@@ -47,6 +57,8 @@ class PromotionData(StrictConfig):
     """The base's Hugging Face tokenizer directory, on the cluster's file system."""
     split: Annotated[str, AfterValidator(check_split)] = "99,1,0"
     """Train/valid/test split of each indexed dataset, in Megatron's "a,b,c" form."""
+    valid: ValidationPrefixes = ValidationPrefixes()
+    """The validation sets domain_gain and forgetting are measured on (sweep/promote/validation.py)."""
 
 
 class PromotionCheckpoint(StrictConfig):

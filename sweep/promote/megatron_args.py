@@ -34,9 +34,7 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         ["--global-batch-size", str(par.global_batch_size)],
         *_optimization(plan),
         ["--seed", str(run.seed)],
-        # Data: weight/prefix pairs, weights normalised by Megatron as by megatron-core's builder.
-        ["--data-path", *[item for source in data.blend for item in (_number(source.weight), source.prefix)]],
-        ["--split", data.split],
+        *_data(plan),
         ["--tokenizer-type", "HuggingFaceTokenizer"],
         ["--tokenizer-model", data.tokenizer],
         # Checkpoints: start from the base, then resume from the run's own (see the module docstring).
@@ -44,6 +42,8 @@ def megatron_args(plan: Plan) -> list[list[str]]:
         ["--load", ckpt.save_dir],
         ["--save-interval", str(ckpt.save_interval)],
         ["--ckpt-format", "torch_dist"],
+        # A SIGTERM (a scheduler's preemption, Ray's stop_job) saves a checkpoint before the process exits.
+        ["--exit-signal-handler"],
     ]
     if ckpt.base_dir is not None:
         args.append(["--pretrained-checkpoint", ckpt.base_dir])
@@ -51,6 +51,22 @@ def megatron_args(plan: Plan) -> list[list[str]]:
     if run.eval_interval is not None:
         args.append(["--eval-interval", str(run.eval_interval)])
     return [group for group in args + _wandb(plan) if group]
+
+
+def _data(plan: Plan) -> list[list[str]]:
+    """The training blend and the validation sets apart (core_v0.16.1, megatron/training/training.py and
+    blended_megatron_dataset_builder.py): --train-data-path takes the weight/prefix pairs (normalised by Megatron as
+    by megatron-core's builder); --valid-data-path one prefix per set, without weights, each evaluated whole and
+    logged as its own loss ("validation-<i> loss at iteration ...", i its place here), which needs
+    --multiple-validation-sets and --full-validation (Megatron-LM raises without the latter). The per-split paths
+    exclude --data-path and --split: the training prefixes are trained on whole, the held-out text is apart."""
+    blend = plan.run.data.blend
+    return [
+        ["--train-data-path", *[item for source in blend for item in (_number(source.weight), source.prefix)]],
+        ["--valid-data-path", *[item.prefix for item in plan.validation]],
+        ["--multiple-validation-sets"],
+        ["--full-validation"],
+    ]
 
 
 def _wandb(plan: Plan) -> list[list[str]]:
@@ -209,7 +225,9 @@ def launch_script(plan: Plan) -> str:
         f"  {PRETRAIN_SCRIPT} \\",
     ]
     groups = [" ".join(shlex.quote(item) for item in group) for group in megatron_args(plan)]
-    lines += [f"  {group} \\" for group in groups[:-1]] + [f"  {groups[-1]}"]
+    # "$@" last: `pretrain_gpt.sh --skip-train` before the first launch evaluates the base on each validation set at
+    # iteration 0 (the base losses domain_gain and forgetting are measured against) and exits without training.
+    lines += [f"  {group} \\" for group in groups] + ['  "$@"']
     return "\n".join(lines) + "\n"
 
 

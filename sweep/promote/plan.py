@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from sweep.files.compat import PLAN
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir, RunDir
@@ -25,10 +27,13 @@ from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.plan_wandb import sweep_wandb
 from sweep.promote.point import PromotedPoint, read_promoted
+from sweep.promote.prediction import predicted_trajectory
 from sweep.promote.sweep_data import with_sweep_prefixes
 from sweep.promote.targets import Target, load_target
+from sweep.promote.validation import ValidationSet, validation_sets
 from sweep.run.tracking import WandbConfig
 from train_entry.config import StrictConfig
+from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
@@ -85,6 +90,11 @@ class Plan(StrictConfig):
     wandb: WandbConfig | None = None
     """The sweep's W&B project, entity and mode: the full run logs beside its trials (None: the sweep tracked
     nothing in W&B)."""
+    validation: list[ValidationSet] = Field(min_length=2, max_length=3)
+    """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py)."""
+    prediction: PredictedTrajectory | None = None
+    """Forgetting against the full run's tokens, with its upper bound, that the forgetting watch holds the run to
+    (sweep/promote/prediction.py); None: no interval to bound it by, so no credible prediction."""
 
     @property
     def chosen(self) -> RankedLayout:
@@ -101,7 +111,7 @@ class Plan(StrictConfig):
         if self.placeholders:
             raise PromotionError(
                 f"plan {self.id} still has placeholders for: {', '.join(self.placeholders)}; give them "
-                "(--data-prefix, --tokenizer, --base-checkpoint, --save-dir or the --config file) and plan again"
+                "(--data-prefix, --valid-prefix, --tokenizer, --base-checkpoint, --save-dir or the --config file) and plan again"
             )
 
 
@@ -140,11 +150,14 @@ def make_plan(
     train_iters = config.train_iters()
     config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
     run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config)
+    validation, missing = validation_sets(
+        config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT
+    )
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
     )
     return Plan(
-        id=plan_id(origin, target, cluster, config, run),
+        id=plan_id(origin, target, cluster, config, run, validation),
         sweep=origin,
         target=target,
         cluster=cluster,
@@ -156,8 +169,10 @@ def make_plan(
         layouts_considered=search.considered,
         with_transformer_engine=fastest_with_transformer_engine(target.model, cluster, **layout_query),
         estimate=_estimate(target.model, cluster, chosen, train_iters, config.global_batch_tokens),
-        placeholders=placeholders,
+        placeholders=placeholders + missing,
         wandb=sweep_wandb(RunDir(run_dir)),
+        validation=validation,
+        prediction=predicted_trajectory(RunDir(run_dir), promoted, config.tokens),
     )
 
 
@@ -214,10 +229,19 @@ def _full_run(
     return run, placeholders
 
 
-def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: PromotionConfig, run: FullRunConfig) -> str:
+def plan_id(
+    origin: SweepOrigin,
+    target: Target,
+    cluster: Cluster,
+    config: PromotionConfig,
+    run: FullRunConfig,
+    validation: list[ValidationSet],
+) -> str:
     """<target>-<cluster>-<hash8>: the hash covers everything that makes one plan another (plan_identity) and the
     pinned parts of the layout when there are any."""
-    decided_by = plan_identity(origin, target, cluster, run, tokens=config.tokens, batch=config.global_batch_tokens)
+    decided_by = plan_identity(
+        origin, target, cluster, run, tokens=config.tokens, batch=config.global_batch_tokens, validation=validation
+    )
     pinned = config.layout.model_dump(exclude_none=True)
     if pinned:  # a pinned layout is another plan; an unpinned request keeps its id
         decided_by["layout"] = pinned
@@ -226,10 +250,17 @@ def plan_id(origin: SweepOrigin, target: Target, cluster: Cluster, config: Promo
 
 
 def plan_identity(
-    origin: SweepOrigin, target: Target, cluster: Cluster, run: FullRunConfig, *, tokens: int, batch: int
+    origin: SweepOrigin,
+    target: Target,
+    cluster: Cluster,
+    run: FullRunConfig,
+    *,
+    tokens: int,
+    batch: int,
+    validation: list[ValidationSet],
 ) -> dict[str, Any]:
     """What makes one plan another: the sweep and its promoted point, target, cluster, tokens and batch, the data
-    (prefixes, weights, tokenizer, split), the checkpoints and the LR schedule. The layout the search chose and the
+    (prefixes, weights, tokenizer, split, validation sets), the checkpoints and the LR schedule. The layout the search chose and the
     estimate are left out: a calibrated MFU refines the same plan (sweep promote --calibrate) rather than making
     another."""
     return {
@@ -244,6 +275,7 @@ def plan_identity(
         "data": run.data.model_dump(mode="json"),
         "checkpoints": {"base_dir": run.checkpoint.base_dir, "save_dir": run.checkpoint.save_dir},
         "optimization": run.optimization.model_dump(mode="json"),
+        "validation": [item.model_dump(mode="json") for item in validation],
     }
 
 
@@ -251,7 +283,13 @@ def differences(old: Plan, new: Plan) -> list[str]:
     """The parts of plan_identity in which two plans differ: a plan written over another's id must not differ."""
     first, second = (
         plan_identity(
-            plan.sweep, plan.target, plan.cluster, plan.run, tokens=plan.tokens, batch=plan.global_batch_tokens
+            plan.sweep,
+            plan.target,
+            plan.cluster,
+            plan.run,
+            tokens=plan.tokens,
+            batch=plan.global_batch_tokens,
+            validation=plan.validation,
         )
         for plan in (old, new)
     )

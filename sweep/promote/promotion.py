@@ -25,6 +25,7 @@ from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.request import PromotionRequest, Rehearsal, Submission
 from sweep.promote.submit import Submitted, submit_plan
 from sweep.promote.summary import summary_markdown
+from sweep.promote.watching import forced_overshoot, job_wandb, watch_config
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
 
 Echo = Callable[[str], None]
@@ -81,6 +82,7 @@ def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submi
         echo(f"warning: {warning}")
     run = plan.run
     storage = submission.storage or str(Path(run.checkpoint.save_dir) / "ray_train")
+    wandb = job_wandb(plan)
 
     def job_for(submission_id: str) -> JobConfig:
         return JobConfig(
@@ -95,6 +97,8 @@ def submit(promotion: Promotion, submission: Submission, *, echo: Echo) -> Submi
             max_failures=submission.max_failures,
             storage_path=storage,
             trainer=MegatronTrainer(run=run.model_dump(mode="json")),
+            watch=watch_config(plan, stop_on_forgetting=submission.stop_on_forgetting),
+            wandb=wandb,
         )
 
     return submit_plan(
@@ -118,5 +122,22 @@ def rehearse_plan(promotion: Promotion, run_dir: Path, rehearsal: Rehearsal, *, 
             raise PromotionError(f"plan {plan.id}: blend source {source.prefix} has no side name, got {source.name=}")
         weights[source.name] = weights.get(source.name, 0.0) + source.weight
     config = RehearsalConfig(fault_drill=rehearsal.fault_drill)
-    trainer = rehearsal_trainer(trial, weights, config)
-    return rehearse(plan_id=plan.id, plan_dir=promotion.directory, trainer=trainer, config=config, echo=echo)
+    trainer = rehearsal_trainer(trial, weights, config, sides=[item.side for item in plan.validation])
+    tokens = config.run_tokens(trainer.seq_len)
+    watch = watch_config(
+        plan,
+        stop_on_forgetting=rehearsal.stop_on_forgetting,
+        tokens_per_iteration=tokens // config.steps,
+        run_tokens=tokens,
+    )
+    if rehearsal.overshoot_drill:
+        watch = forced_overshoot(watch, tokens)
+    return rehearse(
+        plan_id=plan.id,
+        plan_dir=promotion.directory,
+        trainer=trainer,
+        config=config,
+        echo=echo,
+        watch=watch,
+        wandb=job_wandb(plan),
+    )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sweep.address import parse_address
+from sweep.address import jobs_client, parse_address
 from sweep.files.compat import JOB_RESULT
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir
@@ -30,7 +30,8 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.jobs import follow_logs
 from sweep.promote.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.submit import submit_plan
-from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig, ToyTrainer
+from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig, JobWandb, ToyTrainer
+from train_entry.fullrun.evaluations import WatchConfig
 from train_entry.fullrun.toy import load_state
 from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import TrialConfig
@@ -43,6 +44,7 @@ _STEP = re.compile(rf"{LOG_PREFIX} step (\d+)/")
 _CHECKPOINT = re.compile(rf"{LOG_PREFIX} checkpoint at step (\d+)")
 _RESUMED = re.compile(rf"{LOG_PREFIX} resumed from step (\d+)")
 _PLACEMENT = re.compile(rf"{LOG_PREFIX} placement node (\w+): ranks ([\d, ]+)")
+_STOPPED = re.compile(rf"{LOG_PREFIX} (stopped by the forgetting watch.*)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +65,13 @@ class RehearsalConfig:
     """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
     timeout_s: float = 900.0
     """The whole job, cluster start excluded; a busy 2-core machine needs ~2 minutes."""
+    eval_sequences: int = 16
+    """Held-out sequences per validation set at each evaluation (the proxy's own sets, fewer of them: 5 evaluations
+    of 3 sets on one CPU worker)."""
+
+    def run_tokens(self, seq_len: int) -> int:
+        """Training tokens of the whole toy run: each step trains one micro-batch on every worker."""
+        return self.steps * self.micro_batch_size * self.nodes * self.workers_per_node * seq_len
 
 
 @dataclass
@@ -76,6 +85,8 @@ class RehearsalLog:
     steps_lost: list[int] = field(default_factory=list)
     """For each restore: the furthest step reached before it minus the step resumed from."""
     node_of_last_rank: str | None = None
+    stopped_by_watch: str | None = None
+    """The job's own line saying the forgetting watch stopped it, and why."""
 
     def read(self, line: str) -> str | None:
         """Records one line; returns its `fullrun:` message, or None for Ray's own lines."""
@@ -93,6 +104,8 @@ class RehearsalLog:
             self.resumed_from.append(resumed)
             self.steps_lost.append(self.max_step - resumed)
             self.max_step = resumed
+        elif match := _STOPPED.match(message):
+            self.stopped_by_watch = match.group(1)
         elif match := _PLACEMENT.match(message):
             self.node_of_last_rank = match.group(1)  # nodes are listed in rank order: the last holds the last ranks
         return message
@@ -106,11 +119,18 @@ class RehearsalResult:
     """The step of the job's final checkpoint (what a resumed run would start from)."""
     losses: list[tuple[int, float]]
     """(step, mean training loss) at every checkpoint of the run, across restores."""
+    stopped_by_watch: str | None = None
+    """Why the forgetting watch stopped the job; None when it did not."""
+    status_message: str = ""
+    """Ray's status message of the job (after a stop by the watch, its last log lines, the reason among them)."""
 
 
-def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig) -> ToyTrainer:
+def toy_trainer(
+    trial: TrialConfig, weights: dict[str, float], config: RehearsalConfig, *, sides: list[str] | None = None
+) -> ToyTrainer:
     """The proxy's base, tokenizer, corpora and optimizer recipe with the plan's blend weights and the
-    promoted point's lr_fraction; a warmup of a tenth of the rehearsal's steps."""
+    promoted point's lr_fraction; a warmup of a tenth of the rehearsal's steps; each of `sides` evaluated on the
+    proxies' own validation text of that side."""
     recipe = trial.proxy.model_dump(include=set(OptimizerConfig.model_fields))
     return ToyTrainer(
         **{**recipe, "warmup_steps": max(1, config.steps // 10)},
@@ -123,6 +143,8 @@ def toy_trainer(trial: TrialConfig, weights: dict[str, float], config: Rehearsal
         peak_lr=trial.peak_lr,
         seed=trial.proxy.seed,
         min_step_seconds=config.min_step_seconds,
+        valid={side: getattr(trial.valid, side) for side in sides or []},
+        eval_sequences=min(config.eval_sequences, trial.proxy.eval_sequences),
     )
 
 
@@ -133,6 +155,8 @@ def rehearse(
     trainer: ToyTrainer,
     config: RehearsalConfig,
     echo: Callable[[str], None] = print,
+    watch: WatchConfig | None = None,
+    wandb: JobWandb | None = None,
 ) -> RehearsalResult:
     """Runs the rehearsal under plan_dir/rehearsal/<UTC time>/ and returns what it showed."""
     out = plan_dir.rehearsals / datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
@@ -142,7 +166,7 @@ def rehearse(
     echo(f"rehearsal: starting a local cluster of {config.nodes} nodes x {config.workers_per_node} CPU workers")
     with LocalCluster(shape=ClusterShape(nodes=config.nodes, cpus_per_node=config.workers_per_node)) as cluster:
         address = parse_address(cluster.address, allow_remote=False)
-        job_for = partial(_toy_job, config=config, trainer=trainer, storage=storage)
+        job_for = partial(_toy_job, config=config, trainer=trainer, storage=storage, watch=watch, wandb=wandb)
         # The rehearsal's interpreter is the cluster's: the one with cpt-sweep installed.
         submitted = submit_plan(
             plan_id=plan_id, plan=PlanDir(out), job_for=job_for, address=address, force=False, python=sys.executable
@@ -162,16 +186,27 @@ def rehearse(
 
         try:
             status = follow_logs(address.url, submitted.submission_id, on_line=on_line, timeout_s=config.timeout_s)
+            message = jobs_client(address.url).get_job_info(submitted.submission_id).message or ""
         finally:
             (out / JOB_LOG).write_text("\n".join(log.lines) + "\n", encoding="utf-8")
 
     final_step, losses = _final_checkpoint(storage / submitted.submission_id)
-    result = RehearsalResult(submitted.submission_id, status, final_step, losses)
+    result = RehearsalResult(
+        submitted.submission_id, status, final_step, losses, log.stopped_by_watch, message
+    )
     _echo_outcome(result, log, steps=config.steps, echo=echo)
     return result
 
 
-def _toy_job(submission_id: str, *, config: RehearsalConfig, trainer: ToyTrainer, storage: Path) -> JobConfig:
+def _toy_job(
+    submission_id: str,
+    *,
+    config: RehearsalConfig,
+    trainer: ToyTrainer,
+    storage: Path,
+    watch: WatchConfig | None,
+    wandb: JobWandb | None,
+) -> JobConfig:
     """The rehearsal's job: CPU workers packed node by node, one TP group per node, results under `storage`."""
     return JobConfig(
         name=submission_id,
@@ -185,6 +220,8 @@ def _toy_job(submission_id: str, *, config: RehearsalConfig, trainer: ToyTrainer
         max_failures=config.max_failures,
         storage_path=str(storage.resolve()),
         trainer=trainer,
+        watch=watch,
+        wandb=wandb,
     )
 
 
@@ -201,6 +238,9 @@ def _fault_drill(
 def _echo_outcome(result: RehearsalResult, log: RehearsalLog, *, steps: int, echo: Callable[[str], None]) -> None:
     """The job's status, its loss at every checkpoint, and the steps each restore had to recompute."""
     echo(f"rehearsal: job {result.status}; final checkpoint at step {result.final_step} of {steps}")
+    if result.stopped_by_watch is not None:
+        held = "holds" if result.stopped_by_watch in result.status_message else "does not hold"
+        echo(f"rehearsal: {result.stopped_by_watch}; Ray's status message {held} the reason")
     for step, loss in result.losses:
         echo(f"rehearsal:   step {step:>5}  loss {loss:.4f}")
     for resumed, lost in zip(log.resumed_from, log.steps_lost):

@@ -28,6 +28,8 @@ class Submission(StrictConfig):
     """Worker-group restarts after a lost worker or node."""
     storage: str | None = None
     """Shared storage for Ray Train's run state, reached by every node; default <save-dir>/ray_train."""
+    stop_on_forgetting: bool = False
+    """Checkpoint and stop the job when the forgetting watch trips (else a warning and a W&B alert only)."""
 
     @model_validator(mode="after")
     def _address_allowed(self) -> Submission:
@@ -43,6 +45,11 @@ class Rehearsal(StrictConfig):
 
     fault_drill: bool = True
     """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
+    stop_on_forgetting: bool = False
+    """As for a submission: checkpoint and stop the job when the forgetting watch trips."""
+    overshoot_drill: bool = False
+    """Hold the run to a bound every evaluation exceeds, so the watch trips at its second evaluation: rehearses the
+    warning, the W&B alert and (with stop_on_forgetting) the stop."""
 
 
 class PromotionRequest(StrictConfig):

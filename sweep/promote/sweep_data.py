@@ -2,7 +2,9 @@
 
 A side of the mix whose train corpus in the sweep's spec is Megatron indexed datasets goes into the plan's
 --data-path as those same prefixes, each weighted by its token count as the proxies' blend weighted it, when the
-promotion request names no prefix of its own for that side; the tokenizer that made them is the full run's too.
+promotion request names no prefix of its own for that side; the tokenizer that made them is the full run's too. A side
+whose validation text is one Megatron prefix is, likewise, the full run's validation set of that side: the full run is
+measured on the held-out text the proxies were.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pydantic import ConfigDict, ValidationError, field_validator
 
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
-from sweep.promote.config import DataPrefix, PromotionConfig
+from sweep.promote.config import DataPrefix, PromotionConfig, ValidationPrefixes
 from sweep.promote.errors import PromotionError
 from sweep.promote.ladder import finished_ladder
 from sweep.spec.spec import spec_content
@@ -31,9 +33,10 @@ class _Side(StrictConfig):
     model_config = ConfigDict(extra="ignore")
 
     train: list[str]
+    valid: list[str] = []
     tokenizer: str | None = None
 
-    @field_validator("train", mode="before")
+    @field_validator("train", "valid", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
@@ -41,29 +44,49 @@ class _Side(StrictConfig):
 
 def with_sweep_prefixes(config: PromotionConfig, run: RunDir) -> PromotionConfig:
     """`config`, each side it leaves empty filled with the sweep's Megatron prefixes for that side (with their
-    token counts), and its tokenizer, when unset, with the one that made them."""
-    sides = _megatron_sides(run)
+    token counts), its tokenizer, when unset, with the one that made them, and each validation set it leaves unset
+    with the sweep's own validation prefix of that side."""
+    corpora = _spec_sides(run)
+    sides = _megatron_sides(corpora)
     data = config.data
     filled = {side: prefixes for side, (prefixes, _) in sides.items() if not getattr(data, side)}
-    if not filled:
-        return config
     update: dict[str, Any] = dict(filled)
     tokenizers = {sides[side][1] for side in filled}
     if data.tokenizer is None and len(tokenizers) == 1:
         update["tokenizer"] = tokenizers.pop()
+    valid = _validation_prefixes(corpora, data.valid)
+    if valid != data.valid:
+        update["valid"] = valid
+    if not update:
+        return config
     return config.model_copy(update={"data": data.model_copy(update=update)})
 
 
-def _megatron_sides(run: RunDir) -> dict[str, tuple[list[DataPrefix], str | None]]:
+def _validation_prefixes(corpora: dict[str, _Side], given: ValidationPrefixes) -> ValidationPrefixes:
+    """`given`, each unset side filled with the sweep's validation text of that side where it is one Megatron prefix
+    (Megatron-LM evaluates one loss per prefix: a side held in several would be several sets, not the proxies' one)."""
+    found = {
+        side: corpus.valid[0]
+        for side, corpus in corpora.items()
+        if getattr(given, side) is None and len(corpus.valid) == 1 and is_megatron_prefix(Path(corpus.valid[0]))
+    }
+    return given.model_copy(update=found) if found else given
+
+
+def _spec_sides(run: RunDir) -> dict[str, _Side]:
+    """The corpora of the sweep's spec copy, by side; empty without a spec copy."""
     spec = spec_copy(run)
     if spec is None:
         return {}
     try:
         raw = spec_content(spec, copy=True)
         corpora = raw.get("data", {}) if isinstance(raw, dict) else {}
-        sides = {side: _Side.model_validate(corpora[side]) for side in SIDES if isinstance(corpora.get(side), dict)}
+        return {side: _Side.model_validate(corpora[side]) for side in SIDES if isinstance(corpora.get(side), dict)}
     except (SpecError, ValidationError, AttributeError) as error:
         raise PromotionError(f"{spec}: not the spec copy a sweep writes ({error})") from None
+
+
+def _megatron_sides(sides: dict[str, _Side]) -> dict[str, tuple[list[DataPrefix], str | None]]:
     found = {}
     for side, corpus in sides.items():
         prefixes = [Path(path) for path in corpus.train]

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
+from train_entry.fullrun.evaluations import WatchConfig
 from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import CorpusPrefixes
 
@@ -18,6 +19,11 @@ JOB_JSON = "job.json"
 """The job's config in the folder Ray uploads as its working_dir: `python -m train_entry.fullrun.job --config job.json`."""
 RESULT_JSON = "result.json"
 """What the job writes beside Ray Train's run state when it ends."""
+STOPPED_KEY = "stopped_by_watch"
+"""The metric rank 0 reports with its last checkpoint when the forgetting watch stopped the run: the reason."""
+STOPPED_EXIT_CODE = 3
+"""The job's exit code after the forgetting watch stopped it: Ray records the job FAILED with the last log lines,
+the reason among them, as its status message."""
 LOG_PREFIX = "fullrun:"
 """Starts every line the workers print, so the job log is easy to follow and to parse."""
 
@@ -47,12 +53,31 @@ class ToyTrainer(OptimizerConfig):
     peak_lr: float = Field(gt=0.0)
     """The plan's LR (lr_fraction x the base's max_lr)."""
     seed: Seed = 0
+    valid: dict[str, str] = Field(default_factory=dict)
+    """Validation prefixes by side, in the job's watch order (the plan's --valid-data-path order): each evaluated
+    apart at step 0 and at every checkpoint, logged as Megatron-LM logs them; empty: no evaluation."""
+    eval_sequences: int = Field(16, gt=0, le=100_000)
+    """Held-out sequences per validation set (the proxy's own eval_sequences in a rehearsal)."""
     min_step_seconds: float = Field(0.0, ge=0.0)
     """A floor on each step's wall time: the toy model steps in milliseconds, and a rehearsal whose
     fault drill kills a node between checkpoints needs steps that last long enough to be caught."""
 
 
 Trainer = Annotated[MegatronTrainer | ToyTrainer, Field(discriminator="kind")]
+
+
+class JobWandb(StrictConfig):
+    """The W&B run of the full run, beside the sweep's trials; the API key reaches the workers in the job's
+    environment only, never this file."""
+
+    mode: Literal["online", "offline"]
+    """As the submitter resolved the sweep's tracking (online without a key there falls back to offline)."""
+    project: str = Field(min_length=1, max_length=128)
+    entity: str | None = Field(None, min_length=1, max_length=128)
+    group: str = Field(min_length=1, max_length=128)
+    """The sweep's name: the trials' group, so the full run sits beside them."""
+    config: dict[str, Any]
+    """The plan (plan.json's content), as the run's W&B config."""
 
 
 class JobConfig(StrictConfig):
@@ -78,6 +103,10 @@ class JobConfig(StrictConfig):
     storage_path: str
     """Shared storage every node reaches: Ray Train's run state and checkpoints live under it."""
     trainer: Trainer
+    watch: WatchConfig | None = None
+    """The forgetting watch (train_entry/fullrun/evaluations.py); None: no validation sets to watch."""
+    wandb: JobWandb | None = None
+    """None: the sweep tracked nothing in W&B."""
 
     @model_validator(mode="after")
     def _layout_fits(self) -> JobConfig:

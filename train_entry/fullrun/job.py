@@ -7,7 +7,10 @@ setting and exit code 2, before any worker takes a GPU (a worker's failure would
 max_failures times). Then a Ray Train TorchTrainer: one worker per GPU (per CPU slot in a
 rehearsal), packed node by node, restarted from the latest checkpoint up to max_failures times
 after a lost worker or node. At the end it writes result.json beside Ray Train's run state and
-prints it.
+prints it. When the forgetting watch stopped the run (--stop-on-forgetting, after its checkpoint), the job
+prints the reason last and exits with STOPPED_EXIT_CODE, so Ray's status message carries the reason. Ray's own
+stop_job would not: it records the fixed message "Job was intentionally stopped." and gives the entrypoint
+RAY_JOB_STOP_WAIT_TIME_S (3 s by default, Ray 2.60 job_supervisor.py) before SIGKILL, too short for a checkpoint.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from train_entry.file_format import JOB, JOB_RESULT, FormatError
-from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig
+from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, STOPPED_EXIT_CODE, STOPPED_KEY, JobConfig
 from train_entry.fullrun.worker import preflight, train_loop_per_worker
 
 CHECKPOINTS_KEPT = 2
@@ -87,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / RESULT_JSON).write_text(JOB_RESULT.dumps_data(summary), encoding="utf-8")
     print(f"{LOG_PREFIX} result {json.dumps(summary)}", flush=True)
+    stopped = summary["metrics"].get(STOPPED_KEY)
+    if stopped:
+        # Last, so the status message Ray records (the log's last lines after a non-zero exit) holds the reason.
+        print(f"{LOG_PREFIX} {stopped}", flush=True)
+        return STOPPED_EXIT_CODE
     return 0
 
 

@@ -18,7 +18,8 @@ import ray
 import ray.train
 import torch.distributed as dist
 
-from train_entry.fullrun.config import LOG_PREFIX, JobConfig, MegatronTrainer, ToyTrainer
+from train_entry.fullrun.config import LOG_PREFIX, STOPPED_KEY, JobConfig, MegatronTrainer, ToyTrainer
+from train_entry.fullrun.job_watch import JobWatch
 from train_entry.fullrun.placement import check_tensor_parallel_groups, placement_lines
 
 
@@ -63,23 +64,42 @@ def preflight(job: JobConfig) -> None:
 def _run_toy(job: JobConfig, trainer: ToyTrainer) -> None:
     from train_entry.fullrun.toy import train_toy
 
+    watch = _job_watch(job)
+
     def on_checkpoint(step: int, loss: float, directory: Path | None) -> None:
         checkpoint = ray.train.Checkpoint.from_directory(str(directory)) if directory is not None else None
-        ray.train.report({"step": step, "loss": loss}, checkpoint=checkpoint)
+        metrics: dict[str, Any] = {"step": step, "loss": loss}
+        if watch is not None and watch.stop_reason is not None:
+            metrics[STOPPED_KEY] = watch.stop_reason  # rank 0's report is the one the driver's result holds
+        ray.train.report(metrics, checkpoint=checkpoint)
         log_rank0(f"checkpoint at step {step}")
 
     latest = ray.train.get_checkpoint()
-    with latest.as_directory() if latest is not None else contextlib.nullcontext(None) as resume_dir:
-        result = train_toy(
-            trainer,
-            steps=job.steps,
-            checkpoint_interval=job.checkpoint_interval,
-            resume_dir=Path(resume_dir) if resume_dir is not None else None,
-            scratch=Path(job.storage_path) / job.name / "scratch",
-            on_checkpoint=on_checkpoint,
-            log=log_rank0,
-        )
-    log_rank0(f"finished at step {result.step}, started at step {result.start_step}")
+    try:
+        with latest.as_directory() if latest is not None else contextlib.nullcontext(None) as resume_dir:
+            result = train_toy(
+                trainer,
+                steps=job.steps,
+                checkpoint_interval=job.checkpoint_interval,
+                resume_dir=Path(resume_dir) if resume_dir is not None else None,
+                scratch=Path(job.storage_path) / job.name / "scratch",
+                on_checkpoint=on_checkpoint,
+                log=log_rank0,
+                evaluator=watch,
+            )
+    finally:
+        if watch is not None:
+            watch.close()
+    ended = "stopped" if result.stopped else "finished"
+    log_rank0(f"{ended} at step {result.step}, started at step {result.start_step}")
+
+
+def _job_watch(job: JobConfig) -> JobWatch | None:
+    """Rank 0's forgetting watch (and W&B run); None on the other ranks and without validation sets."""
+    if job.watch is None or dist.get_rank() != 0:
+        return None
+    directory = Path(job.storage_path) / job.name
+    return JobWatch(job.watch, job.wandb, name=job.name, directory=directory, log=log_rank0)
 
 
 def _run_megatron(job: JobConfig, trainer: MegatronTrainer) -> None:
@@ -88,6 +108,11 @@ def _run_megatron(job: JobConfig, trainer: MegatronTrainer) -> None:
     from train_entry.megatron.train import train
 
     config = FullRunConfig.model_validate(trainer.run)
+    if job.watch is not None:
+        log_rank0(
+            "watch: this entry evaluates one blended validation loss, not the plan's sets apart, so the forgetting "
+            "watch has nothing to read (the plan's Megatron-LM arguments log each set)"
+        )
 
     def on_checkpoint(iteration: int, directory: Path) -> None:
         # The checkpoint stays in the entry's save_dir on shared storage (a 70B one is ~1 TB): Ray is

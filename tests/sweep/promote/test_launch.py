@@ -23,7 +23,7 @@ def test_cli_names_an_address_where_no_jobs_api_answers_with_exit_2(finished_run
     address = f"http://127.0.0.1:{free_port()}"
     inputs = ["--tokenizer", "/t", "--base-checkpoint", "/b", "--save-dir", str(tmp_path / "ckpt")]
     for side in ("general", "non_english", "domain"):
-        inputs += ["--data-prefix", f"{side}=/data/{side}"]
+        inputs += ["--data-prefix", f"{side}=/data/{side}", "--valid-prefix", f"{side}=/data/valid/{side}"]
     code = main(["promote", "submit", str(finished_run()), "--target", "llama3.1-8b", *inputs, "--address", address])
     assert code == 2
     assert f"--address {address}: no Ray Jobs API answers there" in capsys.readouterr().err
@@ -36,6 +36,8 @@ def test_cli_names_an_address_where_no_jobs_api_answers_with_exit_2(finished_run
         (["promote", "plan", "RUN", "--address", "http://127.0.0.1:8265"], "unrecognized arguments: --address"),
         (["promote", "RUN", "--submit", "--rehearse"], "choose from 'plan', 'submit', 'rehearse'"),
         (["promote", "rehearse", "RUN", "--force"], "unrecognized arguments: --force"),
+        (["promote", "plan", "RUN", "--stop-on-forgetting"], "unrecognized arguments: --stop-on-forgetting"),
+        (["promote", "submit", "RUN", "--address", "http://127.0.0.1:1", "--overshoot-drill"], "unrecognized"),
     ],
 )
 def test_cli_refuses_launch_flags_that_do_not_go_together(finished_run, capsys, argv, message):

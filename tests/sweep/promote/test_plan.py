@@ -20,7 +20,13 @@ from promote_runs import write_run
 
 from sweep.files.compat import SPEC
 from sweep.files.config_file import load_config
-from sweep.promote.config import DataPrefix, PromotionCheckpoint, PromotionConfig, PromotionData
+from sweep.promote.config import (
+    DataPrefix,
+    PromotionCheckpoint,
+    PromotionConfig,
+    PromotionData,
+    ValidationPrefixes,
+)
 from sweep.promote.errors import PromotionError
 from sweep.promote.layout import LayoutRequest
 from sweep.promote.plan import Plan, make_plan
@@ -126,6 +132,7 @@ def test_a_sides_weight_is_split_over_its_prefixes_by_tokens_else_equally(run_di
         non_english=[DataPrefix(prefix="/d/multi")],
         domain=[DataPrefix(prefix="/d/listings"), DataPrefix(prefix="/d/reviews", tokens=5e10)],
         tokenizer="/models/llama",
+        valid=ValidationPrefixes(general="/d/en_valid", domain="/d/listings_valid", non_english="/d/multi_valid"),
     )
     config = PromotionConfig(
         target="llama3.1-8b", data=data, checkpoint=PromotionCheckpoint(base_dir="/ckpt/base", save_dir="/ckpt/run")
@@ -142,8 +149,10 @@ def test_a_sides_weight_is_split_over_its_prefixes_by_tokens_else_equally(run_di
 def test_missing_inputs_are_marked_placeholders_that_a_submission_refuses(plans):
     plan = plans["llama3.1-70b"]
     assert plan.placeholders == [
-        "data prefix general", "data prefix domain", "data prefix non_english", "tokenizer", "base checkpoint", "save dir"
+        "data prefix general", "data prefix domain", "data prefix non_english", "tokenizer", "base checkpoint", "save dir",
+        "validation prefix general", "validation prefix domain", "validation prefix non_english",
     ]  # fmt: skip
+    assert all(item.prefix.startswith("/PLACEHOLDER/") for item in plan.validation)
     assert all(source.prefix.startswith("/PLACEHOLDER/") for source in plan.run.data.blend)
     with pytest.raises(PromotionError, match="still has placeholders for: data prefix general"):
         plan.require_real_inputs()
@@ -247,8 +256,11 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
     assert int(value("--lr-warmup-iters")) == opt.warmup_iters
     assert float(value("--lr")) == opt.lr and float(value("--min-lr")) == opt.min_lr
     assert value("--lr-decay-style") == opt.decay_style
-    pairs = args["--data-path"]
+    pairs = args["--train-data-path"]
     assert [(float(w), p) for w, p in zip(pairs[::2], pairs[1::2])] == [(s.weight, s.prefix) for s in run.data.blend]
+    assert args["--valid-data-path"] == [item.prefix for item in plan.validation]
+    assert args["--multiple-validation-sets"] == args["--full-validation"] == []
+    assert "--data-path" not in args and "--split" not in args
     assert value("--tokenizer-model") == run.data.tokenizer
     assert value("--save") == value("--load") == run.checkpoint.save_dir
     assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
@@ -341,6 +353,15 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
         1440,
     )
     assert args.ddp_bucket_size == plan.run.parallelism.ddp_bucket_size
+    # Each validation set apart, unweighted, in the plan's order: what evaluate_and_print_results logs as
+    # "validation-<i>", and how Megatron-LM's own helper hands the sets to megatron-core's dataset builder.
+    from megatron.training.utils import get_blend_and_blend_per_split
+
+    assert args.multiple_validation_sets and args.full_validation and args.exit_signal_handler
+    blend, (train, valid, test) = get_blend_and_blend_per_split(args)
+    assert blend is None and test is None
+    assert valid == ([item.prefix for item in plan.validation], None)
+    assert train[0] == [source.prefix for source in plan.run.data.blend]
     assert args.transformer_impl == ("transformer_engine" if plan.cluster.transformer_engine else "local")
     assert args.data_parallel_size == plan.chosen.data_parallel
     model, par = plan.run.model, plan.run.parallelism
@@ -403,6 +424,15 @@ def test_a_sweep_of_megatron_prefixes_promotes_them_without_placeholders(tmp_pat
     )  # fmt: skip
     assert plan.run.data.tokenizer == "/models/llama"
     assert plan.placeholders == []
+    # The held-out text the proxies were measured on is the full run's, each side apart, in Megatron-LM's order.
+    assert [(item.side, Path(item.prefix).name) for item in plan.validation] == [
+        ("general", "general_0_text_document"), ("domain", "domain_0_text_document"),
+        ("non_english", "non_english_0_text_document"),
+    ]  # fmt: skip
+    other = PromotionData(domain=given.domain, valid=ValidationPrefixes(general="/team/en_valid"))
+    replanned = make_plan(run_dir, PromotionConfig(target="llama3.1-8b", checkpoint=checkpoint, data=other))
+    assert replanned.validation[0].prefix == "/team/en_valid"  # the team's own set wins over the sweep's
+    assert replanned.id != plan.id  # another validation set is another plan
 
 
 def test_a_target_whose_heads_are_not_hidden_over_heads_wide_plans_with_kv_channels(run_dir, tmp_path):

@@ -157,19 +157,27 @@ def test_a_malformed_data_prefix_is_an_argument_error(finished_run, capsys):
         promote(finished_run(), "--target", "llama3.1-8b", "--data-prefix", "english=/d/x")
     assert exit_.value.code == 2
     assert "SIDE one of general, non_english, domain" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        promote(finished_run(), "--target", "llama3.1-8b", "--valid-prefix", "english=/d/x")
+    assert exit_.value.code == 2
+    assert "must be SIDE=PREFIX with SIDE one of general, non_english, domain, got 'english=/d/x'" in (
+        capsys.readouterr().err
+    )
 
 
 def test_data_prefixes_from_the_command_line(finished_run):
     run_dir = finished_run()
     flags = ["--data-prefix", "general=/d/en@3e11", "--data-prefix", "general=/d/wiki@1e11"]
     flags += ["--data-prefix", "domain=/d/shop", "--tokenizer", "/m/tok", "--save-dir", "/c/run"]
+    flags += ["--valid-prefix", "general=/d/en_valid", "--valid-prefix", "domain=/d/shop_valid"]
     assert promote(run_dir, "--target", "llama3.1-8b", *flags) == 0
     [directory] = (run_dir / "promotion").iterdir()
     plan = Plan.read(directory)
     weights = {source.prefix: source.weight for source in plan.run.data.blend}
     assert weights["/d/en"] == pytest.approx(0.45 * 0.75) and weights["/d/wiki"] == pytest.approx(0.45 * 0.25)
     assert weights["/d/shop"] == pytest.approx(0.5)
-    assert plan.placeholders == ["data prefix non_english", "base checkpoint"]
+    assert plan.placeholders == ["data prefix non_english", "base checkpoint", "validation prefix non_english"]
+    assert [item.prefix for item in plan.validation[:2]] == ["/d/en_valid", "/d/shop_valid"]
 
 
 def test_a_promotion_file_names_target_files_relative_to_itself(finished_run, tmp_path):

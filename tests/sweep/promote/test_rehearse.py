@@ -18,8 +18,10 @@ from cli import main
 from sweep.files.rundir import RunDir
 from sweep.promote.rehearse import JOB_LOG, RehearsalConfig
 from sweep.run.prepare import prepare
+from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
 from tests.conftest import TINY_SPEC
+from tests.wandb_files import offline_runs, records
 from train_entry.file_format import TRIAL_CONFIG
 from train_entry.fullrun.job import RESULT_JSON
 from train_entry.fullrun.toy import STATE_FILE
@@ -82,3 +84,42 @@ def test_rehearsal_survives_a_lost_node_and_finishes_the_planned_steps(rehearsal
     session = re.search(r"Ray session under (\S+) ", out).group(1)
     assert processes_mentioning(session) == []
     assert not Path(session).exists()
+
+
+def test_a_forced_overshoot_trips_the_watch_alerts_in_wandb_and_stops_the_job_cleanly(
+    rehearsal_run, tiny_spec_path, capsys, monkeypatch
+):
+    """The watch drill: each validation set apart in Megatron-LM's lines, the base at step 0, the watch tripping at
+    its second evaluation over a bound no loss stays under, a W&B alert in the sweep's project and group, the job
+    checkpointed and stopped with the reason in Ray's status; then `sweep promote watch` on the result."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    spec = load_spec(tiny_spec_path).model_copy(
+        update={"tracking": TrackingConfig(wandb=WandbConfig(mode="offline", project="cpt-rehearsal"))}
+    )
+    RunDir(rehearsal_run).write_spec_copy(spec)
+    drill = ["--no-fault-drill", "--overshoot-drill", "--stop-on-forgetting"]
+    assert main(["promote", "rehearse", str(rehearsal_run), "--target", "llama3.1-8b", *drill]) == 0
+    out = capsys.readouterr().out
+
+    # Three sets apart (general, domain, non-English) at the base's step 0 and at each evaluation, as Megatron-LM logs.
+    for step in (0, 10, 20):
+        assert [int(i) for i in re.findall(rf"validation-(\d) loss at iteration {step} \|", out)] == [0, 1, 2], out
+    assert "validation-0 loss at iteration 30" not in out  # stopped after the evaluation at step 20
+    assert "fullrun: watch base losses: domain" in out
+    assert re.search(r"fullrun: watch WARNING: iteration 20, [\d,]+ tokens: forgetting -?\d\.\d{4}.* exceeds", out)
+    assert "job FAILED; final checkpoint at step 20 of 40" in out
+    assert "rehearsal: stopped by the forgetting watch (--stop-on-forgetting): WARNING: iteration 20" in out
+    assert "Ray's status message holds the reason" in out
+
+    [rehearsal] = (next((rehearsal_run / "promotion").iterdir()) / "rehearsal").iterdir()
+    [run] = offline_runs(rehearsal / "ray_results")
+    assert (run.group, run.job_type, run.config["sweep"]["name"]) == ("lr_mix", "full-run", "lr_mix")
+    assert [row["_step"] for row in run.history] == [10, 20]
+    alerts = [r.alert for r in records(next(run.path.glob("run-*.wandb"))) if r.WhichOneof("record_type") == "alert"]
+    assert [(a.title, a.level) for a in alerts] == [("forgetting over the prediction", "WARN")]
+    assert "iteration 20" in alerts[0].text
+
+    assert main(["promote", "watch", str(rehearsal_run)]) == 0
+    table = capsys.readouterr().out
+    assert "the rehearsal's forced-overshoot drill" in table
+    assert [line.split()[0] for line in table.splitlines() if "TRIPPED" in line] == ["20"]

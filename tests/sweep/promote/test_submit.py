@@ -33,6 +33,8 @@ def real_inputs(tmp_path: Path) -> list[str]:
         "--data-prefix", "general=/shared/data/general_text", "--data-prefix", "non_english=/shared/data/multi_text",
         "--data-prefix", "domain=/shared/data/domain_text", "--tokenizer", "/shared/tokenizer",
         "--base-checkpoint", "/shared/base", "--save-dir", str(tmp_path / "checkpoints"),
+        "--valid-prefix", "general=/shared/valid/general_text", "--valid-prefix", "domain=/shared/valid/domain_text",
+        "--valid-prefix", "non_english=/shared/valid/multi_text",
     ]  # fmt: skip
 
 

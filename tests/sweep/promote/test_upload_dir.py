@@ -96,7 +96,7 @@ def test_submit_with_a_planted_upload_folder_is_exit_2_and_submits_nothing(finis
     run_dir = finished_run()
     inputs = ["--tokenizer", "/shared/tok", "--base-checkpoint", "/shared/base", "--save-dir", "/shared/ckpt"]
     for side in ("general", "non_english", "domain"):
-        inputs += ["--data-prefix", f"{side}=/shared/data/{side}"]
+        inputs += ["--data-prefix", f"{side}=/shared/data/{side}", "--valid-prefix", f"{side}=/shared/valid/{side}"]
     plan = ["promote", "plan", str(run_dir), "--target", "llama3.1-8b", *inputs]
     assert main(plan) == 0  # the plan, to learn its id
     [plan_dir] = (run_dir / "promotion").iterdir()

@@ -1,0 +1,47 @@
+"""Megatron-LM's validation log lines, read and (for the rehearsal's trainer) written.
+
+Megatron-LM core_v0.16.1 (megatron/training/training.py, evaluate_and_print_results) prints each evaluation as
+` validation-<i> loss at iteration <N> | lm loss value: <x.xxxxxxE+yy> | lm loss PPL: ... |` under
+--multiple-validation-sets, <i> the set's place in --valid-data-path; without it ` validation loss at ...`; the final
+evaluation, and the only one under --skip-train, says `iteration <N> on validation set`. The loss is printed with
+{:.6E}: six decimals, so a figure read back is the loss to 7 significant digits, and a diverged one reads NAN or INF.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+_LINE = re.compile(
+    r"validation(?:-(?P<set>\d+))? loss at iteration (?P<iteration>\d+)(?: on validation set)? \| "
+    r"lm loss value: (?P<loss>[-+0-9.EeNnAaIiFf]+) \|"
+)
+PPL_CAP = 20.0
+"""Megatron-LM caps the exponent of the perplexity it prints at 20."""
+
+
+@dataclass(frozen=True)
+class ValidationLoss:
+    set_index: int
+    """The set's place in --valid-data-path (0 for a single, unnumbered set)."""
+    iteration: int
+    loss: float
+
+
+def parse_validation(line: str) -> ValidationLoss | None:
+    """The validation loss a log line reports; None for any other line (or a number that is none)."""
+    match = _LINE.search(line)
+    if match is None:
+        return None
+    try:
+        loss = float(match["loss"])
+    except ValueError:
+        return None
+    return ValidationLoss(int(match["set"] or 0), int(match["iteration"]), loss)
+
+
+def validation_line(set_index: int, iteration: int, loss: float) -> str:
+    """The line Megatron-LM prints for one set's loss under --multiple-validation-sets."""
+    ppl = math.exp(min(PPL_CAP, loss)) if math.isfinite(loss) else loss
+    return f" validation-{set_index} loss at iteration {iteration} | lm loss value: {loss:.6E} | lm loss PPL: {ppl:.6E} | "
