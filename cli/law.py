@@ -8,12 +8,16 @@ The target's N is counted by sweep.scale from its shape; its tokens and LR sched
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from cli.args import fraction, non_negative_int, positive_int
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
+DEFAULT_MIN_PROBABILITY = 0.9
+"""objective.pick.min_probability's default (sweep.choice.config.PickConfig), repeated here so that `--help` loads
+no pydantic: the same rule for the law as for the pick."""
 
 
 def add_parser(verbs) -> None:
@@ -44,6 +48,13 @@ def add_parser(verbs) -> None:
         help="the full run's mean LR as a fraction of its peak (default: 1 %% warmup, cosine to 0.1 of the peak)",
     )
     fit.add_argument("--budget", type=fraction, default=DEFAULT_BUDGET, help="forgetting budget (default 0.01)")
+    fit.add_argument(
+        "--min-probability",
+        type=probability,
+        default=DEFAULT_MIN_PROBABILITY,
+        help="the pick's rule: the answer keeps P(forgetting <= budget) at least this (default 0.9, as a spec's "
+        "objective.pick.min_probability)",
+    )
     fit.add_argument("--refits", type=non_negative_int, default=200, help="bootstrap refits (default 200)")
     fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
     fit.add_argument("--output", type=Path, default=None, help="also write the report as JSON to this file")
@@ -51,23 +62,42 @@ def add_parser(verbs) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sweep.choice.config import PickConfig
     from sweep.files.compat import LAW_FIT
     from sweep.files.records import write_model
     from sweep.ladder.config import LawSettings
-    from sweep.ladder.law_runs import fit_runs, report_lines
+    from sweep.ladder.law_lines import report_lines
+    from sweep.ladder.law_runs import fit_runs
 
     report = fit_runs(
         args.runs,
         target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean),
         budget=args.budget,
         settings=LawSettings(refits=args.refits),
+        pick=PickConfig(min_probability=args.min_probability),
         validate=args.validate,
+        progress=_progress,
     )
     print("\n".join(report_lines(report)))
     if args.output is not None:
         write_model(args.output, report, LAW_FIT)
         print(f"report: {args.output}")
     return 0
+
+
+def _progress(line: str) -> None:
+    """Where the fit stands, on stderr: the report alone goes to stdout."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
+    return value
 
 
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):

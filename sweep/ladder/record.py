@@ -13,6 +13,7 @@ import math
 
 from pydantic import Field, model_validator
 
+from sweep.choice.config import PickConfig
 from sweep.choice.surrogate import Box
 from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
@@ -52,6 +53,9 @@ class LadderSummary(StrictConfig):
     at_target: LadderTarget
     """The target as the ladder was designed for it: N, pretraining tokens, the full run's tokens and schedule."""
     forgetting_budget: float = Field(ge=0.0)
+    pick: PickConfig
+    """The spec's objective.pick: the law's answer follows the pick's rule, P(forgetting <= budget) >=
+    min_probability."""
     space: SearchSpace
     search: SearchConfig
     """The sampler (a grid: the same design at every rung), pruner, forgetting guard and replicates of every rung."""

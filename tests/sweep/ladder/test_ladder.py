@@ -174,11 +174,12 @@ def test_every_rung_runs_in_order_and_the_law_is_fitted_over_every_evaluation(sc
     run = RunDir(scripted_ladder_run)
     summary = read_ladder(run)
     assert [rung.name for rung in summary.finished] == ["xxs", "xs", "s", "m"] and summary.is_finished
-    assert json.loads(run.ladder_json.read_text())["format_version"] == 1
+    assert json.loads(run.ladder_json.read_text())["format_version"] == 2
     assert [(rung.trials, rung.evaluations) for rung in summary.finished] == [(9, 27)] * 4
     fit = summary.fit
-    assert fit.law.rows == 108 and fit.law.rungs == ["xxs", "xs", "s", "m"]
-    assert fit.law.general_quality.r2 > 0.95 and fit.law.domain_quality.r2 > 0.95
+    assert fit.laws.rows == 108 and fit.laws.rungs == ["xxs", "xs", "s", "m"]
+    law = fit.laws.best.law
+    assert law.general_quality.r2 > 0.95 and law.domain_quality.r2 > 0.95
     prediction = fit.prediction
     assert prediction.credible and prediction.target == summary.at_target.scale
     truth = constrained_optimum(GENTLE, summary.at_target.scale, summary.box, summary.forgetting_budget).point
@@ -231,7 +232,7 @@ def test_earlier_runs_enter_the_law_and_an_optimum_beyond_the_box_is_refused_wit
     spec = write_ladder_spec(write_tiny_spec, "earlier_runs.yaml", runs=str(runs))
     summary = scripted_ladder(spec, tmp_path, LawRungs(TRUTH)).summary
     fit = summary.fit
-    assert fit.law.rungs == ["xxs", "xs", "s", "m", "prior"] and fit.law.rows == 108 + 100
+    assert fit.laws.rungs == ["xxs", "xs", "s", "m", "prior"] and fit.laws.rows == 108 + 108
     assert summary.runs == str(runs) and fit.source.endswith(f"and {runs}")
     assert [fold.rung for fold in fit.validation.folds][-1] == "prior"
     refusal = fit.prediction.refusal

@@ -37,13 +37,13 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     args = ["law", "fit", str(EXAMPLE), "--target", "llama3.1-70b", "--refits", "2", "--output", str(output)]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "law: fitted to 400 evaluations of 100 trials on 4 rung(s) (xs, s, m, l)" in printed
+    assert "law: fitted to 432 evaluations of 108 trials on 4 rung(s) (xs, s, m, l)" in printed
     assert "forgetting = (N / " in printed and "R2 0.99" in printed
     assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
     assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
     report = LAW_FIT.read(output, LawFitReport)
-    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 1
+    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 2
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
 
 
