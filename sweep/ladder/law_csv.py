@@ -104,7 +104,9 @@ def _observation(path: Path, line: int, fields: dict[str, str]) -> Observation:
         return Observation.model_validate(values)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        column = str(error["loc"][0]) if error["loc"] else "?"
+        if not error["loc"]:  # a check across columns (a loss against its base's) names them itself
+            raise LawInputError(f"{path}: line {line}: {error['msg'].removeprefix('Value error, ')}") from None
+        column = str(error["loc"][0])
         raise LawInputError(
             f"{path}: line {line}, column {column!r}: {error['msg']} (got {shown(fields.get(column, ''))})"
         ) from None

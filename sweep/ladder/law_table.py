@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Annotated
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.optimizer import OptimizerConfig
@@ -28,6 +28,10 @@ MAX_TOKENS = 1e15
 """A quadrillion continued-pretraining tokens: a hundred times the largest pretraining runs."""
 MAX_LOSS = 100.0
 """Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
+MAX_RATIO = 11.0
+"""A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
+allows (sweep.ladder.law_forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
+never a run that forgot a hundred-fold."""
 REDRAWS = 1000
 """Draws of rungs tried before a single-size one is kept (two rungs of different sizes: 1 in 2 draws is one size)."""
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")]
@@ -66,6 +70,18 @@ class Observation(StrictConfig):
     base_general_loss: Loss
     base_domain_loss: Loss
 
+    @model_validator(mode="after")
+    def _near_its_base(self) -> Observation:
+        for loss, base in (("general_loss", "base_general_loss"), ("domain_loss", "base_domain_loss")):
+            ratio = getattr(self, loss) / getattr(self, base)
+            if not 1.0 / MAX_RATIO <= ratio <= MAX_RATIO:
+                raise ValueError(
+                    f"{loss} {getattr(self, loss):.6g} is {ratio:.3g} times {base} {getattr(self, base):.6g}; a "
+                    f"run's loss lies within {MAX_RATIO:g}x of its base's either way (a base loss near zero is a "
+                    "unit error)"
+                )
+        return self
+
     @property
     def lr_area(self) -> float:
         """The LR area read so far, in the base's pretraining tokens at its max_lr: lr_fraction x lr_mean x tokens /
@@ -97,6 +113,7 @@ class ObservationTable:
         columns |= {name: np.array([getattr(row, name) for row in rows], dtype=float) for name in _NUMBERS}
         table = cls(columns)
         table.check_one_size_per_rung(where)
+        table.check_one_row_per_evaluation(where)
         return table
 
     def __len__(self) -> int:
@@ -209,6 +226,20 @@ class ObservationTable:
         mine = np.flatnonzero(self.rung == rung)
         most = np.max(self.tokens[mine])
         return mine[np.isclose(self.tokens[mine], most, rtol=1e-9, atol=0.0)]
+
+    def check_one_row_per_evaluation(self, where: Callable[[int], str]) -> None:
+        """LawInputError naming the first row that repeats an earlier one's rung, trial and tokens: one evaluation
+        listed twice would count twice in the fit and pass for a replicate in the noise the law is held to."""
+        _, first, inverse = np.unique(self.trial_key.astype(str) + "@" + self.tokens.astype(str), return_index=True,
+                                      return_inverse=True)  # fmt: skip
+        repeated = np.flatnonzero(first[inverse] != np.arange(len(self)))
+        if len(repeated):
+            row = int(repeated[0])
+            earlier = int(first[inverse[row]])
+            raise LawInputError(
+                f"{where(row)} repeats {where(earlier)}: rung {self.rung[row]!r}, trial {self.trial[row]!r} at "
+                f"{self.tokens[row]:g} tokens; each evaluation of a trial is one row (a second seed is another trial)"
+            )
 
     def check_one_size_per_rung(self, where: Callable[[int], str]) -> None:
         """LawInputError naming the first row whose N differs from its rung's first row's."""

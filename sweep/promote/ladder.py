@@ -14,7 +14,7 @@ from sweep.files.rundir import RunDir
 from sweep.ladder.law_optimum import TargetScale
 from sweep.ladder.law_predict import TargetPrediction, predict
 from sweep.ladder.law_select import Laws
-from sweep.ladder.law_table import LawInputError, lr_mean
+from sweep.ladder.law_table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
 from sweep.ladder.law_validate import FoldErrors
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
@@ -52,9 +52,15 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
     steps = config.train_iters()
     warmup = config.warmup_iters(steps)
     schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
+    parameters = non_embedding_params(target.model)
+    if not MIN_PARAMETERS <= parameters <= MAX_PARAMETERS:
+        raise PromotionError(
+            f"target {target.name}: {parameters:.4g} non-embedding parameters, outside the {MIN_PARAMETERS:g} to "
+            f"{MAX_PARAMETERS:g} a ladder's law predicts at ({target.source or 'its model shape'})"
+        )
     scale = TargetScale(
         name=target.name,
-        parameters=non_embedding_params(target.model),
+        parameters=parameters,
         pretrain_tokens=target.pretrain_tokens,
         tokens=config.tokens,
         lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),

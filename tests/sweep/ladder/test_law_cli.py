@@ -52,7 +52,8 @@ def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_
     bad.write_text(EXAMPLE.read_text().replace("5132.64", "many", 1))
     (tmp_path / "law.json").write_text("an earlier report\n")
     before = tree(tmp_path)
-    assert main(["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json")]) == 2
+    argv = ["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json"), "--force"]
+    assert main(argv) == 2  # --force: the file is checked first, and the earlier report is left as it was
     assert tree(tmp_path) == before
     error = capsys.readouterr().err
     assert (
