@@ -48,6 +48,9 @@ class FormFit(StrictConfig):
     weight: float = Field(ge=0.0, le=1.0)
     """Its stacking weight: the share of the answer and of the refits it carries."""
     misfit: Misfit
+    without_rung: list[Law] = Field(default_factory=list)
+    """The form fitted without each rung in turn (those folds that fitted): how far its answer two decades out moves
+    with the rungs it is given, which bootstrap refits around one fit do not measure when the form is wrong."""
 
     @property
     def credible(self) -> bool:
@@ -113,11 +116,11 @@ def fit_forms(
     if not laws:
         raise LawFitError(f"no form of the law reached a finite cost ({', '.join(forms)})")
     folds = _folds(table, settings.seed)
-    predictions = {}
+    predictions, without_rung = {}, {}
     for form, law in laws.items():
         if progress is not None:
             progress(f"form {form}: fitted; cross-validating over {len(folds)} folds of rungs and trials")
-        predictions[form] = _out_of_fold(table, law, settings, folds)
+        predictions[form], without_rung[form] = _out_of_fold(table, law, settings, folds)
     weights = _stack(table, noise, predictions)
     fits = [
         FormFit(
@@ -126,6 +129,7 @@ def fit_forms(
             score=_score(table, predictions[form]),
             weight=weights[form],
             misfit=misfit(law.general_quality, law.domain_quality, noise),
+            without_rung=without_rung[form],
         )
         for form, law in laws.items()
     ]
@@ -154,21 +158,26 @@ def _folds(table: ObservationTable, seed: int) -> list[_Fold]:
     return [fold for fold in folds if 0 < np.sum(fold.held_out) < len(table)]
 
 
-def _out_of_fold(table: ObservationTable, law: Law, settings: LawSettings, folds: list[_Fold]) -> dict[str, np.ndarray]:
+def _out_of_fold(
+    table: ObservationTable, law: Law, settings: LawSettings, folds: list[_Fold]
+) -> tuple[dict[str, np.ndarray], list[Law]]:
     """Each row's forgetting and domain_gain predicted by the law fitted without its fold, by kind of fold (NaN where
-    the fold's fit failed)."""
+    the fold's fit failed); and the laws of the rung folds."""
     out = {f"{kind}_{name}": np.full(len(table), np.nan) for kind in ("rung", "trial") for name in ("f", "g")}
+    without_rung = []
     for fold in folds:
         try:
             fitted = fit_law(table.select(~fold.held_out), settings, form=law.form, warm=law, starts=settings.refit_starts)
         except (LawFitError, LawInputError):
             continue
+        if fold.kind == "rung":
+            without_rung.append(fitted)
         rows = fold.held_out
         where = (table.parameters[rows], table.lr_fraction[rows], table.time[rows], table.domain_share[rows])
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out[f"{fold.kind}_f"][rows] = fitted.forgetting(*where)
             out[f"{fold.kind}_g"][rows] = fitted.domain_gain(*where)
-    return out
+    return out, without_rung
 
 
 def _stack(

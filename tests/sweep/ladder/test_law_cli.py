@@ -45,6 +45,17 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     report = LAW_FIT.read(output, LawFitReport)
     assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 2
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
+    prediction, rule = report.prediction, "highest lower-confidence domain_gain with P(forgetting <= budget) >= 0.9"
+    chance = prediction.optimum
+    said = f"lr_fraction {chance.lr_fraction:.4g}, mix {chance.mix}" if chance else "none"
+    assert f"chance-constrained optimum ({rule}" in printed and said in printed
+    mean = prediction.mean_optimum
+    assert (
+        f"mean-constrained optimum (predicted forgetting at most the budget; never promoted): lr_fraction "
+        f"{mean.lr_fraction:.4g}, mix {mean.mix}; at it domain_gain {mean.domain_gain:.4g}" in printed
+    )
+    for fit in report.laws.forms:  # each form side by side: its weight and its own optimum
+        assert f"    {fit.form}: weight {fit.weight:.2f}; CV rmse" in printed
 
 
 def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):
