@@ -8,12 +8,23 @@ The target's N is counted by sweep.scale from its shape; its tokens and LR sched
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import tempfile
 from pathlib import Path
 
-from cli.args import fraction, non_negative_int, positive_int
+from cli.args import fraction, positive_int_at_most
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
+DEFAULT_MIN_PROBABILITY = 0.9
+"""objective.pick.min_probability's default (sweep.study.config.PickConfig), repeated here so that `--help` loads
+no pydantic: the same rule for the law as for the pick."""
+MOST_TOKENS = 10**15
+"""sweep.promote.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
+MOST_REFITS = 10_000
+"""ladder.law.refits' bound (sweep.ladder.config.LawSettings): 200 take about a minute on one core, so this is
+nearly an hour; a typo of 100000 is refused at once."""
 
 
 def add_parser(verbs) -> None:
@@ -36,7 +47,12 @@ def add_parser(verbs) -> None:
     )
     fit.add_argument("runs", type=Path, metavar="RUNS.csv", help="one row per evaluation of each run")
     fit.add_argument("--target", required=True, help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
-    fit.add_argument("--tokens", type=positive_int, default=None, help="the full run's tokens (default 1e12)")
+    fit.add_argument(
+        "--tokens",
+        type=positive_int_at_most(MOST_TOKENS),
+        default=None,
+        help="the full run's tokens, 1 to 1e15 (default 1e12)",
+    )
     fit.add_argument(
         "--lr-mean",
         type=fraction,
@@ -44,9 +60,23 @@ def add_parser(verbs) -> None:
         help="the full run's mean LR as a fraction of its peak (default: 1 %% warmup, cosine to 0.1 of the peak)",
     )
     fit.add_argument("--budget", type=fraction, default=DEFAULT_BUDGET, help="forgetting budget (default 0.01)")
-    fit.add_argument("--refits", type=non_negative_int, default=200, help="bootstrap refits (default 200)")
+    fit.add_argument(
+        "--min-probability",
+        type=probability,
+        default=DEFAULT_MIN_PROBABILITY,
+        help="the pick's rule: the answer keeps P(forgetting <= budget) at least this (default 0.9, as a spec's "
+        "objective.pick.min_probability)",
+    )
+    fit.add_argument("--refits", type=refits, default=200, help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)")
     fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
-    fit.add_argument("--output", type=Path, default=None, help="also write the report as JSON to this file")
+    fit.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="also write the report as JSON to this new file (checked before the fit: never a folder, a device or "
+        "the runs file itself)",
+    )
+    fit.add_argument("--force", action="store_true", help="let --output replace an existing regular file")
     fit.set_defaults(func=run)
 
 
@@ -54,20 +84,87 @@ def run(args: argparse.Namespace) -> int:
     from sweep.files.compat import LAW_FIT
     from sweep.files.records import write_model
     from sweep.ladder.config import LawSettings
-    from sweep.ladder.law_runs import fit_runs, report_lines
+    from sweep.ladder.law_lines import report_lines
+    from sweep.ladder.law_runs import fit_runs
+    from sweep.ladder.law_table import LawInputError
+    from sweep.study.config import PickConfig
 
+    if args.output is not None:
+        check_output(args.output, args.runs, force=args.force)
     report = fit_runs(
         args.runs,
         target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean),
         budget=args.budget,
         settings=LawSettings(refits=args.refits),
+        pick=PickConfig(min_probability=args.min_probability),
         validate=args.validate,
+        progress=_progress,
     )
     print("\n".join(report_lines(report)))
     if args.output is not None:
-        write_model(args.output, report, LAW_FIT)
+        try:
+            write_model(args.output, report, LAW_FIT)
+        except OSError as exc:
+            _temporary(args.output).unlink(missing_ok=True)
+            raise LawInputError(f"--output {args.output}: cannot write the report: {exc.strerror or exc}") from None
         print(f"report: {args.output}")
     return 0
+
+
+def check_output(path: Path, runs: Path, *, force: bool) -> None:
+    """LawInputError, before any fitting, unless `path` names a new file (or, with `force`, an existing regular
+    file) in a writable folder, other than the runs file: a report never replaces a device, a folder, a link or
+    the input it was fitted to."""
+    from sweep.ladder.law_table import LawInputError
+
+    def refuse(why: str) -> LawInputError:
+        return LawInputError(f"--output {str(path)!r}: {why}; name a new file in a writable folder")
+
+    if str(path) in ("", "."):
+        raise refuse("no file named")
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise refuse("not a regular file (a folder, a link, a device or another special file)")
+    if path.exists() and runs.exists() and os.path.samefile(path, runs):
+        raise refuse("the runs file itself")
+    if path.exists() and not force:
+        raise refuse("the file exists (--force replaces it)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise refuse(f"its folder {str(parent)!r} does not exist")
+    try:  # the report is written beside its path and renamed: a file there must be creatable
+        tempfile.NamedTemporaryFile(dir=parent, prefix=f".{path.name}.", suffix=".probe").close()
+    except OSError as exc:
+        raise refuse(f"cannot create a file in {str(parent)!r} ({exc.strerror or exc})") from None
+
+
+def _temporary(path: Path) -> Path:
+    """The name sweep.files.records.write_whole writes before it renames."""
+    return path.with_name(f".{path.name}.tmp")
+
+
+def _progress(line: str) -> None:
+    """Where the fit stands, on stderr: the report alone goes to stdout."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def refits(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MOST_REFITS:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MOST_REFITS:,}, got {text!r}")
+    return value
+
+
+def probability(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
+    return value
 
 
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):

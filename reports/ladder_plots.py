@@ -17,9 +17,10 @@ def fit_figure(table: ObservationTable, law: Law) -> Figure:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
+    where = (table.parameters, table.lr_fraction, table.time, table.domain_share)
     fitted = {
-        "forgetting": (table.forgetting, law.forgetting(table.parameters, table.lr_area, table.domain_share)),
-        "domain_gain": (table.domain_gain, law.domain_gain(table.parameters, table.lr_area, table.domain_share)),
+        "forgetting": (table.forgetting, law.forgetting(*where)),
+        "domain_gain": (table.domain_gain, law.domain_gain(*where)),
     }
     for ax, (name, (measured, law_value)) in zip(axes, fitted.items()):
         for rung in table.rungs:
@@ -31,7 +32,7 @@ def fit_figure(table: ObservationTable, law: Law) -> Figure:
         ax.set_ylabel(f"{name}, measured")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="best", title="rung", title_fontsize=7)
-    figure.suptitle("every evaluation of every trial against the fitted law")
+    figure.suptitle(f"every evaluation of every trial against the fitted law (form {law.form})")
     return figure
 
 

@@ -16,7 +16,8 @@ from rich.console import Console
 from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, write_page
 from sweep.files.rundir import RunDir
-from sweep.ladder.law_runs import LawFitReport, report_lines
+from sweep.ladder.law_lines import report_lines
+from sweep.ladder.law_runs import LawFitReport
 from sweep.ladder.law_validate import (
     FORGETTING_ERROR,
     GAIN_SHORTFALL,
@@ -41,9 +42,9 @@ def write_ladder_report(run_dir: Path, output: Path | None = None) -> Path:
             make_plot(
                 "law_fit",
                 "the law against every evaluation",
-                "Each evaluation's measured forgetting and domain_gain against the law's value at its N, LR area and "
-                "share, one colour per rung; on the diagonal the law is exact.",
-                lambda: ladder_plots.fit_figure(summary.table(), fit.law),
+                "Each evaluation's measured forgetting and domain_gain against the best-validated form's value at its "
+                "N, peak LR, tokens and share, one colour per rung; on the diagonal the law is exact.",
+                lambda: ladder_plots.fit_figure(summary.table(), fit.laws.best.law),
             ),
             make_plot(
                 "critical_share",
@@ -137,7 +138,7 @@ def _ratio_row(
 
 
 def _residual_rows(fit: LawFitReport) -> list[dict[str, str]]:
-    law = fit.law
+    law = fit.laws.best.law
     domain = {residual.rung: residual for residual in law.domain_quality.rungs}
     return [
         {

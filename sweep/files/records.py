@@ -99,10 +99,14 @@ def _in_file(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
     found: list[int | str] = []
     at = data
     for k, part in enumerate(loc):
-        if isinstance(at, dict) and isinstance(part, str) and part in at:
-            found.append(part)
-            at = at[part]
-        elif isinstance(at, list) and isinstance(part, int) and 0 <= part < len(at):
+        if (
+            isinstance(at, dict)
+            and isinstance(part, str)
+            and part in at
+            or isinstance(at, list)
+            and isinstance(part, int)
+            and 0 <= part < len(at)
+        ):
             found.append(part)
             at = at[part]
         elif k == len(loc) - 1 and not (isinstance(part, str) and ("[" in part or part[:1].isupper())):

@@ -90,7 +90,7 @@ def run_ladder(
         if summary.is_finished:
             view.message(f"fitting the law to {len(summary.observations)} evaluations ({summary.settings.refits} "
                          "bootstrap refits, each rung held out in turn)")  # fmt: skip
-            summary = _fitted(spec, summary)
+            summary = _fitted(spec, summary, view)
             write_ladder(run, summary)
     return LadderOutcome(summary=summary, outcomes=outcomes)
 
@@ -108,6 +108,7 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec], target: LadderTa
         target=ladder.target,
         at_target=target,
         forgetting_budget=spec.objective.forgetting_budget,
+        pick=spec.objective.pick,
         space=spec.space,
         search=spec.search,
         rungs=[rung.design for rung in rungs],
@@ -129,7 +130,7 @@ def _with_rung(summary: LadderSummary, rung: RungSpec, rung_run: RunDir) -> Ladd
     )
 
 
-def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
+def _fitted(spec: SweepSpec, summary: LadderSummary, view: SweepView) -> LadderSummary:
     """The law over every rung (and the earlier runs), or a note saying why there is none."""
     ladder = spec.ladder
     try:  # the earlier runs' file was read with the spec, hours ago: a file changed since is a note, not a crash
@@ -140,8 +141,10 @@ def _fitted(spec: SweepSpec, summary: LadderSummary) -> LadderSummary:
             summary.at_target.scale,
             budget=summary.forgetting_budget,
             settings=summary.settings,
+            pick=summary.pick,
             box=summary.box,
             validate=True,
+            progress=view.message,
             source="the ladder's rungs" + (f" and {ladder.runs}" if ladder.runs is not None else ""),
         )
     except LawInputError as exc:

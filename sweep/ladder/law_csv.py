@@ -31,9 +31,11 @@ COLUMNS = (
 OPTIONAL = {"seed": "0"}
 """Columns a file may leave out, and the value they then take."""
 MAX_BYTES = 64 << 20
-MAX_ROWS = 500_000
-"""A ladder of 8 rungs x 1,000 trials x 50 evaluations is 400,000 rows: far above any real table, far below a
-file that would take minutes to fit."""
+MAX_ROWS = 6_500
+"""What `sweep law fit` fits within 2 minutes with its default 200 refits, three forms and their cross-validation:
+6,432 rows took 42 s, 1,632 rows 20 s and 432 rows 15 s, but 19,632 rows 380 s (BENCHMARKS.md, measured under
+load); a ladder of 8 rungs x 16 trials x 50 evaluations is 6,400. A larger file is refused at its 6,501st row,
+before the rest is read."""
 
 
 def read_runs_csv(path: Path) -> ObservationTable:
@@ -71,7 +73,10 @@ def _rows(path: Path, reader) -> list[tuple[int, Observation]]:
         if not any(field.strip() for field in record):
             continue
         if len(rows) >= MAX_ROWS:
-            raise LawInputError(f"{path}: more than {MAX_ROWS:,} rows")
+            raise LawInputError(
+                f"{path}: more than {MAX_ROWS:,} rows, more than the law is fitted to within 2 minutes; fit a sample "
+                "of the trials, or fewer evaluations per trial"
+            )
         if len(record) != len(columns):
             raise LawInputError(f"{path}: line {line}: {len(record)} fields, but the header names {len(columns)}")
         rows.append((line, _observation(path, line, dict(zip(columns, (field.strip() for field in record))))))
@@ -104,7 +109,9 @@ def _observation(path: Path, line: int, fields: dict[str, str]) -> Observation:
         return Observation.model_validate(values)
     except ValidationError as exc:
         error = exc.errors(include_url=False)[0]
-        column = str(error["loc"][0]) if error["loc"] else "?"
+        if not error["loc"]:  # a check across columns (a loss against its base's) names them itself
+            raise LawInputError(f"{path}: line {line}: {error['msg'].removeprefix('Value error, ')}") from None
+        column = str(error["loc"][0])
         raise LawInputError(
             f"{path}: line {line}, column {column!r}: {error['msg']} (got {shown(fields.get(column, ''))})"
         ) from None

@@ -18,17 +18,8 @@ from scipy.optimize import least_squares
 from scipy.stats import qmc
 
 from sweep.ladder.config import LawSettings
-from sweep.ladder.law import (
-    PARAMETERS,
-    FitQuality,
-    Law,
-    Loss,
-    LossLaw,
-    RungResiduals,
-    Spans,
-    change,
-    change_gradient,
-)
+from sweep.ladder.law import FitQuality, Law, Loss, LossLaw, References, RungResiduals, Spans
+from sweep.ladder.law_forms import FORMS, LINEAR, Coordinate, Form, FormName, Inputs
 from sweep.ladder.law_table import ObservationTable
 
 TOLERANCE = 1e-6
@@ -41,6 +32,9 @@ need 100-700 evaluations to converge from a far start, and after 60 the best of 
 optimum (on the synthetic laws of the tests); a full run of every start took five times as long."""
 POLISHED = 2
 """Screened starts run on to convergence, best first: the best screened one is not always the best converged."""
+POLISH_EVALUATIONS = 400
+"""At most this many evaluations polish a start: a converging polish takes 20-200, and a start that wanders along a
+flat valley for thousands (seen on 2,000-row tables) would hold the whole fit up for the last digits of a cost."""
 BASIN = 1.10
 """A start whose screened cost came within 10 % of the best polished cost found the optimum's basin: screened
 starts there lie 0.5-4 % above it, those in other basins 50-80 %."""
@@ -50,56 +44,43 @@ class LawFitError(ValueError):
     """No start of a fit reached a finite cost."""
 
 
-@dataclass(frozen=True)
-class _Coordinate:
-    name: str
-    low: float
-    high: float
-    log: bool
-    fixed_without: str | None
-    """The span without which this parameter is not determined, and the value it is fixed to then."""
-    value_without: float
-
-
-_BOUNDS = {
-    coordinate.name: coordinate
-    for coordinate in (
-        _Coordinate("offset", -10.0, 10.0, False, None, 0.0),
-        _Coordinate("shift", -10.0, 10.0, False, "domain_share", 0.0),
-        _Coordinate("size_exponent", -3.0, 3.0, False, "parameters", 0.0),
-        _Coordinate("share_offset", 1e-4, 1e2, True, "domain_share", 1.0),
-        _Coordinate("share_exponent", 1e-3, 10.0, True, "domain_share", 1.0),
-        _Coordinate("area_rate", 1e-6, 1e6, True, "lr_area", 1.0),
-        _Coordinate("area_exponent", 1e-3, 10.0, True, "lr_area", 1.0),
-    )
-}
-"""Every parameter of LossLaw with its bounds; positive ones are fitted on their log. The bounds are far outside
-anything a loss curve gives (a relative change of 10 is a loss eleven times the base's) and keep a start from
-running off to infinity."""
-_COORDINATES = tuple(_BOUNDS[name] for name in PARAMETERS)
-"""In the order the law takes its parameters."""
-_LINEAR = ("offset", "shift")
-
-
 def spans_of(table: ObservationTable) -> Spans:
     def varies(values: np.ndarray) -> bool:
         return bool(np.ptp(values) > 1e-9 * max(1.0, float(np.max(np.abs(values)))))
 
     return Spans(
-        parameters=varies(table.parameters), lr_area=varies(table.lr_area), domain_share=varies(table.domain_share)
+        parameters=varies(table.parameters),
+        lr_area=varies(table.lr_area),
+        lr_fraction=varies(table.lr_fraction),
+        time=varies(table.time),
+        domain_share=varies(table.domain_share),
     )
+
+
+def references_of(table: ObservationTable) -> References:
+    def mean(values: np.ndarray) -> float:
+        return float(np.exp(np.mean(np.log(values))))
+
+    return References(parameters=mean(table.parameters), lr_fraction=mean(table.lr_fraction), time=mean(table.time))
 
 
 def fit_law(
-    table: ObservationTable, settings: LawSettings, *, warm: Law | None = None, starts: int | None = None
+    table: ObservationTable,
+    settings: LawSettings,
+    *,
+    form: FormName = "dcpt-area",
+    warm: Law | None = None,
+    starts: int | None = None,
 ) -> Law:
-    """Both losses' laws fitted to `table`; `warm` adds a law's parameters as one more start (a bootstrap refit)."""
-    general, general_quality = fit_loss_law(
-        table, Loss.GENERAL, settings, warm=warm.general if warm else None, starts=starts
-    )
-    domain, domain_quality = fit_loss_law(
-        table, Loss.DOMAIN, settings, warm=warm.domain if warm else None, starts=starts
-    )
+    """Both losses' laws in `form` fitted to `table`; `warm` (a law of the same form) adds its parameters as one more
+    start and lends its references (a bootstrap refit, a fold)."""
+    fitted = {
+        loss: fit_loss_law(
+            table, loss, settings, form=form, warm=getattr(warm, loss.value) if warm else None, starts=starts
+        )
+        for loss in Loss
+    }
+    (general, general_quality), (domain, domain_quality) = fitted[Loss.GENERAL], fitted[Loss.DOMAIN]
     return Law(
         general=general,
         domain=domain,
@@ -116,6 +97,7 @@ def fit_loss_law(
     loss: Loss,
     settings: LawSettings,
     *,
+    form: FormName = "dcpt-area",
     fixed: Mapping[str, float] | None = None,
     warm: LossLaw | None = None,
     starts: int | None = None,
@@ -123,20 +105,20 @@ def fit_loss_law(
     """One loss's law: the Huber fit from `starts` (default settings.starts) Latin-hypercube starts, plus `warm`'s
     parameters when given. `fixed` pins parameters by name (the CMR check pins P = 0: no shift without domain
     data). LawFitError when no start reaches a finite cost."""
-    # A refit keeps the full fit's N_ref and S_ref, so that its start is exactly the full fit's law.
-    references = (warm.reference_parameters, warm.reference_area) if warm is not None else None
-    problem = _Problem.of(table, loss, dict(fixed or {}), references)
+    # A refit keeps the full fit's references, so that its start is exactly the full fit's law.
+    references = warm.references if warm is not None else references_of(table)
+    problem = _Problem.of(table, loss, FORMS[form], dict(fixed or {}), references)
     count = settings.starts if starts is None else starts
     points = problem.starts(count, settings.seed)
     if warm is not None:
         points = [problem.encode(warm)] + points[: max(0, count - 1)]
     screened = [problem.solve(point, settings.huber_scale, SCREENING_EVALUATIONS) for point in points]
-    finite = sorted((result for result in screened if np.isfinite(result.cost)), key=lambda result: result.cost)
+    finite = sorted((result for result in screened if np.isfinite(result.cost)), key=_cost)
     if not finite:
         raise LawFitError(f"no start of the {loss.value} loss's fit reached a finite cost ({len(screened)} starts)")
     # A refit starts from the full fit's parameters, the basin of its optimum: its best start alone is polished.
     polished = finite[: 1 if warm is not None else POLISHED]
-    best = min((problem.solve(result.x, settings.huber_scale, None) for result in polished), key=_cost)
+    best = min((problem.solve(result.x, settings.huber_scale, POLISH_EVALUATIONS) for result in polished), key=_cost)
     law = problem.decode(best.x)
     agreeing = sum(result.cost <= best.cost * BASIN + 1e-15 for result in finite)
     return law, problem.quality(law, best.cost, agreeing)
@@ -148,42 +130,43 @@ def _cost(solution: _Solution) -> float:
 
 @dataclass(frozen=True)
 class _Problem:
-    """One loss's least-squares problem: the rows as the arrays the law takes, and which parameters are free."""
+    """One loss's least-squares problem in one form: the rows as the arrays the form takes, and which parameters
+    are free."""
 
     loss: Loss
-    size: np.ndarray
-    """N / N_ref per row."""
-    area: np.ndarray | None
-    """S / S_ref per row; None when the rows have one area."""
-    own: np.ndarray
+    form: Form
+    inputs: Inputs
     change: np.ndarray
     rung: np.ndarray
     spans: Spans
     fixed: np.ndarray
-    """Every parameter's value, in PARAMETERS' order; a point overwrites the free ones."""
+    """Every parameter's value, in the form's order; a point overwrites the free ones."""
     free: tuple[int, ...]
-    references: tuple[float, float]
+    references: References
 
     @classmethod
     def of(
-        cls, table: ObservationTable, loss: Loss, fixed: dict[str, float], references: tuple[float, float] | None
+        cls, table: ObservationTable, loss: Loss, form: Form, fixed: dict[str, float], references: References
     ) -> _Problem:
         spans = spans_of(table)
         values, free = [], []
-        for index, coordinate in enumerate(_COORDINATES):
+        for index, coordinate in enumerate(form.coordinates):
             values.append(fixed.get(coordinate.name, coordinate.value_without))
             undetermined = coordinate.fixed_without is not None and not getattr(spans, coordinate.fixed_without)
             if coordinate.name not in fixed and not undetermined:
                 free.append(index)
-        references = references or (
-            float(np.exp(np.mean(np.log(table.parameters)))),
-            float(np.exp(np.mean(np.log(table.lr_area)))),
+        inputs = Inputs(
+            size=table.parameters / references.parameters,
+            lr=table.lr_fraction / references.lr_fraction,
+            time=table.time / references.time,
+            own=loss.own_share(table.domain_share),
+            without=loss.share_without_domain,
+            area_known=spans.lr_area,
         )
         return cls(
             loss=loss,
-            size=table.parameters / references[0],
-            area=table.lr_area / references[1] if spans.lr_area else None,
-            own=loss.own_share(table.domain_share),
+            form=form,
+            inputs=inputs,
             change=table.forgetting if loss is Loss.GENERAL else -table.domain_gain,
             rung=table.rung,
             spans=spans,
@@ -193,8 +176,8 @@ class _Problem:
         )
 
     @property
-    def coordinates(self) -> list[_Coordinate]:
-        return [_COORDINATES[i] for i in self.free]
+    def coordinates(self) -> list[Coordinate]:
+        return [self.form.coordinates[i] for i in self.free]
 
     def values(self, point: np.ndarray) -> np.ndarray:
         values = self.fixed.copy()
@@ -203,17 +186,19 @@ class _Problem:
         return values
 
     def decode(self, point: np.ndarray) -> LossLaw:
-        values = self.values(point)
+        # exp(log(bound)) may land a rounding error outside the bound the law's record checks
+        low, high = zip(*((c.low, c.high) for c in self.form.coordinates))
+        values = np.clip(self.values(point), low, high)
         return LossLaw(
             loss=self.loss,
-            **{name: float(value) for name, value in zip(PARAMETERS, values)},
-            reference_parameters=self.references[0],
-            reference_area=self.references[1],
+            form=self.form.name,
+            values={name: float(value) for name, value in zip(self.form.parameters, values)},
+            references=self.references,
             spans=self.spans,
         )
 
     def encode(self, law: LossLaw) -> np.ndarray:
-        point = [getattr(law, c.name) for c in self.coordinates]
+        point = [law.values[c.name] for c in self.coordinates]
         return self._inside(np.array([np.log(v) if c.log else v for c, v in zip(self.coordinates, point)], dtype=float))
 
     def _inside(self, point: np.ndarray) -> np.ndarray:
@@ -232,10 +217,10 @@ class _Problem:
         return np.where(np.isfinite(residuals), residuals, 1e6)
 
     def jacobian(self, point: np.ndarray) -> np.ndarray:
-        """d residual / d free coordinate: the law's gradient, times the value for a coordinate fitted on its log."""
+        """d residual / d free coordinate: the form's gradient, times the value for a coordinate fitted on its log."""
         values = self.values(point)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            gradient = change_gradient(values, self.size, self.area, self.own, self.loss.share_without_domain)
+            gradient = self.form.gradient(values, self.inputs)
         free = list(self.free)
         logs = np.array([c.log for c in self.coordinates], dtype=bool)
         jacobian = gradient[:, free] * np.where(logs, values[free], 1.0)
@@ -243,11 +228,11 @@ class _Problem:
 
     def fitted(self, values: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return change(values, self.size, self.area, self.own, self.loss.share_without_domain)
+            return self.form.change(values, self.inputs)
 
     def starts(self, count: int, seed: int) -> list[np.ndarray]:
         """`count` Latin-hypercube points over the free nonlinear parameters, each with P and B solved for."""
-        nonlinear = [i for i, c in enumerate(self.coordinates) if c.name not in _LINEAR]
+        nonlinear = [i for i, c in enumerate(self.coordinates) if c.name not in LINEAR]
         low, high = self.bounds
         unit = qmc.LatinHypercube(d=max(1, len(nonlinear)), seed=seed).random(count)
         points = []
@@ -258,9 +243,9 @@ class _Problem:
         return points
 
     def _with_linear_solved(self, point: np.ndarray) -> np.ndarray:
-        """P and B (where free) by ordinary least squares at the point's nonlinear parameters: the law is linear
+        """P and B (where free) by ordinary least squares at the point's nonlinear parameters: the form is linear
         in them, so a start is only as far off as its exponents."""
-        linear = [i for i, c in enumerate(self.coordinates) if c.name in _LINEAR]
+        linear = [i for i, c in enumerate(self.coordinates) if c.name in LINEAR]
         if not linear:
             return point
         rest = self._fitted(point, {i: 0.0 for i in linear})
@@ -294,20 +279,26 @@ class _Problem:
         return _Solution(result.x, float(result.cost) if np.isfinite(result.cost) else np.inf)
 
     def quality(self, law: LossLaw, cost: float, agreeing: int) -> FitQuality:
-        residuals = self.change - self.fitted(law.values())
+        residuals = self.change - self.fitted(law.vector())
         total = float(np.sum((self.change - np.mean(self.change)) ** 2))
         r2 = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else 0.0
-        rungs = []
-        for rung in dict.fromkeys(self.rung):
-            mine = residuals[self.rung == rung]
-            rungs.append(
-                RungResiduals(
-                    rung=str(rung), rows=len(mine), mean=float(np.mean(mine)), rms=float(np.sqrt(np.mean(mine**2)))
-                )
-            )
         return FitQuality(
-            rows=len(self.change), r2=r2, huber=cost / len(self.change), starts_agreeing=max(1, agreeing), rungs=rungs
+            rows=len(self.change),
+            r2=r2,
+            huber=cost / len(self.change),
+            starts_agreeing=max(1, agreeing),
+            rungs=rung_residuals(self.rung, residuals),
         )
+
+
+def rung_residuals(rung: np.ndarray, residuals: np.ndarray) -> list[RungResiduals]:
+    """Each rung's mean and RMS residual (measured minus fitted), in the order the rungs first appear."""
+    rungs = []
+    for name in dict.fromkeys(rung.tolist()):
+        mine = residuals[rung == name]
+        rms = float(np.sqrt(np.mean(mine**2)))
+        rungs.append(RungResiduals(rung=str(name), rows=len(mine), mean=float(np.mean(mine)), rms=rms))
+    return rungs
 
 
 @dataclass(frozen=True)

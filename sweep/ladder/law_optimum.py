@@ -9,14 +9,14 @@ direction to extend the space in, never clipped to the box's edge: nothing was m
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
 from sweep.choice.pick import ratio_of
-from sweep.ladder.law import Law, LossLaw
+from sweep.ladder.law import Law, LossLaw, Values
 from sweep.ladder.law_table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio
@@ -91,8 +91,23 @@ class TargetScale(StrictConfig):
     lr_mean: float = Field(gt=0.0, le=1.0)
     """The mean of the run's LR schedule over the whole run, as a fraction of its peak."""
 
+    @property
+    def time(self) -> float:
+        """lr_mean x tokens / pretrain_tokens: the LR area at lr_fraction 1."""
+        return self.lr_mean * self.tokens / self.pretrain_tokens
+
     def lr_area(self, lr_fraction: np.ndarray | float) -> np.ndarray:
         return lr_area(np.asarray(lr_fraction, dtype=float), self.lr_mean, self.tokens, self.pretrain_tokens)
+
+
+class Surface(Protocol):
+    """A law of both losses: one form's (sweep.ladder.law.Law) or a weighted average of several."""
+
+    def forgetting(self, parameters: Values, lr_fraction: Values, time: Values, domain_share: Values) -> np.ndarray: ...
+
+    def domain_gain(
+        self, parameters: Values, lr_fraction: Values, time: Values, domain_share: Values
+    ) -> np.ndarray: ...
 
 
 class Point(StrictConfig):
@@ -123,48 +138,59 @@ class Optimum(StrictConfig):
         return self.point is not None and not self.toward
 
 
-def at(law: Law, target: TargetScale, lr_fraction: float, domain_share: float) -> Point:
-    area = target.lr_area(lr_fraction)
+def at(law: Surface, target: TargetScale, lr_fraction: float, domain_share: float) -> Point:
+    gain, forgetting = evaluate(law, target, math.log(lr_fraction), domain_share)
     return Point(
-        lr_fraction=lr_fraction,
-        domain_share=domain_share,
-        domain_gain=float(law.domain_gain(target.parameters, area, domain_share)),
-        forgetting=float(law.forgetting(target.parameters, area, domain_share)),
+        lr_fraction=lr_fraction, domain_share=domain_share, domain_gain=float(gain), forgetting=float(forgetting)
     )
 
 
-def promotable(law: Law, target: TargetScale, point: Point) -> Point:
+def promotable_position(point: Point) -> tuple[float, float]:
+    """lr_fraction and domain share as a plan writes them: lr_fraction to 4 significant digits, the mix as a ratio of
+    3."""
+    return float(f"{point.lr_fraction:.4g}"), MixRatio.parse(point.mix).domain_share
+
+
+def promotable(law: Surface, target: TargetScale, point: Point) -> Point:
     """The point as a plan writes it (lr_fraction to 4 significant digits, the mix as a ratio of 3) with the law's
     gain and forgetting there, so that every figure shown is the promoted point's."""
-    return at(law, target, float(f"{point.lr_fraction:.4g}"), MixRatio.parse(point.mix).domain_share)
+    return at(law, target, *promotable_position(point))
 
 
-def constrained_optimum(law: Law, target: TargetScale, box: SearchBox, budget: float) -> Optimum:
+def constrained_optimum(law: Surface, target: TargetScale, box: SearchBox, budget: float) -> Optimum:
     """The law's highest domain_gain with forgetting <= budget at the target: the best feasible point of a grid
     over (log lr_fraction, share) around the box, refined by SLSQP with the budget as a constraint."""
-    lr_low, lr_high = math.log(box.lr_fraction[0] / WIDENING), math.log(min(1.0, box.lr_fraction[1] * WIDENING))
-    bounds = [(lr_low, lr_high), SHARE_LIMITS]
-    log_lr = np.union1d(np.linspace(lr_low, lr_high, GRID), np.log(box.lr_fraction))
-    share = np.union1d(np.linspace(*SHARE_LIMITS, GRID), box.domain_share)
-    grid_lr, grid_share = np.meshgrid(log_lr, share, indexing="ij")
-    gain, forgetting = _evaluate(law, target, grid_lr, grid_share)
+    bounds = [log_lr_limits(box), SHARE_LIMITS]
+    grid_lr, grid_share = np.meshgrid(*search_axes(box, GRID), indexing="ij")
+    gain, forgetting = evaluate(law, target, grid_lr, grid_share)
     feasible = np.isfinite(gain) & np.isfinite(forgetting) & (forgetting <= budget)
     least = float(np.nanmin(forgetting)) if np.any(np.isfinite(forgetting)) else math.inf
     if not np.any(feasible):
         return Optimum(point=None, toward=[], least_forgetting=least)
     start = _best_on_grid(np.where(feasible, gain, -np.inf), grid_lr, grid_share, box)
     refined = minimize(
-        lambda x: -float(_evaluate(law, target, x[0], x[1])[0]),
+        lambda x: -float(evaluate(law, target, x[0], x[1])[0]),
         start,
         method="SLSQP",
         bounds=bounds,
-        constraints=[{"type": "ineq", "fun": lambda x: budget - float(_evaluate(law, target, x[0], x[1])[1])}],
+        constraints=[{"type": "ineq", "fun": lambda x: budget - float(evaluate(law, target, x[0], x[1])[1])}],
         # Gains are a few hundredths: SLSQP's default tolerance (1e-6 absolute) stopped it a grid step short.
         options={"ftol": 1e-12, "maxiter": 200},
     )
     point = refined.x if refined.success and _better(law, target, refined.x, start, budget) else start
     found = at(law, target, float(math.exp(point[0])), float(point[1]))
     return Optimum(point=found, toward=box.outside(found.lr_fraction, found.domain_share), least_forgetting=least)
+
+
+def log_lr_limits(box: SearchBox) -> tuple[float, float]:
+    """The log lr_fraction range an optimum is looked for in: WIDENING beyond the box each way, at most 1."""
+    return math.log(box.lr_fraction[0] / WIDENING), math.log(min(1.0, box.lr_fraction[1] * WIDENING))
+
+
+def search_axes(box: SearchBox, points: int) -> tuple[np.ndarray, np.ndarray]:
+    """`points` log lr_fractions and shares spanning where an optimum is looked for, with the box's own edges."""
+    log_lr = np.union1d(np.linspace(*log_lr_limits(box), points), np.log(box.lr_fraction))
+    return log_lr, np.union1d(np.linspace(*SHARE_LIMITS, points), box.domain_share)
 
 
 def _best_on_grid(gain: np.ndarray, grid_lr: np.ndarray, grid_share: np.ndarray, box: SearchBox) -> np.ndarray:
@@ -178,20 +204,21 @@ def _best_on_grid(gain: np.ndarray, grid_lr: np.ndarray, grid_share: np.ndarray,
     return np.array([grid_lr[i, j], grid_share[i, j]])
 
 
-def _evaluate(law: Law, target: TargetScale, log_lr, share) -> tuple[np.ndarray, np.ndarray]:
-    area = target.lr_area(np.exp(log_lr))
+def evaluate(law: Surface, target: TargetScale, log_lr, share) -> tuple[np.ndarray, np.ndarray]:
+    """domain_gain and forgetting of `law` at the target, at arrays of log lr_fraction and share."""
+    lr = np.exp(log_lr)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return (
-            np.asarray(law.domain_gain(target.parameters, area, share)),
-            np.asarray(law.forgetting(target.parameters, area, share)),
+            np.asarray(law.domain_gain(target.parameters, lr, target.time, share)),
+            np.asarray(law.forgetting(target.parameters, lr, target.time, share)),
         )
 
 
-def _better(law: Law, target: TargetScale, refined: np.ndarray, start: np.ndarray, budget: float) -> bool:
+def _better(law: Surface, target: TargetScale, refined: np.ndarray, start: np.ndarray, budget: float) -> bool:
     """The refined point counts only when it keeps the budget and gains at least what the grid's best did: SLSQP
     may stop on the constraint's far side by its tolerance."""
-    gain, forgetting = _evaluate(law, target, refined[0], refined[1])
-    start_gain = _evaluate(law, target, start[0], start[1])[0]
+    gain, forgetting = evaluate(law, target, refined[0], refined[1])
+    start_gain = evaluate(law, target, start[0], start[1])[0]
     return bool(forgetting <= budget + CONSTRAINT_TOLERANCE and gain >= start_gain)
 
 
@@ -229,13 +256,13 @@ def _mix(domain_share: float) -> str:
     return str(ratio_of(math.log((1.0 - share) / share)))
 
 
-def critical_share(general: LossLaw, parameters: float, lr_area: float, budget: float) -> float | None:
-    """The largest domain share whose forgetting the law keeps within `budget` at (N, S): the CMR law's critical
-    mixture ratio (arXiv:2407.17467, Definition 3) read off the law. SHARE_LIMITS' upper end when every share
-    keeps it; None when none does."""
+def critical_share(general: LossLaw, parameters: float, lr_fraction: float, time: float, budget: float) -> float | None:
+    """The largest domain share whose forgetting the law keeps within `budget` at (N, lr_fraction, lr_mean x D /
+    D_pre): the CMR law's critical mixture ratio (arXiv:2407.17467, Definition 3) read off the law. SHARE_LIMITS'
+    upper end when every share keeps it; None when none does."""
     shares = np.linspace(*SHARE_LIMITS, 2 * GRID + 1)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        excess = np.asarray(general.change(parameters, lr_area, shares)) - budget
+        excess = np.asarray(general.change(parameters, lr_fraction, time, shares)) - budget
     feasible = np.isfinite(excess) & (excess <= 0)
     if not feasible.any():
         return None
@@ -243,5 +270,9 @@ def critical_share(general: LossLaw, parameters: float, lr_area: float, budget: 
     if last == len(shares) - 1 or not np.isfinite(excess[last + 1]):
         return float(shares[last])
     return float(
-        brentq(lambda share: float(general.change(parameters, lr_area, share)) - budget, shares[last], shares[last + 1])
+        brentq(
+            lambda share: float(general.change(parameters, lr_fraction, time, share)) - budget,
+            shares[last],
+            shares[last + 1],
+        )
     )

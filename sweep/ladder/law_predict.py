@@ -1,23 +1,31 @@
-"""The prediction at a target, with its uncertainty: the law's constrained optimum, 90 % intervals from bootstrap
-refits (rungs resampled, then trials within them), P(forgetting within budget) as the share of refits that keep
-it at the promoted point, and a refusal instead of a number when the law cannot stand behind one.
+"""The prediction at a target, with what the law does not know: bootstrap refits of every credible form (rungs
+resampled, then trials within them; each form's share of the refits its stacking weight), the pick's rule over them
+(sweep.ladder.law_chance: the highest lower-confidence domain_gain among points with P(forgetting <= budget) >=
+objective.pick.min_probability), 90 % intervals that hold the spread between the forms as well as the noise, and a
+refusal instead of a number when the law cannot stand behind one.
 
-Every figure of a prediction is evaluated at the point it would promote (the full fit's optimum as a plan writes
-it, sweep.ladder.law_optimum.promotable): its gain and forgetting intervals are the refits' laws there, not at
-each refit's own optimum, whose spread is the position intervals'.
+Every figure of a prediction is evaluated at the point it would promote, as a plan writes it: its gain and
+forgetting intervals are the refits' laws there, not at each refit's own optimum, whose spread is the position
+intervals'.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import Field
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from sweep.ladder.config import LawSettings
 from sweep.ladder.law import Law
+from sweep.ladder.law_chance import ensemble_answer, probability_at
 from sweep.ladder.law_fit import LawFitError, fit_law
+from sweep.ladder.law_forms import FormName
+from sweep.ladder.law_noise import MISFIT
 from sweep.ladder.law_optimum import (
     Point,
     Refusal,
@@ -28,8 +36,12 @@ from sweep.ladder.law_optimum import (
     credibility,
     promotable,
 )
+from sweep.ladder.law_select import Laws
 from sweep.ladder.law_table import ObservationTable
+from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
+
+Progress = Callable[[str], None]
 
 
 class Interval(StrictConfig):
@@ -41,15 +53,27 @@ class Interval(StrictConfig):
 
 
 class Intervals(StrictConfig):
-    """Central intervals over the bootstrap refits, at the prediction's level."""
+    """Central intervals over the bootstrap refits of every credible form, at the prediction's level."""
 
     level: float
     lr_fraction: Interval
-    """Of the refits' own optima."""
+    """Of the refits' own (mean-constrained) optima."""
     domain_share: Interval
     domain_gain: Interval
     """Of the refits' laws at the promoted point."""
     forgetting: Interval
+
+
+class FormAnswer(StrictConfig):
+    """One form's own answer at the target, beside the others."""
+
+    form: FormName
+    weight: float = Field(ge=0.0, le=1.0)
+    optimum: Point | None
+    """Its full fit's mean-constrained optimum (None: no point keeps the budget)."""
+    toward: list[str]
+    refits: int = Field(ge=0)
+    """Refits drawn from this form."""
 
 
 class TargetPrediction(StrictConfig):
@@ -58,13 +82,25 @@ class TargetPrediction(StrictConfig):
     target: TargetScale
     budget: float = Field(ge=0.0)
     box: SearchBox
+    pick: PickConfig
+    """The rule the answer follows: the spec's objective.pick (a ladder), or --min-probability (sweep law fit)."""
     optimum: Point | None
-    """The law's constrained optimum wherever it lies (outside the box it is the reason for a refusal, never a
-    number to promote); None when no point meets the budget."""
-    toward: list[str]
-    intervals: Intervals | None
+    """The chance-constrained point, as a plan writes it, with the answer's mean law there: the point promoted.
+    None when no point reaches pick.min_probability (or the law gave no refits to measure P)."""
     within_budget: float | None = Field(None, ge=0.0, le=1.0)
     """P(forgetting <= budget) at the optimum: the share of refits whose law keeps it there."""
+    lower_gain: float | None = None
+    """The refits' mean domain_gain at the optimum less pick.gain_lower_sd standard deviations."""
+    mean_optimum: Point | None
+    """The mean-constrained point: the highest domain_gain of the answer's mean law with forgetting at most the
+    budget, where P is near one half (shown beside the optimum, never promoted)."""
+    mean_within_budget: float | None = Field(None, ge=0.0, le=1.0)
+    best_probability: float | None = Field(None, ge=0.0, le=1.0)
+    """The largest P anywhere the optimum was looked for."""
+    toward: list[str]
+    """Directions in which the answer lies outside the box."""
+    intervals: Intervals | None
+    forms: list[FormAnswer] = Field(default_factory=list)
     refits: int = Field(ge=0)
     refits_outside: int = Field(ge=0)
     """Refits whose optimum lies outside the box."""
@@ -77,123 +113,252 @@ class TargetPrediction(StrictConfig):
         return self.refusal is None
 
 
-@dataclass(frozen=True)
-class _Refit:
-    point: Point | None
-    toward: tuple[str, ...]
-    at_optimum: Point | None
-    """The refit's law at the full fit's optimum."""
-
-
 def predict(
-    table: ObservationTable, law: Law, target: TargetScale, box: SearchBox, budget: float, settings: LawSettings
-) -> TargetPrediction:
-    """The law's optimum at `target` with bootstrap intervals, or a refusal saying why there is none."""
-    refused = credibility(law, target, table)
-    optimum = None if refused else constrained_optimum(law, target, box, budget)
-    point = promotable(law, target, optimum.point) if optimum and optimum.point else None
-    refits = _refits(table, law, target, box, budget, settings, point) if point is not None else []
-    prediction = TargetPrediction(
-        target=target,
-        budget=budget,
-        box=box,
-        optimum=point,
-        toward=list(optimum.toward) if optimum else [],
-        intervals=_intervals(refits, settings.level),
-        within_budget=_within_budget(refits, budget),
-        refits=len(refits),
-        refits_outside=sum(1 for refit in refits if refit.point is not None and refit.toward),
-        refits_without=sum(1 for refit in refits if refit.point is None),
-        refusal=refused,
-    )
-    if refused is None and optimum is not None:
-        refusal = _refusal(prediction, optimum.least_forgetting, refits, settings)
-        prediction = prediction.model_copy(update={"refusal": refusal})
-    return prediction
-
-
-def _refits(
     table: ObservationTable,
-    law: Law,
+    laws: Laws,
     target: TargetScale,
     box: SearchBox,
     budget: float,
     settings: LawSettings,
-    promoted: Point,
-) -> list[_Refit]:
+    pick: PickConfig,
+    *,
+    progress: Progress | None = None,
+) -> TargetPrediction:
+    """The law's answer at `target` by the pick's rule, with intervals, or a refusal saying why there is none."""
+    mean = laws.stacked()
+    base = {"target": target, "budget": budget, "box": box, "pick": pick}
+    refused = credibility(laws.best.law, target, table)
+    if refused is not None:
+        return TargetPrediction(
+            **base, optimum=None, mean_optimum=None, toward=[], intervals=None, refits=0, refits_outside=0,
+            refits_without=0, refusal=refused,
+        )  # fmt: skip
+    mean_optimum = constrained_optimum(mean, target, box, budget)
+    refits, failed = _refits(table, laws, settings, progress)
+    ensemble = [law for _, law in refits]
+    answer = ensemble_answer(ensemble, mean, target, box, budget, pick) if ensemble else None
+    chance = answer.chance if answer else None
+    shown = promotable(mean, target, mean_optimum.point) if mean_optimum.point else None
+    promoted = chance.point if chance else None
+    optima = answer.optima if answer else []
+    prediction = TargetPrediction(
+        **base,
+        optimum=promoted,
+        within_budget=chance.probability if chance else None,
+        lower_gain=chance.lower_gain if chance else None,
+        mean_optimum=shown,
+        mean_within_budget=_probability(ensemble, target, shown, budget),
+        best_probability=answer.best_probability if answer else None,
+        toward=box.outside(promoted.lr_fraction, promoted.domain_share) if promoted else mean_optimum.toward,
+        intervals=_intervals(
+            ensemble,
+            optima,
+            promoted or shown,
+            target,
+            settings.level,
+            _alternatives(laws, target, box, budget),
+            few_rungs(len(set(table.parameters.tolist())), settings.level),
+        ),
+        forms=_form_answers(laws, refits, target, box, budget),
+        refits=len(refits) + failed,
+        refits_outside=sum(1 for point in optima if point is not None and _outside(box, point)),
+        refits_without=failed + sum(1 for point in optima if point is None),
+        refusal=None,
+    )
+    refusal = _refusal(prediction, laws, mean_optimum.least_forgetting, optima, settings)
+    return prediction.model_copy(update={"refusal": refusal})
+
+
+def _outside(box: SearchBox, point: Point) -> list[str]:
+    return box.outside(point.lr_fraction, point.domain_share)
+
+
+def _refits(
+    table: ObservationTable, laws: Laws, settings: LawSettings, progress: Progress | None
+) -> tuple[list[tuple[FormName, Law]], int]:
+    """settings.refits bootstrap refits, shared among the credible forms by weight; and how many failed to fit."""
+    credible = laws.credible
+    total = sum(fit.weight for fit in credible)
+    counts = _shares([fit.weight / total for fit in credible], settings.refits)
     rng = np.random.default_rng(settings.seed)
-    refits = []
-    for index in range(settings.refits):
-        sample = table.resampled(rng)
-        seeded = settings.model_copy(update={"seed": (settings.seed + 1 + index) % 2**32})
-        try:
-            refit = fit_law(sample, seeded, warm=law, starts=settings.refit_starts)
-        except LawFitError:
-            refits.append(_Refit(None, (), None))
-            continue
-        here = at(refit, target, promoted.lr_fraction, promoted.domain_share)
-        if credibility(refit, target, sample) is not None:
-            refits.append(_Refit(None, (), here))
-            continue
-        optimum = constrained_optimum(refit, target, box, budget)
-        refits.append(_Refit(optimum.point, tuple(optimum.toward), here))
-    return refits
+    refits, failed, done = [], 0, 0
+    for fit, count in zip(credible, counts):
+        for _ in range(count):
+            sample = table.resampled(rng)
+            seeded = settings.model_copy(update={"seed": (settings.seed + 1 + done) % 2**32})
+            done += 1
+            try:
+                refit = fit_law(sample, seeded, form=fit.form, warm=fit.law, starts=settings.refit_starts)
+            except LawFitError:
+                failed += 1
+                continue
+            refits.append((fit.form, refit))
+            if progress is not None and (done % 20 == 0 or done == settings.refits):
+                progress(f"bootstrap refits: {done} of {settings.refits}")
+    return refits, failed
 
 
-def _interval(values: list[float], level: float) -> Interval:
+def _shares(weights: list[float], total: int) -> list[int]:
+    """`total` split in proportion to `weights`, by largest remainder."""
+    exact = np.array(weights) * total
+    counts = np.floor(exact).astype(int)
+    for index in np.argsort(-(exact - counts))[: total - int(np.sum(counts))]:
+        counts[index] += 1
+    return counts.tolist()
+
+
+def _probability(ensemble: list[Law], target: TargetScale, point: Point | None, budget: float) -> float | None:
+    return probability_at(ensemble, target, point, budget) if ensemble and point is not None else None
+
+
+def _interval(values: list[float], level: float, widen: float = 1.0) -> Interval:
+    """The central `level` interval of `values`, its half-width times `widen` about its middle."""
     tail = 50.0 * (1.0 - level)
     low, high = np.percentile(values, [tail, 100.0 - tail])
-    return Interval(low=float(low), high=float(high))
+    middle, half = (low + high) / 2.0, widen * (high - low) / 2.0
+    return Interval(low=float(middle - half), high=float(middle + half))
 
 
-def _intervals(refits: list[_Refit], level: float) -> Intervals | None:
-    points = [refit.point for refit in refits if refit.point is not None]
-    there = [refit.at_optimum for refit in refits if refit.at_optimum is not None]
-    if not points or not there:
+def few_rungs(rungs: int, level: float) -> float:
+    """How much wider a percentile interval over a bootstrap of `rungs` clusters must be: such a bootstrap's
+    variance is (G - 1) / G of the estimator's, and with few clusters the critical value is Student's t with G - 1
+    degrees of freedom, not the normal's (Cameron, Gelbach and Miller, "Bootstrap-based improvements for inference
+    with clustered errors", Review of Economics and Statistics 90(3), 2008). 1.65 at four rungs and 90 %: on
+    ladders drawn from a law none of the forms contains, the refits' own intervals (40 refits) held the optimum in 6
+    of 10 draws (benchmarks/law_coverage.py), missing by up to 1.65 half-widths."""
+    if rungs < 2:
+        return 1.0
+    tail = (1.0 + level) / 2.0
+    return math.sqrt(rungs / (rungs - 1)) * float(student_t.ppf(tail, rungs - 1) / norm.ppf(tail))
+
+
+def _alternatives(laws: Laws, target: TargetScale, box: SearchBox, budget: float) -> list[tuple[Law, Point | None]]:
+    """Each credible form's full fit and its fits without each rung, with their optima at the target (None: no point
+    keeps the budget)."""
+    alternatives = []
+    for fit in laws.credible:
+        for law in [fit.law, *fit.without_rung]:
+            optimum = constrained_optimum(law, target, box, budget)
+            alternatives.append((law, optimum.point))
+    return alternatives
+
+
+def _intervals(
+    ensemble: list[Law],
+    optima: list[Point | None],
+    point: Point | None,
+    target: TargetScale,
+    level: float,
+    alternatives: list[tuple[Law, Point | None]],
+    widen: float,
+) -> Intervals | None:
+    """The refits' central intervals, their half-widths times `widen` (few_rungs), and widened again to hold every
+    alternative's value: the spread between the credible forms and their fits without a rung."""
+    positions = [optimum for optimum in optima if optimum is not None]
+    if not positions or point is None:
         return None
+    there = [at(law, target, point.lr_fraction, point.domain_share) for law in ensemble]
+    elsewhere = [at(law, target, point.lr_fraction, point.domain_share) for law, _ in alternatives]
+    moved = [optimum for _, optimum in alternatives if optimum is not None]
+
+    def hull(values: list[float], others: list[float]) -> Interval:
+        interval = _interval(values, level, widen)
+        finite = [value for value in others if np.isfinite(value)]
+        return Interval(low=min([interval.low, *finite]), high=max([interval.high, *finite]))
+
+    # lr_fraction and the share are fractions: a widened end past 0 or 1 would hold points no plan can have.
+    lr = hull([p.lr_fraction for p in positions], [p.lr_fraction for p in moved])
+    share = hull([p.domain_share for p in positions], [p.domain_share for p in moved])
     return Intervals(
         level=level,
-        lr_fraction=_interval([p.lr_fraction for p in points], level),
-        domain_share=_interval([p.domain_share for p in points], level),
-        domain_gain=_interval([p.domain_gain for p in there], level),
-        forgetting=_interval([p.forgetting for p in there], level),
+        lr_fraction=Interval(low=max(0.0, lr.low), high=min(1.0, lr.high)),
+        domain_share=Interval(low=max(0.0, share.low), high=min(1.0, share.high)),
+        domain_gain=hull([p.domain_gain for p in there], [p.domain_gain for p in elsewhere]),
+        forgetting=hull([p.forgetting for p in there], [p.forgetting for p in elsewhere]),
     )
 
 
-def _within_budget(refits: list[_Refit], budget: float) -> float | None:
-    there = [refit.at_optimum for refit in refits if refit.at_optimum is not None]
-    return sum(point.forgetting <= budget for point in there) / len(there) if there else None
+def _form_answers(
+    laws: Laws, refits: list[tuple[FormName, Law]], target: TargetScale, box: SearchBox, budget: float
+) -> list[FormAnswer]:
+    drawn = Counter(form for form, _ in refits)
+    answers = []
+    for fit in laws.forms:
+        optimum = constrained_optimum(fit.law, target, box, budget)
+        point = promotable(fit.law, target, optimum.point) if optimum.point else None
+        answers.append(
+            FormAnswer(form=fit.form, weight=fit.weight, optimum=point, toward=optimum.toward, refits=drawn[fit.form])
+        )
+    return answers
 
 
-def _refusal(prediction: TargetPrediction, least: float, refits: list[_Refit], settings: LawSettings) -> Refusal | None:
-    name, point = prediction.target.name, prediction.optimum
-    if point is None:
+def _refusal(
+    prediction: TargetPrediction, laws: Laws, least: float, optima: list[Point | None], settings: LawSettings
+) -> Refusal | None:
+    """Why nothing is promoted, first reason first: the form does not fit the runs, nothing measures P, the answer
+    lies outside the box, no point reaches the rule's P, or too many refits put their optimum outside the box."""
+    name, best = prediction.target.name, laws.best
+    if not best.misfit.fits:
         return Refusal(
             kind="no_credible_prediction",
-            message=f"no credible prediction at {name}: no lr_fraction and mix near the searched box keep forgetting "
-            f"within the budget {prediction.budget:.4g}; the least the law predicts is {least:.4g}",
+            message=f"the law does not fit these runs ({best.misfit.line()}; best form {best.form}, more than "
+            f"{MISFIT:g} times the noise)",
         )
-    where = f"lr_fraction {point.lr_fraction:.3g} and mix {point.mix} (domain share {point.domain_share:.3g})"
-    if prediction.toward:
+    if prediction.refits == 0:
+        return Refusal(
+            kind="no_credible_prediction",
+            message=f"no credible prediction at {name}: P(forgetting <= budget) is measured by bootstrap refits, and "
+            "none were made (--refits 0 / ladder.law.refits 0)",
+        )
+    point = prediction.optimum or prediction.mean_optimum
+    if point is not None and prediction.toward:
+        where = f"lr_fraction {point.lr_fraction:.3g} and mix {point.mix} (domain share {point.domain_share:.3g})"
         return Refusal(
             kind="extend_space",
             message=f"extend the space toward {' and '.join(prediction.toward)}: the law's optimum at {name}, "
             f"{where}, lies outside the searched box",
         )
+    if prediction.optimum is None:
+        return Refusal(kind="no_credible_prediction", message=_below_threshold(prediction, least))
+    return _astray(prediction, optima, settings)
+
+
+def _below_threshold(prediction: TargetPrediction, least: float) -> str:
+    name, pick, budget = prediction.target.name, prediction.pick, prediction.budget
+    mean = prediction.mean_optimum
+    if mean is None:
+        return (
+            f"no credible prediction at {name}: no lr_fraction and mix near the searched box keep forgetting within "
+            f"the budget {budget:.4g}; the least the law predicts is {least:.4g}"
+        )
+    best = prediction.best_probability or 0.0
+    at_mean = "unknown" if prediction.mean_within_budget is None else f"{prediction.mean_within_budget:.2f}"
+    return (
+        f"no credible prediction at {name}: no point keeps forgetting within the budget {budget:.4g} with "
+        f"P >= {pick.min_probability:g} (objective.pick.min_probability); the most any point reaches is {best:.2f}, "
+        f"and the mean-constrained optimum (lr_fraction {mean.lr_fraction:.3g}, mix {mean.mix}) has P {at_mean}"
+    )
+
+
+def _astray(prediction: TargetPrediction, optima: list[Point | None], settings: LawSettings) -> Refusal | None:
+    name, point = prediction.target.name, prediction.optimum
     astray = prediction.refits_outside + prediction.refits_without
-    if not refits or astray <= settings.outside_limit * len(refits):
+    refits = prediction.refits
+    if not refits or astray <= settings.outside_limit * refits:
         return None
-    share = f"{astray} of {len(refits)} bootstrap refits ({astray / len(refits):.0%})"
-    sides = Counter(side for refit in refits if refit.point is not None for side in refit.toward)
+    where = f"lr_fraction {point.lr_fraction:.3g} and mix {point.mix} (domain share {point.domain_share:.3g})"
+    share = f"{astray} of {refits} bootstrap refits ({astray / refits:.0%})"
+    box = prediction.box
+    sides = Counter(side for optimum in optima if optimum is not None for side in _outside(box, optimum))
     common = [side for side, count in sides.most_common() if count > astray / 2]
     if common and prediction.refits_outside >= prediction.refits_without:
         return Refusal(
             kind="extend_space",
             message=f"extend the space toward {' and '.join(common)}: {share} put the optimum at {name} outside the "
-            f"searched box (the full fit's is inside, at {where})",
+            f"searched box (the answer is inside, at {where})",
         )
     return Refusal(
         kind="no_credible_prediction",
         message=f"no credible prediction at {name}: {share} put the optimum outside the searched box or find none "
-        f"(the full fit's is at {where}), more than the {settings.outside_limit:.0%} a prediction may lose",
+        f"(the answer is at {where}), more than the {settings.outside_limit:.0%} a prediction may lose",
     )

@@ -9,14 +9,13 @@ law_csv). Both arrive here as typed rows, and the law reads them as numpy arrays
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.optimizer import OptimizerConfig
@@ -28,6 +27,10 @@ MAX_TOKENS = 1e15
 """A quadrillion continued-pretraining tokens: a hundred times the largest pretraining runs."""
 MAX_LOSS = 100.0
 """Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
+MAX_RATIO = 11.0
+"""A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
+allows (sweep.ladder.law_forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
+never a run that forgot a hundred-fold."""
 REDRAWS = 1000
 """Draws of rungs tried before a single-size one is kept (two rungs of different sizes: 1 in 2 draws is one size)."""
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:+-]{0,63}$")]
@@ -66,6 +69,18 @@ class Observation(StrictConfig):
     base_general_loss: Loss
     base_domain_loss: Loss
 
+    @model_validator(mode="after")
+    def _near_its_base(self) -> Observation:
+        for loss, base in (("general_loss", "base_general_loss"), ("domain_loss", "base_domain_loss")):
+            ratio = getattr(self, loss) / getattr(self, base)
+            if not 1.0 / MAX_RATIO <= ratio <= MAX_RATIO:
+                raise ValueError(
+                    f"{loss} {getattr(self, loss):.6g} is {ratio:.3g} times {base} {getattr(self, base):.6g}; a "
+                    f"run's loss lies within {MAX_RATIO:g}x of its base's either way (a base loss near zero is a "
+                    "unit error)"
+                )
+        return self
+
     @property
     def lr_area(self) -> float:
         """The LR area read so far, in the base's pretraining tokens at its max_lr: lr_fraction x lr_mean x tokens /
@@ -73,11 +88,19 @@ class Observation(StrictConfig):
         return lr_area(self.lr_fraction, self.lr_mean, self.tokens, self.pretrain_tokens)
 
 
-@dataclass(frozen=True)
-class ObservationTable:
-    """Rows as numpy columns. Immutable: a bootstrap or a fold selects a new table."""
+_TEXT = ("rung", "trial")
+_NUMBERS = (
+    "seed", "parameters", "pretrain_tokens", "tokens", "lr_fraction", "lr_mean", "domain_share", "general_loss",
+    "domain_loss", "base_general_loss", "base_domain_loss",
+)  # fmt: skip
 
-    rows: tuple[Observation, ...]
+
+@dataclass(frozen=True, eq=False)
+class ObservationTable:
+    """Rows as numpy columns, one per Observation field: a fit, a fold and each of hundreds of bootstrap draws select
+    rows by index, never row by row. Immutable: a bootstrap or a fold takes a new table."""
+
+    columns: dict[str, np.ndarray]
 
     @classmethod
     def of(cls, rows: Sequence[Observation], *, where: Callable[[int], str] = "row {}".format) -> ObservationTable:
@@ -85,65 +108,78 @@ class ObservationTable:
         names a row by its index, e.g. as a line of the file it came from)."""
         if not rows:
             raise LawInputError("no evaluations to fit a law to")
-        _one_size_per_rung(rows, where)
-        return cls(tuple(rows))
+        columns = {name: np.array([getattr(row, name) for row in rows], dtype=object) for name in _TEXT}
+        columns |= {name: np.array([getattr(row, name) for row in rows], dtype=float) for name in _NUMBERS}
+        table = cls(columns)
+        table.check_one_size_per_rung(where)
+        table.check_one_row_per_evaluation(where)
+        return table
 
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self.columns["rung"])
 
-    def _column(self, name: str) -> np.ndarray:
-        return np.array([getattr(row, name) for row in self.rows], dtype=float)
+    def __getattr__(self, name: str) -> np.ndarray:
+        """A column by its Observation field's name."""
+        columns = self.__dict__.get("columns", {})
+        if name in columns:
+            return columns[name]
+        raise AttributeError(name)
+
+    @property
+    def rows(self) -> tuple[Observation, ...]:
+        """The rows as Observations (for ladder.json), built again from the columns."""
+        names = _TEXT + _NUMBERS
+        return tuple(
+            Observation(**{name: (int(value) if name == "seed" else value) for name, value in zip(names, values)})
+            for values in zip(*(self.columns[name].tolist() for name in names))
+        )
 
     @cached_property
-    def parameters(self) -> np.ndarray:
-        return self._column("parameters")
+    def time(self) -> np.ndarray:
+        """lr_mean x tokens / pretrain_tokens: the schedule-weighted token share, the LR area at lr_fraction 1."""
+        return self.lr_mean * self.tokens / self.pretrain_tokens
 
     @cached_property
     def lr_area(self) -> np.ndarray:
-        return np.array([row.lr_area for row in self.rows], dtype=float)
-
-    @cached_property
-    def domain_share(self) -> np.ndarray:
-        return self._column("domain_share")
-
-    @cached_property
-    def lr_fraction(self) -> np.ndarray:
-        return self._column("lr_fraction")
+        return self.lr_fraction * self.time
 
     @cached_property
     def forgetting(self) -> np.ndarray:
         """general_loss / base_general_loss - 1 per row."""
-        return self._column("general_loss") / self._column("base_general_loss") - 1.0
+        return self.general_loss / self.base_general_loss - 1.0
 
     @cached_property
     def domain_gain(self) -> np.ndarray:
         """1 - domain_loss / base_domain_loss per row."""
-        return 1.0 - self._column("domain_loss") / self._column("base_domain_loss")
-
-    @cached_property
-    def rung(self) -> np.ndarray:
-        return np.array([row.rung for row in self.rows], dtype=object)
+        return 1.0 - self.domain_loss / self.base_domain_loss
 
     @cached_property
     def trial_key(self) -> np.ndarray:
         """(rung, trial) per row, as one string: trials are named within their rung."""
-        return np.array([f"{row.rung}/{row.trial}" for row in self.rows], dtype=object)
+        return np.array([f"{rung}/{trial}" for rung, trial in zip(self.rung, self.trial)], dtype=object)
 
-    @property
+    @cached_property
     def rungs(self) -> list[str]:
         """Rung names, smallest N first."""
-        sizes = {row.rung: row.parameters for row in self.rows}
+        sizes = {rung: self.rung_parameters(rung) for rung in dict.fromkeys(self.rung.tolist())}
         return sorted(sizes, key=lambda rung: (sizes[rung], rung))
 
     @property
     def trials(self) -> int:
-        return len(set(self.trial_key))
+        return len(set(self.trial_key.tolist()))
 
     def rung_parameters(self, rung: str) -> float:
-        return next(row.parameters for row in self.rows if row.rung == rung)
+        return float(self.parameters[np.flatnonzero(self.rung == rung)[0]])
+
+    def take(self, index: np.ndarray, **renamed: np.ndarray) -> ObservationTable:
+        """The rows at `index` (repeats allowed), with `renamed` columns (rung, trial) in place of theirs."""
+        return ObservationTable({name: renamed.get(name, column[index]) for name, column in self.columns.items()})
 
     def select(self, mask: np.ndarray) -> ObservationTable:
-        return ObservationTable.of([row for row, keep in zip(self.rows, mask) if keep])
+        index = np.flatnonzero(mask)
+        if not len(index):
+            raise LawInputError("no evaluations to fit a law to")
+        return self.take(index)
 
     def without(self, rung: str) -> ObservationTable:
         return self.select(self.rung != rung)
@@ -151,49 +187,71 @@ class ObservationTable:
     def only(self, rung: str) -> ObservationTable:
         return self.select(self.rung == rung)
 
+    @cached_property
+    def trials_by_rung(self) -> dict[str, list[np.ndarray]]:
+        """Each rung's trials, as the row indices of each, in the order they first appear."""
+        groups: dict[str, dict[str, list[int]]] = {}
+        for index, (rung, trial) in enumerate(zip(self.rung.tolist(), self.trial.tolist())):
+            groups.setdefault(rung, {}).setdefault(trial, []).append(index)
+        return {rung: [np.array(rows) for rows in trials.values()] for rung, trials in groups.items()}
+
     def resampled(self, rng: np.random.Generator) -> ObservationTable:
         """A bootstrap replicate: rungs drawn with replacement, then within each drawn rung its trials drawn with
         replacement, each bringing its whole curve. A rung drawn twice enters twice, renamed, so that its two
         draws resample their trials independently. A draw of rungs that all share one size, from a table of
         several, is drawn again: no law over N can be fitted to it, and counting it as a failed prediction would
         refuse every three-rung ladder's folds (whose two other rungs are drawn alike half the time)."""
-        by_rung: dict[str, dict[str, list[Observation]]] = {}
-        for row in self.rows:
-            by_rung.setdefault(row.rung, {}).setdefault(row.trial, []).append(row)
+        by_rung = self.trials_by_rung
         rungs = list(by_rung)
-        sizes = [by_rung[rung][next(iter(by_rung[rung]))][0].parameters for rung in rungs]
+        sizes = [self.parameters[by_rung[rung][0][0]] for rung in rungs]
         drawn = rng.choice(len(rungs), size=len(rungs))
         for _ in range(REDRAWS):
             if len({sizes[i] for i in drawn}) >= min(2, len(set(sizes))):
                 break
             drawn = rng.choice(len(rungs), size=len(rungs))
-        rows: list[Observation] = []
+        index, rung_names, trial_names = [], [], []
         for copy, rung in enumerate(drawn):
-            trials = list(by_rung[rungs[rung]].values())
+            trials = by_rung[rungs[rung]]
             for draw, trial in enumerate(rng.choice(len(trials), size=len(trials))):
-                rows.extend(
-                    row.model_copy(update={"rung": f"{row.rung}+{copy}", "trial": f"{row.trial}+{draw}"})
-                    for row in trials[trial]
-                )
-        return ObservationTable.of(rows)
+                rows = trials[trial]
+                index.append(rows)
+                rung_names.append(np.full(len(rows), f"{rungs[rung]}+{copy}", dtype=object))
+                trial_names.append(np.full(len(rows), f"{self.trial[rows[0]]}+{draw}", dtype=object))
+        return self.take(np.concatenate(index), rung=np.concatenate(rung_names), trial=np.concatenate(trial_names))
 
-    def final_rows(self, rung: str) -> list[Observation]:
-        """The rung's evaluations at the most tokens any of its trials read: its completed trials' last ones."""
-        rows = [row for row in self.rows if row.rung == rung]
-        most = max(row.tokens for row in rows)
-        return [row for row in rows if math.isclose(row.tokens, most, rel_tol=1e-9)]
+    def final(self, rung: str) -> np.ndarray:
+        """Indices of the rung's evaluations at the most tokens any of its trials read: its completed trials' last
+        ones."""
+        mine = np.flatnonzero(self.rung == rung)
+        most = np.max(self.tokens[mine])
+        return mine[np.isclose(self.tokens[mine], most, rtol=1e-9, atol=0.0)]
 
-
-def _one_size_per_rung(rows: Sequence[Observation], where: Callable[[int], str]) -> None:
-    sizes: dict[str, tuple[int, float]] = {}
-    for index, row in enumerate(rows):
-        first = sizes.setdefault(row.rung, (index, row.parameters))
-        if not math.isclose(first[1], row.parameters, rel_tol=1e-9):
+    def check_one_row_per_evaluation(self, where: Callable[[int], str]) -> None:
+        """LawInputError naming the first row that repeats an earlier one's rung, trial and tokens: one evaluation
+        listed twice would count twice in the fit and pass for a replicate in the noise the law is held to."""
+        _, first, inverse = np.unique(self.trial_key.astype(str) + "@" + self.tokens.astype(str), return_index=True,
+                                      return_inverse=True)  # fmt: skip
+        repeated = np.flatnonzero(first[inverse] != np.arange(len(self)))
+        if len(repeated):
+            row = int(repeated[0])
+            earlier = int(first[inverse[row]])
             raise LawInputError(
-                f"{where(index)}, column 'parameters': {row.parameters:g}, but {where(first[0])} of rung "
-                f"{row.rung!r} gives {first[1]:g}; a rung is one model size, so name another model's rows as "
-                "another rung"
+                f"{where(row)} repeats {where(earlier)}: rung {self.rung[row]!r}, trial {self.trial[row]!r} at "
+                f"{self.tokens[row]:g} tokens; each evaluation of a trial is one row (a second seed is another trial)"
             )
+
+    def check_one_size_per_rung(self, where: Callable[[int], str]) -> None:
+        """LawInputError naming the first row whose N differs from its rung's first row's."""
+        for rung in dict.fromkeys(self.rung.tolist()):
+            mine = np.flatnonzero(self.rung == rung)
+            odd = mine[~np.isclose(self.parameters[mine], self.parameters[mine[0]], rtol=1e-9, atol=0.0)]
+            if len(odd):
+                first, row = int(mine[0]), int(odd[0])
+                raise LawInputError(
+                    f"{where(row)}, column 'parameters': {self.parameters[row]:g}, but {where(first)} of rung "
+                    f"{rung!r} gives {self.parameters[first]:g}; a rung is one model size, so name another model's "
+                    "rows as another rung"
+                )
 
 
 def lr_area(lr_fraction, lr_mean: float, tokens: float, pretrain_tokens: float):

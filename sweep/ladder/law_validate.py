@@ -9,17 +9,18 @@ these folds.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Sequence
 
+import numpy as np
 from pydantic import Field
 
 from sweep.ladder.config import LawSettings
-from sweep.ladder.law_fit import LawFitError, fit_law
+from sweep.ladder.law_fit import LawFitError
 from sweep.ladder.law_optimum import Point, SearchBox, TargetScale, at, constrained_optimum
-from sweep.ladder.law_predict import TargetPrediction, predict
+from sweep.ladder.law_predict import Progress, TargetPrediction, predict
+from sweep.ladder.law_select import fit_forms
 from sweep.ladder.law_table import LawInputError, ObservationTable
+from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
 
 MIN_RUNGS = 3
@@ -126,8 +127,10 @@ def leave_one_rung_out(
     box: SearchBox,
     budget: float,
     settings: LawSettings,
+    pick: PickConfig,
     *,
     held_out: Sequence[str] | None = None,
+    progress: Progress | None = None,
 ) -> LeaveOneRungOut:
     """Each rung (or each of `held_out`) predicted from the others; LawInputError with fewer than MIN_RUNGS rungs
     or a rung the table does not have."""
@@ -140,15 +143,22 @@ def leave_one_rung_out(
     unknown = sorted(set(held_out or ()) - set(rungs))
     if unknown:
         raise LawInputError(f"no rung named {', '.join(map(repr, unknown))} to hold out; the rungs: {', '.join(rungs)}")
-    return LeaveOneRungOut(folds=[_fold(table, rung, box, budget, settings) for rung in held_out or rungs])
+    folds = []
+    for rung in held_out or rungs:
+        if progress is not None:
+            progress(f"leave-one-rung-out: predicting rung {rung} from the others")
+        folds.append(_fold(table, rung, box, budget, settings, pick))
+    return LeaveOneRungOut(folds=folds)
 
 
-def _fold(table: ObservationTable, rung: str, box: SearchBox, budget: float, settings: LawSettings) -> RungFold:
+def _fold(
+    table: ObservationTable, rung: str, box: SearchBox, budget: float, settings: LawSettings, pick: PickConfig
+) -> RungFold:
     held_out, others = table.only(rung), table.without(rung)
     target = rung_scale(table, rung)
-    predicted = predict(others, fit_law(others, settings), target, box, budget, settings)
+    predicted = predict(others, fit_forms(others, settings), target, box, budget, settings, pick)
     try:
-        own_law = fit_law(held_out, settings)
+        own_law = fit_forms(held_out, settings).stacked()
     except LawFitError:
         own_law = None
     own = constrained_optimum(own_law, target, box, budget) if own_law else None
@@ -169,31 +179,31 @@ def _fold(table: ObservationTable, rung: str, box: SearchBox, budget: float, set
 def rung_scale(table: ObservationTable, rung: str) -> TargetScale:
     """A rung as a target: its N, its base's pretraining tokens, the tokens its completed trials read, and their
     schedule's mean LR."""
-    final = table.final_rows(rung)
+    final = table.final(rung)
+    first = final[0]
     return TargetScale(
         name=rung,
-        parameters=final[0].parameters,
-        tokens=final[0].tokens,
-        pretrain_tokens=final[0].pretrain_tokens,
-        lr_mean=statistics.median(row.lr_mean for row in final),
+        parameters=float(table.parameters[first]),
+        tokens=float(table.tokens[first]),
+        pretrain_tokens=float(table.pretrain_tokens[first]),
+        lr_mean=float(np.median(table.lr_mean[final])),
     )
 
 
 def _measured(table: ObservationTable, rung: str, point: Point) -> Point | None:
     lr_tolerance, share_tolerance = SAME_POINT
-    there = [
-        row
-        for row in table.final_rows(rung)
-        if abs(math.log(row.lr_fraction / point.lr_fraction)) <= lr_tolerance
-        and abs(row.domain_share - point.domain_share) <= share_tolerance
-    ]
-    if not there:
+    final = table.final(rung)
+    near = (np.abs(np.log(table.lr_fraction[final] / point.lr_fraction)) <= lr_tolerance) & (
+        np.abs(table.domain_share[final] - point.domain_share) <= share_tolerance
+    )
+    there = final[near]
+    if not len(there):
         return None
     return Point(
         lr_fraction=point.lr_fraction,
         domain_share=point.domain_share,
-        domain_gain=statistics.fmean(1.0 - row.domain_loss / row.base_domain_loss for row in there),
-        forgetting=statistics.fmean(row.general_loss / row.base_general_loss - 1.0 for row in there),
+        domain_gain=float(np.mean(table.domain_gain[there])),
+        forgetting=float(np.mean(table.forgetting[there])),
     )
 
 

@@ -22,7 +22,7 @@ from sweep.ladder.law_runs import LawFitReport
 from sweep.ladder.law_table import Observation, ObservationTable
 from sweep.ladder.rungs import LadderTarget, RungDesign
 from sweep.spec.space import Box, SearchSpace
-from sweep.study.config import SearchConfig
+from sweep.study.config import PickConfig, SearchConfig
 from train_entry.config import StrictConfig
 
 MAX_OBSERVATIONS = 500_000
@@ -51,6 +51,9 @@ class LadderSummary(StrictConfig):
     at_target: LadderTarget
     """The target as the ladder was designed for it: N, pretraining tokens, the full run's tokens and schedule."""
     forgetting_budget: float = Field(ge=0.0)
+    pick: PickConfig
+    """The spec's objective.pick: the law's answer follows the pick's rule, P(forgetting <= budget) >=
+    min_probability."""
     space: SearchSpace
     search: SearchConfig
     """The sampler (a grid: the same design at every rung), pruner, forgetting guard and replicates of every rung."""

@@ -11,10 +11,10 @@ from pydantic import Field
 
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
-from sweep.ladder.law import Law
 from sweep.ladder.law_optimum import TargetScale
 from sweep.ladder.law_predict import TargetPrediction, predict
-from sweep.ladder.law_table import LawInputError, lr_mean
+from sweep.ladder.law_select import Laws
+from sweep.ladder.law_table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
 from sweep.ladder.law_validate import FoldErrors
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
@@ -31,7 +31,8 @@ class LawPoint(StrictConfig):
     intervals, how well it predicted each rung from the others, and what a reader must see before trusting it."""
 
     target: TargetScale
-    law: Law
+    laws: Laws
+    """Every form fitted, with its weight: the answer is their weighted average."""
     prediction: TargetPrediction
     """Its optimum is the promoted point; every figure of it is evaluated there."""
     folds: list[FoldErrors] = Field(default_factory=list)
@@ -51,9 +52,15 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
     steps = config.train_iters()
     warmup = config.warmup_iters(steps)
     schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
+    parameters = non_embedding_params(target.model)
+    if not MIN_PARAMETERS <= parameters <= MAX_PARAMETERS:
+        raise PromotionError(
+            f"target {target.name}: {parameters:.4g} non-embedding parameters, outside the {MIN_PARAMETERS:g} to "
+            f"{MAX_PARAMETERS:g} a ladder's law predicts at ({target.source or 'its model shape'})"
+        )
     scale = TargetScale(
         name=target.name,
-        parameters=non_embedding_params(target.model),
+        parameters=parameters,
         pretrain_tokens=target.pretrain_tokens,
         tokens=config.tokens,
         lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),
@@ -77,25 +84,36 @@ def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
 
 
 def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir) -> LawPoint:
-    """The law's prediction at `at` (the one ladder.json holds when it was made for the same target and tokens,
-    else refitted from its evaluations); PromotionError with the law's refusal when it has no credible point."""
+    """The law's prediction at `at` (the one ladder.json holds when it was made for the same target, tokens and
+    pick rule, else refitted from its evaluations); PromotionError with the law's refusal when it has no credible
+    point, or when its point keeps the budget in fewer refits than objective.pick.min_probability asks."""
     fit = summary.fit
     observed = f"promote the largest rung's own pick with --observed ({run.rung(summary.planned[-1]).path})"
     if fit is None:
         raise PromotionError(f"{run.ladder_json}: {summary.note or 'no law was fitted'}; {observed}")
     prediction = fit.prediction
-    if prediction.target != at.scale:
+    if prediction.target != at.scale or prediction.pick != summary.pick:
         try:
             table = summary.table()
         except LawInputError as exc:
             raise PromotionError(f"{run.ladder_json}: {exc}") from None
-        prediction = predict(table, fit.law, at.scale, summary.box, summary.forgetting_budget, summary.settings)
+        prediction = predict(
+            table, fit.laws, at.scale, summary.box, summary.forgetting_budget, summary.settings, summary.pick
+        )
     if prediction.refusal is not None or prediction.optimum is None:
         why = prediction.refusal.message if prediction.refusal else "no optimum"
         raise PromotionError(f"{run.ladder_json}: {why}; nothing is promoted from this ladder, or {observed}")
+    threshold = summary.pick.min_probability
+    if prediction.within_budget is None or prediction.within_budget < threshold:
+        shown = "unknown" if prediction.within_budget is None else f"{prediction.within_budget:.2f}"
+        raise PromotionError(
+            f"{run.ladder_json}: P(forgetting <= budget) at the law's point (lr_fraction "
+            f"{prediction.optimum.lr_fraction:.4g}, mix {prediction.optimum.mix}) is {shown}, below "
+            f"objective.pick.min_probability {threshold:g}; nothing is promoted from this ladder, or {observed}"
+        )
     folds = [fold.errors for fold in fit.validation.folds] if fit.validation else []
     return LawPoint(
-        target=at.scale, law=fit.law, prediction=prediction, folds=folds, warnings=_warnings(summary, at, folds)
+        target=at.scale, laws=fit.laws, prediction=prediction, folds=folds, warnings=_warnings(summary, at, folds)
     )
 
 

@@ -150,9 +150,7 @@ def make_plan(
     train_iters = config.train_iters()
     config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
     run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config)
-    validation, missing = validation_sets(
-        config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT
-    )
+    validation, missing = validation_sets(config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT)
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
     )

@@ -117,14 +117,19 @@ def _ladder_point(
         forgetting_interval=None if intervals is None else (intervals.forgetting.low, intervals.forgetting.high),
         probability_within_budget=prediction.within_budget,
         reason=(
-            f"the loss law over rungs {', '.join(point.law.rungs)} ({point.law.rows} evaluations of {point.law.trials} "
-            f"trials): its highest domain_gain with forgetting within {prediction.budget:g} at {target.name}'s "
-            f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens; 90 % "
-            f"intervals over {prediction.refits} bootstrap refits"
+            f"the loss law over rungs {', '.join(point.laws.rungs)} ({point.laws.rows} evaluations of "
+            f"{point.laws.trials} trials; forms {_weights(point)}): its highest lower-confidence domain_gain with "
+            f"P(forgetting <= {prediction.budget:g}) >= {prediction.pick.min_probability:g} at {target.name}'s "
+            f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens "
+            f"(P {prediction.within_budget:.2f}); 90 % intervals over {prediction.refits} bootstrap refits"
         ),
         ladder=point,
     )
     return promoted, trial.model_copy(update={"lr_fraction": promoted.lr_fraction, "mix": promoted.mix})
+
+
+def _weights(point: LawPoint) -> str:
+    return ", ".join(f"{fit.form} {fit.weight:.2f}" for fit in point.laws.forms)
 
 
 def proxy_trial(run_dir: Path, point: PromotedPoint) -> TrialConfig:

@@ -191,9 +191,7 @@ def rehearse(
             (out / JOB_LOG).write_text("\n".join(log.lines) + "\n", encoding="utf-8")
 
     final_step, losses = _final_checkpoint(storage / submitted.submission_id)
-    result = RehearsalResult(
-        submitted.submission_id, status, final_step, losses, log.stopped_by_watch, message
-    )
+    result = RehearsalResult(submitted.submission_id, status, final_step, losses, log.stopped_by_watch, message)
     _echo_outcome(result, log, steps=config.steps, echo=echo)
     return result
 

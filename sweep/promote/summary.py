@@ -140,10 +140,11 @@ def _ladder(point: PromotedPoint) -> list[tuple[str, str]]:
     ladder = point.ladder
     if ladder is None:
         return []
-    law, prediction = ladder.law, ladder.prediction
+    laws, prediction = ladder.laws, ladder.prediction
+    law = laws.best.law
     fit = (
-        f"over rungs {', '.join(law.rungs)}: R2 {law.general_quality.r2:.3f} (forgetting), "
-        f"{law.domain_quality.r2:.3f} (domain_gain)"
+        f"over rungs {', '.join(laws.rungs)}: best form {law.form} (weight {laws.best.weight:.2f}), R2 "
+        f"{law.general_quality.r2:.3f} (forgetting), {law.domain_quality.r2:.3f} (domain_gain)"
     )
     intervals = prediction.intervals
     if intervals is not None:

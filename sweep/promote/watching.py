@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from sweep.promote.errors import PromotionError
 from sweep.promote.plan import Plan
 from sweep.run.tracking import TrackingError, resolve_wandb
-from sweep.promote.errors import PromotionError
 from train_entry.fullrun.config import JobWandb
 from train_entry.fullrun.evaluations import WatchConfig
 from train_entry.fullrun.watch import PredictedPoint, PredictedTrajectory

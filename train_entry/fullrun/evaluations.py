@@ -92,7 +92,9 @@ class Evaluations:
     def _sides(self, losses: dict[int, float]) -> tuple[float, float]:
         by_side = {side: losses[index] for index, side in enumerate(self.config.sets)}
         share = self.config.non_english_share
-        general = by_side["general"] if share == 0 else (1 - share) * by_side["general"] + share * by_side["non_english"]
+        general = (
+            by_side["general"] if share == 0 else (1 - share) * by_side["general"] + share * by_side["non_english"]
+        )
         return by_side["domain"], general
 
     def _observe(self, iteration: int, domain: float, general: float) -> WatchedEvaluation:

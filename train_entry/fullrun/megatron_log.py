@@ -44,4 +44,6 @@ def parse_validation(line: str) -> ValidationLoss | None:
 def validation_line(set_index: int, iteration: int, loss: float) -> str:
     """The line Megatron-LM prints for one set's loss under --multiple-validation-sets."""
     ppl = math.exp(min(PPL_CAP, loss)) if math.isfinite(loss) else loss
-    return f" validation-{set_index} loss at iteration {iteration} | lm loss value: {loss:.6E} | lm loss PPL: {ppl:.6E} | "
+    return (
+        f" validation-{set_index} loss at iteration {iteration} | lm loss value: {loss:.6E} | lm loss PPL: {ppl:.6E} | "
+    )

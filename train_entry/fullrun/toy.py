@@ -10,9 +10,9 @@ sees exactly the samples an uninterrupted one would.
 from __future__ import annotations
 
 import time
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,8 +24,8 @@ from train_entry.data.blend import Batch, build_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.fullrun.config import ToyTrainer
 from train_entry.loop import sequence_losses, train_step
-from train_entry.trial_config import CorpusPrefixes
 from train_entry.model import Runtime, load_causal_lm
+from train_entry.trial_config import CorpusPrefixes
 
 STATE_FILE = "state.pt"
 

@@ -22,7 +22,11 @@ MIXES = ["4:1", "1:1", "1:4"]
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2, "log": True}, "mix": MIXES})
 BUDGET = 0.02
 SETTING = Setting(
-    space=SPACE, forgetting_budget=BUDGET, pick=PickConfig(), config=ConfirmationConfig(seeds=2, candidates=2), first_seed=1
+    space=SPACE,
+    forgetting_budget=BUDGET,
+    pick=PickConfig(),
+    config=ConfirmationConfig(seeds=2, candidates=2),
+    first_seed=1,
 )
 
 

@@ -16,7 +16,7 @@ from sweep.choice.observed import select
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
 from sweep.ladder.law import Law
-from sweep.ladder.law_table import lr_area, lr_mean
+from sweep.ladder.law_table import lr_mean
 from sweep.ladder.rungs import LadderTarget, RungSpec
 from sweep.promote.config import PromotionConfig
 from sweep.promote.ladder import ladder_target
@@ -35,7 +35,9 @@ LADDER = {"rungs": ["xxs", "xs", "s", "m"], "law": {"starts": 2, "refits": 4}}
 PROXY = {"steps": 30, "batch_size": 16, "warmup_steps": 2, "eval_interval": 10}
 """Never trained: a batch of 16 at the largest rung gives the smaller rungs batches of 1, 2 and 7, as the bundled
 ladder's; three evaluations per trial."""
-GENTLE = TRUTH.model_copy(update={"general": TRUTH.general.model_copy(update={"size_exponent": 0.05})})
+GENTLE = TRUTH.model_copy(
+    update={"general": TRUTH.general.model_copy(update={"values": TRUTH.general.values | {"size_exponent": 0.05}})}
+)
 """The synthetic law with forgetting that shrinks slowly with N: its optimum at Llama 3.1 70B (lr_fraction 0.15,
 domain share 0.47) lies inside the grid's box, where TRUTH's (0.77) lies above its lr_fraction."""
 STOPPED = "stopped.json"
@@ -93,10 +95,10 @@ class LawRungs:
         curve = []
         for step in range(proxy.eval_interval, proxy.steps + 1, proxy.eval_interval):
             tokens = step * design.batch_size * proxy.seq_len
-            area = lr_area(lr_fraction, lr_mean(proxy, steps=step, total_steps=proxy.steps), tokens,
-                           design.pretrain_tokens)  # fmt: skip
-            forgetting = float(self.law.forgetting(design.parameters, area, share)) + rng.normal(0, self.noise)
-            gain = float(self.law.domain_gain(design.parameters, area, share)) + rng.normal(0, self.noise)
+            where = (design.parameters, lr_fraction, lr_mean(proxy, steps=step, total_steps=proxy.steps) * tokens
+                     / design.pretrain_tokens, share)  # fmt: skip
+            forgetting = float(self.law.forgetting(*where)) + rng.normal(0, self.noise)
+            gain = float(self.law.domain_gain(*where)) + rng.normal(0, self.noise)
             losses = {"domain_loss": BASE_DOMAIN * (1 - gain), "general_loss": BASE_GENERAL * (1 + forgetting)}
             measured = {"domain_gain": gain, "forgetting": forgetting, "train_loss": 3.0, **losses}
             curve.append(Metrics(step=step, tokens_seen=tokens, lr=lr_fraction * design.max_lr, **measured))

@@ -14,9 +14,10 @@ import sys
 
 import numpy as np
 
-from sweep.ladder.law import Law, Loss, LossLaw, Spans
-from sweep.ladder.law_fit import FitQuality
-from sweep.ladder.law_table import Observation, ObservationTable, lr_area, lr_mean
+from sweep.ladder.law import FitQuality, Law, Loss, LossLaw, References, Spans
+from sweep.ladder.law_forms import FormName
+from sweep.ladder.law_optimum import Surface
+from sweep.ladder.law_table import Observation, ObservationTable, lr_mean
 from train_entry.optimizer import OptimizerConfig
 
 RUNGS = {"xs": 92_480, "s": 302_496, "m": 738_432, "l": 2_367_360}
@@ -33,40 +34,30 @@ EVALUATIONS = 4
 SCHEDULE = OptimizerConfig(warmup_steps=20, schedule="cosine", min_lr_ratio=0.1)
 STEPS = 200
 BASE_GENERAL, BASE_DOMAIN = 3.2, 3.9
-_ALL = Spans(parameters=True, lr_area=True, domain_share=True)
-TRUTH = Law(
-    general=LossLaw(
-        loss=Loss.GENERAL,
-        offset=-0.002,
-        shift=0.2,
-        size_exponent=0.2,
-        share_offset=0.3,
-        share_exponent=1.5,
-        area_rate=0.3,
-        area_exponent=1.0,
-        reference_parameters=5e5,
-        reference_area=0.01,
-        spans=_ALL,
-    ),
-    domain=LossLaw(
-        loss=Loss.DOMAIN,
-        offset=0.001,
-        shift=0.03,
-        size_exponent=0.0,
-        share_offset=0.2,
-        share_exponent=0.7,
-        area_rate=20.0,
-        area_exponent=0.5,
-        reference_parameters=5e5,
-        reference_area=0.01,
-        spans=_ALL,
-    ),
-    general_quality=FitQuality(rows=1, r2=1.0, huber=0.0, starts_agreeing=1, rungs=[]),
-    domain_quality=FitQuality(rows=1, r2=1.0, huber=0.0, starts_agreeing=1, rungs=[]),
-    rows=1,
-    trials=1,
-    rungs=["truth"],
-)
+_ALL = Spans(parameters=True, lr_area=True, lr_fraction=True, time=True, domain_share=True)
+_QUALITY = FitQuality(rows=1, r2=1.0, huber=0.0, starts_agreeing=1, rungs=[])
+
+
+def known_law(general: dict[str, float], domain: dict[str, float], *, form: FormName = "dcpt-area") -> Law:
+    """A law of `form` with the given parameters, its references those of the tables drawn below."""
+    references = References(parameters=5e5, lr_fraction=0.2, time=0.05)
+    return Law(
+        general=LossLaw(loss=Loss.GENERAL, form=form, values=general, references=references, spans=_ALL),
+        domain=LossLaw(loss=Loss.DOMAIN, form=form, values=domain, references=references, spans=_ALL),
+        general_quality=_QUALITY,
+        domain_quality=_QUALITY,
+        rows=1,
+        trials=1,
+        rungs=["truth"],
+    )
+
+
+TRUTH = known_law(
+    {"offset": -0.002, "shift": 0.2, "size_exponent": 0.2, "share_offset": 0.3, "share_exponent": 1.5,
+     "area_rate": 0.3, "area_exponent": 1.0},
+    {"offset": 0.001, "shift": 0.03, "size_exponent": 0.0, "share_offset": 0.2, "share_exponent": 0.7,
+     "area_rate": 20.0, "area_exponent": 0.5},
+)  # fmt: skip
 """Forgetting that shrinks with N (so the critical share grows with it) and grows nearly linearly with the LR area,
 domain gain that saturates early in the area and has diminishing returns in the share, so that the LR has an
 optimum. With a 1 % budget at the rungs' own tokens the optimum lies inside the box, moving to higher LR and more
@@ -74,29 +65,46 @@ domain data with N: lr_fraction 0.084 and domain share 0.37 at xs, 0.127 and 0.4
 parameters, 0.77 and 0.64 at Llama 3.1 70B's N."""
 
 
-def draw(law: Law = TRUTH, *, noise: float = 5e-4, seed: int = 0, rungs: dict[str, int] = RUNGS) -> ObservationTable:
-    """Every evaluation of a grid of trials on each rung, with N(0, noise) on each relative change."""
+REPLICATED = ((0.1, 1 / 3), (0.2, 1 / 2))
+"""Points each rung runs again at seed 1, as a ladder's replicates: the noise the law is held to."""
+
+
+def draw(
+    law: Surface = TRUTH,
+    *,
+    noise: float | tuple[float, float] = 5e-4,
+    seed: int = 0,
+    rungs: dict[str, int] = RUNGS,
+    lr_fractions: tuple[float, ...] = LR_FRACTIONS,
+    shares: tuple[float, ...] = SHARES,
+    replicated: tuple[tuple[float, float], ...] = REPLICATED,
+) -> ObservationTable:
+    """Every evaluation of a grid of trials on each rung, and of its replicated points at seed 1, with N(0, noise)
+    on each relative change (one sd for both, or forgetting's and domain_gain's)."""
     rng = np.random.default_rng(seed)
+    sd = (noise, noise) if isinstance(noise, float) else noise
+    points = [(lr, share, 0) for lr in lr_fractions for share in shares] + [(lr, share, 1) for lr, share in replicated]
     rows = []
     for rung, parameters in rungs.items():
         tokens, pretrain_tokens = TOKENS_PER_PARAMETER * parameters, PRETRAIN_TOKENS_PER_PARAMETER * parameters
-        for number, (lr, share) in enumerate((lr, share) for lr in LR_FRACTIONS for share in SHARES):
+        for number, (lr, share, trial_seed) in enumerate(points):
             for evaluation in range(1, EVALUATIONS + 1):
                 steps = STEPS * evaluation // EVALUATIONS
                 scale = (parameters, pretrain_tokens, tokens * evaluation / EVALUATIONS)
-                rows.append(_row(law, rung, number, scale, lr, share, steps, rng, noise))
+                rows.append(_row(law, (rung, number, trial_seed), scale, (lr, share), steps, rng, sd))
     return ObservationTable.of(rows)
 
 
-def _row(law, rung, number, scale, lr, share, steps, rng, noise) -> Observation:
-    parameters, pretrain_tokens, tokens = scale
+def _row(law, trial, scale, point, steps, rng, sd) -> Observation:
+    (rung, number, seed), (parameters, pretrain_tokens, tokens), (lr, share) = trial, scale, point
     mean = lr_mean(SCHEDULE, steps=steps, total_steps=STEPS)
-    area = lr_area(lr, mean, tokens, pretrain_tokens)
-    forgetting = float(law.forgetting(parameters, area, share)) + rng.normal(0, noise)
-    gain = float(law.domain_gain(parameters, area, share)) + rng.normal(0, noise)
+    time = mean * tokens / pretrain_tokens
+    forgetting = float(law.forgetting(parameters, lr, time, share)) + rng.normal(0, sd[0])
+    gain = float(law.domain_gain(parameters, lr, time, share)) + rng.normal(0, sd[1])
     return Observation(
         rung=rung,
         trial=str(number),
+        seed=seed,
         parameters=parameters,
         pretrain_tokens=pretrain_tokens,
         tokens=tokens,

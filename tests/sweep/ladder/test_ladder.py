@@ -118,6 +118,10 @@ def test_earlier_runs_are_checked_with_the_spec(write_tiny_spec, tmp_path):
     runs.write_text(as_csv(draw(rungs={"prior": 2_367_360})).replace(",8:1,", ",8-1,", 1))
     with pytest.raises(SpecError, match=r"earlier.csv: line 2, column 'mix': mix ratio must be"):
         load_spec(write_ladder_spec(write_tiny_spec, "earlier.yaml", runs=str(runs)))
+    # rows that validate one by one but would break the fit after every rung trained: refused with the spec
+    runs.write_text(as_csv(draw(rungs={"prior": 2_367_360})).replace(",3.200000,", ",1e-300,", 1))
+    with pytest.raises(SpecError, match=r"earlier.csv: line 2: general_loss .* times base_general_loss 1e-300"):
+        load_spec(write_ladder_spec(write_tiny_spec, "earlier.yaml", runs=str(runs)))
 
 
 def test_a_target_file_resolves_against_the_spec_folder_not_the_working_directory(
@@ -174,11 +178,12 @@ def test_every_rung_runs_in_order_and_the_law_is_fitted_over_every_evaluation(sc
     run = RunDir(scripted_ladder_run)
     summary = read_ladder(run)
     assert [rung.name for rung in summary.finished] == ["xxs", "xs", "s", "m"] and summary.is_finished
-    assert json.loads(run.ladder_json.read_text())["format_version"] == 1
+    assert json.loads(run.ladder_json.read_text())["format_version"] == 2
     assert [(rung.trials, rung.evaluations) for rung in summary.finished] == [(9, 27)] * 4
     fit = summary.fit
-    assert fit.law.rows == 108 and fit.law.rungs == ["xxs", "xs", "s", "m"]
-    assert fit.law.general_quality.r2 > 0.95 and fit.law.domain_quality.r2 > 0.95
+    assert fit.laws.rows == 108 and fit.laws.rungs == ["xxs", "xs", "s", "m"]
+    law = fit.laws.best.law
+    assert law.general_quality.r2 > 0.95 and law.domain_quality.r2 > 0.95
     prediction = fit.prediction
     assert prediction.credible and prediction.target == summary.at_target.scale
     truth = constrained_optimum(GENTLE, summary.at_target.scale, summary.box, summary.forgetting_budget).point
@@ -231,7 +236,7 @@ def test_earlier_runs_enter_the_law_and_an_optimum_beyond_the_box_is_refused_wit
     spec = write_ladder_spec(write_tiny_spec, "earlier_runs.yaml", runs=str(runs))
     summary = scripted_ladder(spec, tmp_path, LawRungs(TRUTH)).summary
     fit = summary.fit
-    assert fit.law.rungs == ["xxs", "xs", "s", "m", "prior"] and fit.law.rows == 108 + 100
+    assert fit.laws.rungs == ["xxs", "xs", "s", "m", "prior"] and fit.laws.rows == 108 + 108
     assert summary.runs == str(runs) and fit.source.endswith(f"and {runs}")
     assert [fold.rung for fold in fit.validation.folds][-1] == "prior"
     refusal = fit.prediction.refusal

@@ -103,7 +103,10 @@ def test_a_ladder_json_of_another_format_version_is_exit_2_saying_which_version_
     before = snapshot(tmp_path)
     assert main(["status", str(ladder.path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith(f"error: {ladder.ladder_json}: ") and "reads ladder summary format 1 only" in line
+    assert (
+        line.startswith(f"error: {ladder.ladder_json}: ")
+        and f"reads ladder summary format {LADDER.version} only" in line
+    )
     assert snapshot(tmp_path) == before
 
 

@@ -37,14 +37,25 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     args = ["law", "fit", str(EXAMPLE), "--target", "llama3.1-70b", "--refits", "2", "--output", str(output)]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "law: fitted to 400 evaluations of 100 trials on 4 rung(s) (xs, s, m, l)" in printed
+    assert "law: fitted to 432 evaluations of 108 trials on 4 rung(s) (xs, s, m, l)" in printed
     assert "forgetting = (N / " in printed and "R2 0.99" in printed
     assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
     assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
     report = LAW_FIT.read(output, LawFitReport)
-    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 1
+    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 2
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
+    prediction, rule = report.prediction, "highest lower-confidence domain_gain with P(forgetting <= budget) >= 0.9"
+    chance = prediction.optimum
+    said = f"lr_fraction {chance.lr_fraction:.4g}, mix {chance.mix}" if chance else "none"
+    assert f"chance-constrained optimum ({rule}" in printed and said in printed
+    mean = prediction.mean_optimum
+    assert (
+        f"mean-constrained optimum (predicted forgetting at most the budget; never promoted): lr_fraction "
+        f"{mean.lr_fraction:.4g}, mix {mean.mix}; at it domain_gain {mean.domain_gain:.4g}" in printed
+    )
+    for fit in report.laws.forms:  # each form side by side: its weight and its own optimum
+        assert f"    {fit.form}: weight {fit.weight:.2f}; CV rmse" in printed
 
 
 def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):
@@ -52,7 +63,8 @@ def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_
     bad.write_text(EXAMPLE.read_text().replace("5132.64", "many", 1))
     (tmp_path / "law.json").write_text("an earlier report\n")
     before = tree(tmp_path)
-    assert main(["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json")]) == 2
+    argv = ["law", "fit", str(bad), "--target", "llama3.1-70b", "--output", str(tmp_path / "law.json"), "--force"]
+    assert main(argv) == 2  # --force: the file is checked first, and the earlier report is left as it was
     assert tree(tmp_path) == before
     error = capsys.readouterr().err
     assert (

@@ -95,3 +95,15 @@ def test_what_is_no_text_table_is_refused(tmp_path, monkeypatch):
     large = write(tmp_path, HEADER, ROW.format(trial=0), name="large.csv")
     with pytest.raises(LawInputError, match="bytes, more than a table of runs may hold"):
         read_runs_csv(large)
+
+
+def test_a_table_longer_than_the_fit_takes_in_two_minutes_is_refused_before_the_rest_is_read(tmp_path, monkeypatch):
+    """The malformed line after the bound is never reached: the row past it is refused first."""
+    monkeypatch.setattr(law_csv, "MAX_ROWS", 2)
+    path = write(tmp_path, HEADER, *(ROW.format(trial=trial) for trial in range(3)), "not,a,row")
+    with pytest.raises(LawInputError) as error:
+        read_runs_csv(path)
+    assert str(error.value) == (
+        f"{path}: more than 2 rows, more than the law is fitted to within 2 minutes; fit a sample of the trials, or "
+        "fewer evaluations per trial"
+    )

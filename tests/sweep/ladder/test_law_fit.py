@@ -57,9 +57,9 @@ def test_the_fit_recovers_the_optimum_of_the_law_its_rows_were_drawn_from(table,
     assert abs(fitted.point.domain_share - truth.point.domain_share) < 0.02
     assert abs(fitted.point.domain_gain - truth.point.domain_gain) < 0.001
     assert fitted.point.forgetting == pytest.approx(BUDGET, abs=1e-6)  # the budget binds, as in the truth
-    assert float(
-        TRUTH.forgetting(7.4e6, scale(7.4e6).lr_area(fitted.point.lr_fraction), fitted.point.domain_share)
-    ) == (pytest.approx(BUDGET, abs=0.0015))
+    assert float(TRUTH.forgetting(7.4e6, fitted.point.lr_fraction, scale(7.4e6).time, fitted.point.domain_share)) == (
+        pytest.approx(BUDGET, abs=0.0015)
+    )
 
 
 def test_fit_quality_is_per_loss_and_per_rung(law):
@@ -69,7 +69,7 @@ def test_fit_quality_is_per_loss_and_per_rung(law):
         assert [r.rung for r in quality.rungs] == list(RUNGS)
         assert all(3e-4 < r.rms < 8e-4 and abs(r.mean) < 2e-4 for r in quality.rungs)
         assert quality.starts_agreeing >= 2
-    assert (law.rows, law.trials, law.rungs) == (400, 100, list(RUNGS))
+    assert (law.rows, law.trials, law.rungs) == (432, 108, list(RUNGS))  # 25 grid points and 2 replicates a rung
 
 
 def test_a_few_wild_evaluations_do_not_pull_the_law(table, law):
@@ -91,5 +91,5 @@ def test_what_the_rows_never_vary_is_fixed_not_fitted():
     """One rung: the size exponent is not determined, so it is fixed at 0 and the law says it spans one N."""
     law = fit_law(draw(rungs={"m": RUNGS["m"]}), LawSettings(starts=4))
     assert not law.general.spans.parameters and law.general.spans.lr_area and law.general.spans.domain_share
-    assert law.general.size_exponent == 0.0 and law.domain.size_exponent == 0.0
-    assert np.isfinite(law.forgetting(RUNGS["m"], 1e4, 0.3))
+    assert law.general.values["size_exponent"] == 0.0 and law.domain.values["size_exponent"] == 0.0
+    assert np.isfinite(law.forgetting(RUNGS["m"], 0.1, 1e4, 0.3))

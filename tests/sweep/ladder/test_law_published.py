@@ -11,7 +11,6 @@ from sweep.ladder.law import Loss
 from sweep.ladder.law_fit import fit_law, fit_loss_law
 from sweep.ladder.law_optimum import SearchBox, TargetScale, constrained_optimum, critical_share
 from sweep.ladder.law_runs import PUBLISHED_TREND, trend
-from sweep.ladder.law_table import lr_area
 from tests.sweep.ladder import published as paper
 
 SETTINGS = LawSettings()
@@ -41,13 +40,13 @@ def test_cmr_critical_ratio_at_3_1b_within_0_02_from_the_three_smaller_sizes():
     puts the 3.1B critical share within 0.02 of the paper's; the fit has four free parameters for three points, and
     every start that fits them gives 0.486-0.492."""
     general, _ = fit_loss_law(paper.cmr_table(), Loss.GENERAL, SETTINGS, fixed={"offset": 0.0})
-    area = lr_area(paper.CMR_LR_FRACTION, 1.0, paper.CMR_TOKENS, paper.PRETRAIN_TOKENS)
+    time = paper.CMR_TOKENS / paper.PRETRAIN_TOKENS  # lr_mean 1: warmup then constant
     for size in ("460M", "940M", "1.6B"):
-        fitted = critical_share(general, paper.CMR_SIZES[size], area, paper.CMR_TOLERANCE)
+        fitted = critical_share(general, paper.CMR_SIZES[size], paper.CMR_LR_FRACTION, time, paper.CMR_TOLERANCE)
         assert fitted == pytest.approx(paper.CMR_CRITICAL_SHARE[size], abs=0.01)
-    largest = critical_share(general, paper.CMR_SIZES["3.1B"], area, paper.CMR_TOLERANCE)
+    largest = critical_share(general, paper.CMR_SIZES["3.1B"], paper.CMR_LR_FRACTION, time, paper.CMR_TOLERANCE)
     assert largest == pytest.approx(paper.CMR_CRITICAL_SHARE["3.1B"], abs=0.02)
-    assert general.size_exponent > 0  # larger models forget less
+    assert general.values["size_exponent"] > 0  # larger models forget less
 
 
 def test_the_fitted_trend_with_n_has_the_published_direction():

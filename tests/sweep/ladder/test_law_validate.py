@@ -10,9 +10,11 @@ from sweep.ladder.config import LawSettings
 from sweep.ladder.law_optimum import SearchBox
 from sweep.ladder.law_table import LawInputError, ObservationTable
 from sweep.ladder.law_validate import leave_one_rung_out
+from sweep.study.config import PickConfig
 from tests.sweep.ladder.synthetic import RUNGS, TRUTH, draw
 
 SETTINGS = LawSettings(starts=6, refits=4)
+PICK = PickConfig()
 THREE = {name: RUNGS[name] for name in ("s", "m", "l")}
 
 
@@ -20,7 +22,7 @@ def test_the_largest_rung_is_predicted_from_the_others():
     """The ladder's targets (docs/ladder.md): the largest rung's optimum lr_fraction within x1.3 and domain share
     within 0.07 of the one its own trials' law gives."""
     table = draw(rungs=THREE)
-    folds = leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, held_out=["l"]).folds
+    folds = leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, PICK, held_out=["l"]).folds
     assert [fold.rung for fold in folds] == ["l"]
     largest = folds[0]
     assert largest.predicted.credible and largest.own_toward == []
@@ -33,10 +35,11 @@ def test_the_largest_rung_is_predicted_from_the_others():
 def test_a_rung_that_breaks_the_law_fails_its_fold():
     """The largest rung forgets three times what the others' law says: its own law's forgetting at the predicted
     point lies outside the prediction's interval."""
-    broken = TRUTH.model_copy(update={"general": TRUTH.general.model_copy(update={"shift": 0.6})})
+    general = TRUTH.general.model_copy(update={"values": TRUTH.general.values | {"shift": 0.6}})
+    broken = TRUTH.model_copy(update={"general": general})
     rows = draw(rungs={"s": RUNGS["s"], "m": RUNGS["m"]}).rows + draw(broken, rungs={"l": RUNGS["l"]}, seed=1).rows
     table = ObservationTable.of(rows)
-    fold = leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, held_out=["l"]).folds[0]
+    fold = leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, PICK, held_out=["l"]).folds[0]
     assert fold.coverage.forgetting is False and not fold.coverage.complete
     assert fold.own_at_predicted.forgetting > 2 * fold.predicted.intervals.forgetting.high
 
@@ -44,7 +47,9 @@ def test_a_rung_that_breaks_the_law_fails_its_fold():
 def test_every_rung_is_held_out_in_turn_unless_named():
     """Without `held_out` each rung is a fold, smallest first; the report counts the folds its intervals cover."""
     table = draw(rungs=THREE)
-    validation = leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS.model_copy(update={"refits": 2}))
+    validation = leave_one_rung_out(
+        table, SearchBox.covering(table), 0.01, SETTINGS.model_copy(update={"refits": 2}), PICK
+    )
     assert [fold.rung for fold in validation.folds] == ["s", "m", "l"]
     assert validation.covered == sum(fold.coverage.complete for fold in validation.folds)
 
@@ -59,4 +64,4 @@ def test_every_rung_is_held_out_in_turn_unless_named():
 def test_what_cannot_be_held_out_is_refused(rungs, held_out, message):
     table = draw(rungs=rungs)
     with pytest.raises(LawInputError, match=message):
-        leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, held_out=held_out)
+        leave_one_rung_out(table, SearchBox.covering(table), 0.01, SETTINGS, PICK, held_out=held_out)

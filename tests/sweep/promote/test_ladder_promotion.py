@@ -40,12 +40,13 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     point, intervals = prediction.optimum, prediction.intervals
     assert promoted.source is PickSource.LADDER and promoted.trial is None
     assert (promoted.lr_fraction, str(promoted.mix)) == (point.lr_fraction, point.mix)
-    here = at(promoted.ladder.law, promoted.ladder.target, promoted.lr_fraction, promoted.mix.domain_share)
+    here = at(promoted.ladder.laws.stacked(), promoted.ladder.target, promoted.lr_fraction, promoted.mix.domain_share)
     assert (promoted.domain_gain, promoted.forgetting) == (here.domain_gain, here.forgetting)
     assert promoted.gain_interval == (intervals.domain_gain.low, intervals.domain_gain.high)
     assert promoted.forgetting_interval == (intervals.forgetting.low, intervals.forgetting.high)
     assert promoted.probability_within_budget == prediction.within_budget
-    assert promoted.ladder.law == summary.fit.law and promoted.ladder.prediction == prediction
+    assert promoted.ladder.laws == summary.fit.laws and promoted.ladder.prediction == prediction
+    assert promoted.probability_within_budget >= summary.pick.min_probability == 0.9
     assert [fold.rung for fold in promoted.ladder.folds] == ["xxs", "xs", "s", "m"]
     weights = {source.name: source.weight for source in plan.run.data.blend}
     assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
@@ -58,13 +59,17 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
 
 
 def test_another_token_count_refits_the_law_there(ladder):
-    """0.45 T tokens where the ladder was matched to 1 T: the law is evaluated at the request's own tokens (the LR
-    area is the same at 2.2 x the lr_fraction), and the rungs' share of their pretraining now differs from the full
-    run's by more than 2x."""
+    """0.45 T tokens where the ladder was matched to 1 T: the law is evaluated at the request's own tokens (a law of
+    the LR area alone has its mean-constrained optimum at 2.2 x the lr_fraction), and the rungs' share of their
+    pretraining now differs from the full run's by more than 2x."""
     promoted = make_plan(ladder, TARGET.model_copy(update={"tokens": 45 * 10**10})).sweep.promoted
     stored = read_ladder(RunDir(ladder)).fit.prediction
-    assert promoted.ladder.target.tokens == 4.5e11 and promoted.ladder.prediction.target.tokens == 4.5e11
-    assert promoted.lr_fraction / stored.optimum.lr_fraction == pytest.approx(1 / 0.45, rel=0.05)
+    prediction = promoted.ladder.prediction
+    assert promoted.ladder.target.tokens == 4.5e11 and prediction.target.tokens == 4.5e11
+    area_forms = sum(fit.weight for fit in promoted.ladder.laws.credible if fit.form.endswith("-area"))
+    assert area_forms == pytest.approx(sum(fit.weight for fit in promoted.ladder.laws.credible))
+    assert prediction.mean_optimum.lr_fraction / stored.mean_optimum.lr_fraction == pytest.approx(1 / 0.45, rel=0.05)
+    assert (promoted.lr_fraction, str(promoted.mix)) == (prediction.optimum.lr_fraction, prediction.optimum.mix)
     assert promoted.ladder.prediction != stored and promoted.ladder.prediction.refits == stored.refits
     assert any("matched only in part: cpt_share" in w and "0.03 at the target" in w for w in promoted.warnings)
 
@@ -86,6 +91,25 @@ def test_a_law_that_refuses_is_exit_2_with_its_message_unless_observed(ladder, c
     promoted = Plan.read(plan_dir).sweep.promoted
     assert (promoted.source, promoted.lr_fraction, str(promoted.mix)) == (PickSource.SURROGATE, 0.14, "1:3")
     assert promoted.reason.startswith("the largest rung m's pick, as asked (--observed)")
+
+
+def test_a_point_below_the_picks_probability_is_exit_2_with_the_figures_unless_observed(ladder, capsys):
+    """A ladder.json whose law's point keeps the budget in 52 % of its refits (the mean-constrained optimum's share,
+    as an earlier rule promoted it): refused with both figures, and --observed promotes the largest rung's pick."""
+    run = RunDir(ladder)
+    raw = json.loads(run.ladder_json.read_text())
+    raw["fit"]["prediction"]["within_budget"] = 0.52
+    run.ladder_json.write_text(json.dumps(raw))
+    point = read_ladder(run).fit.prediction.optimum
+    argv = ["promote", "plan", str(ladder), "--target", "llama3.1-70b"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert (
+        f"P(forgetting <= budget) at the law's point (lr_fraction {point.lr_fraction:.4g}, mix {point.mix}) is "
+        "0.52, below objective.pick.min_probability 0.9" in error
+    )
+    assert "--observed" in error and not (ladder / "promotion").exists()
+    assert main([*argv, "--observed"]) == 0
 
 
 def test_an_unfinished_ladder_is_exit_2(ladder, capsys):

@@ -25,6 +25,7 @@ from train_entry.data.corpus import Corpus, CorpusError
 from train_entry.data.megatron_prefix import sample_prefixes
 from train_entry.data.sample import CorpusSample
 
+
 def parquet_bytes() -> bytes:
     stream = io.BytesIO()
     pq.write_table(pa.table({"text": [f"document {k} " * (1 + k % 7) for k in range(60)]}), stream, row_group_size=16)

@@ -18,8 +18,8 @@ from train_entry.group import Group
 from train_entry.optimizer import OptimizerConfig
 from train_entry.sharded.checkpoint import (
     CHECKPOINT_DIR,
-    CheckpointMismatch,
     PROGRESS_JSON,
+    CheckpointMismatch,
     SavedProgress,
     config_digest,
     remove_checkpoints,
