@@ -1,5 +1,5 @@
 """Coverage of the law's answer on ladders drawn from known laws (issue 39, docs/ladder.md "Validation"): for each
-truth of tests/sweep/ladder/law_truths.py (two of the fitter's forms and one none of them contains, each drawn at
+truth of tests/sweep/law/law_truths.py (two of the fitter's forms and one none of them contains, each drawn at
 four rungs over 1.5 decades with noise at the replicate spread, the target two decades beyond), DRAWS draws fitted
 as `sweep law fit` fits them, and per truth: the draws refused and why, the share of answered draws whose 90 %
 position intervals hold the truth's optimum, and the share whose promoted point keeps the truth's forgetting
@@ -19,8 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the truths live with the tests that share them
 
-from sweep.ladder.config import LawSettings
-from tests.sweep.ladder.law_truths import OUTSIDE, TRUTHS, Judged, judge
+from tests.sweep.law.law_truths import OUTSIDE, TRUTHS, Judged, judge
+
+from sweep.law.config import LawSettings
 
 
 def summary_line(name: str, judged: list[Judged]) -> str:

@@ -6,9 +6,9 @@ from sweep.files.config_file import SpecError
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDirError
 from sweep.files.storage_url import StorageError
-from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch
 from sweep.ladder.tokenizers import TokenizersDiffer
+from sweep.law.table import LawInputError
 from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
 from sweep.run.trial_slots import ClusterTooSmall

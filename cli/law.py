@@ -23,7 +23,7 @@ no pydantic: the same rule for the law as for the pick."""
 MOST_TOKENS = 10**15
 """sweep.promote.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
 MOST_REFITS = 10_000
-"""ladder.law.refits' bound (sweep.ladder.config.LawSettings): 200 take about a minute on one core, so this is
+"""ladder.law.refits' bound (sweep.law.config.LawSettings): 200 take about a minute on one core, so this is
 nearly an hour; a typo of 100000 is refused at once."""
 
 
@@ -83,10 +83,10 @@ def add_parser(verbs) -> None:
 def run(args: argparse.Namespace) -> int:
     from sweep.files.compat import LAW_FIT
     from sweep.files.records import write_model
-    from sweep.ladder.config import LawSettings
-    from sweep.ladder.law_lines import report_lines
-    from sweep.ladder.law_runs import fit_runs
-    from sweep.ladder.law_table import LawInputError
+    from sweep.law.config import LawSettings
+    from sweep.law.lines import report_lines
+    from sweep.law.runs import fit_runs
+    from sweep.law.table import LawInputError
     from sweep.study.config import PickConfig
 
     if args.output is not None:
@@ -115,7 +115,7 @@ def check_output(path: Path, runs: Path, *, force: bool) -> None:
     """LawInputError, before any fitting, unless `path` names a new file (or, with `force`, an existing regular
     file) in a writable folder, other than the runs file: a report never replaces a device, a folder, a link or
     the input it was fitted to."""
-    from sweep.ladder.law_table import LawInputError
+    from sweep.law.table import LawInputError
 
     def refuse(why: str) -> LawInputError:
         return LawInputError(f"--output {str(path)!r}: {why}; name a new file in a writable folder")

@@ -7,9 +7,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from reports import plots  # noqa: F401  (selects the Agg backend before pyplot is used)
-from sweep.ladder.law import Law
-from sweep.ladder.law_runs import Trend
-from sweep.ladder.law_table import ObservationTable
+from sweep.law.model import Law
+from sweep.law.runs import Trend
+from sweep.law.table import ObservationTable
 
 
 def fit_figure(table: ObservationTable, law: Law) -> Figure:

@@ -16,9 +16,11 @@ from rich.console import Console
 from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, write_page
 from sweep.files.rundir import RunDir
-from sweep.ladder.law_lines import report_lines
-from sweep.ladder.law_runs import LawFitReport
-from sweep.ladder.law_validate import (
+from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
+from sweep.law.lines import report_lines
+from sweep.law.runs import LawFitReport
+from sweep.law.validate import (
     FORGETTING_ERROR,
     GAIN_SHORTFALL,
     LR_RATIO,
@@ -26,8 +28,6 @@ from sweep.ladder.law_validate import (
     UNCOVERED_FOLDS,
     LeaveOneRungOut,
 )
-from sweep.ladder.record import LadderSummary, read_ladder
-from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
 
 MET = {True: "yes", False: "NO", None: "—"}
 

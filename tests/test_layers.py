@@ -127,13 +127,14 @@ SWEEP_LAYERS = (
     "sweep.files",
     "sweep.study",
     "sweep.choice",
+    "sweep.law",
     "sweep.spec",
     "sweep.run",
     "sweep.ladder",
     "sweep.promote",
 )
 """sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address), the run directory and its
-formats, the Optuna study, the choice among its trials, the spec that assembles the owners' configs, running a sweep,
+formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the owners' configs, running a sweep,
 the ladder of sweeps, promotion."""
 ASSEMBLER = "sweep.spec"
 """May import an owner's config (a pydantic model class) from a layer above it, and nothing else from there."""

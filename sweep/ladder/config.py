@@ -17,12 +17,13 @@ from pydantic import BeforeValidator, Field, ValidationInfo, field_validator, mo
 
 from sweep.files.config_file import resolve_path
 from sweep.files.records import CorruptFile, read_model
-from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_table import LawInputError
+from sweep.law.config import LawSettings
+from sweep.law.csv import read_runs_csv
+from sweep.law.table import LawInputError
 from sweep.scale import non_embedding_params
 from sweep.spec.shapes import HfModelConfig, builtin_shape
 from sweep.spec.trial_memory import MAX_WORKERS
-from train_entry.config import Seed, StrictConfig, shown
+from train_entry.config import StrictConfig, shown
 
 MIN_RUNGS = 4
 """Leave-one-rung-out predicts the largest rung from three others, which span two size ratios to fit N's
@@ -33,32 +34,6 @@ MIN_SPAN = 10.0
 """The largest rung's N over the smallest's: a decade at least, or N's exponent is fitted over noise."""
 RungName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")]
 """A rung's name names its run directory (runs/<ladder>/rungs/<name>/) and its study."""
-
-
-LEVEL = 0.90
-"""Of every interval: the surrogate's 90 %, so that the sweep's, the ladder's and the law's intervals read alike."""
-
-
-class LawSettings(StrictConfig):
-    """How a law is fitted and how much its prediction is resampled."""
-
-    starts: int = Field(16, ge=1, le=1000)
-    """Starting points per loss for the full fit: on the tests' synthetic ladder three in four starts or more find
-    the best optimum's basin, so 16 leave next to no chance of missing it."""
-    huber_scale: float = Field(1e-3, gt=0.0, le=1.0)
-    """Residuals beyond this (in relative change: 1e-3 is 0.1 % of the base's loss) count linearly: the seed-to-seed
-    spread of forgetting on the bundled corpora, sd 0.0010 (0.0005 in domain_gain; BENCHMARKS.md, the default
-    spec's replicates)."""
-    refits: int = Field(200, ge=0, le=10_000)
-    """Bootstrap refits behind the intervals: 200 put a 90 % interval's ends on 10 refits each."""
-    refit_starts: int = Field(2, ge=1, le=1000)
-    """Starts per loss of a refit: the full fit's parameters and one Latin-hypercube point."""
-    seed: Seed = 0
-    """Seeds the starts and the resampling: the same table gives the same answer."""
-    level: float = Field(LEVEL, gt=0.0, lt=1.0)
-    outside_limit: float = Field(0.10, ge=0.0, le=1.0)
-    """A larger share of refits with their optimum outside the searched box (or none at all) refuses the
-    prediction."""
 
 
 class BuiltinRung(StrictConfig):

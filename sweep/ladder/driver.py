@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from sweep.files.rundir import RunDir, check_run_name, open_run
 from sweep.ladder.gpus import rung_gpus
-from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_runs import fit_table
 from sweep.ladder.law_study import study_observations
-from sweep.ladder.law_table import LawInputError
 from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
 from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
 from sweep.ladder.tokenizers import check_one_tokenizer
+from sweep.law.csv import read_runs_csv
+from sweep.law.runs import fit_table
+from sweep.law.table import LawInputError
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.shapes import base_shape
 from sweep.spec.spec import SweepSpec

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from sweep.ladder.law_table import MAX_LOSS, Observation, lr_mean
+from sweep.law.table import MAX_LOSS, Observation, lr_mean
 from sweep.study.record import Attr, history_of
 from sweep.study.study import SweepStudy
 from sweep.study.table import point_params

@@ -16,17 +16,18 @@ from pydantic import Field, model_validator
 from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
-from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, LawSettings, RungName
-from sweep.ladder.law_optimum import SearchBox
-from sweep.ladder.law_runs import LawFitReport
-from sweep.ladder.law_table import Observation, ObservationTable
+from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, RungName
 from sweep.ladder.rungs import LadderTarget, RungDesign
+from sweep.law.config import LawSettings
+from sweep.law.optimum import SearchBox
+from sweep.law.runs import LawFitReport
+from sweep.law.table import Observation, ObservationTable
 from sweep.spec.space import Box, SearchSpace
 from sweep.study.config import PickConfig, SearchConfig
 from train_entry.config import StrictConfig
 
 MAX_OBSERVATIONS = 500_000
-"""As many evaluations as a CSV of runs may hold (sweep.ladder.law_csv): far above any ladder's."""
+"""As many evaluations as a CSV of runs may hold (sweep.law.csv): far above any ladder's."""
 
 
 class LadderMismatch(ValueError):

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from sweep.ladder.config import BuiltinRung, HfRung, RungName
-from sweep.ladder.law_optimum import TargetScale
+from sweep.law.optimum import TargetScale
 from sweep.spec.rung_trial import RungTrial, rung_trial
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
 from train_entry.config import StrictConfig

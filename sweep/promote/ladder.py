@@ -11,13 +11,13 @@ from pydantic import Field
 
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
-from sweep.ladder.law_optimum import TargetScale
-from sweep.ladder.law_predict import TargetPrediction, predict
-from sweep.ladder.law_select import Laws
-from sweep.ladder.law_table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
-from sweep.ladder.law_validate import FoldErrors
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
+from sweep.law.optimum import TargetScale
+from sweep.law.predict import TargetPrediction, predict
+from sweep.law.select import Laws
+from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
+from sweep.law.validate import FoldErrors
 from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
 from sweep.promote.targets import Target

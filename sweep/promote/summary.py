@@ -10,7 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 
 from sweep.choice.pick import PickSource
-from sweep.ladder.law_validate import FoldErrors
+from sweep.law.validate import FoldErrors
 from sweep.promote.counts import active_params, total_params
 from sweep.promote.layout import describe
 from sweep.promote.memory import Memory

@@ -15,9 +15,9 @@ from sweep.choice.best import best_summary_with, write_best
 from sweep.choice.observed import select
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
-from sweep.ladder.law import Law
-from sweep.ladder.law_table import lr_mean
 from sweep.ladder.rungs import LadderTarget, RungSpec
+from sweep.law.model import Law
+from sweep.law.table import lr_mean
 from sweep.promote.config import PromotionConfig
 from sweep.promote.ladder import ladder_target
 from sweep.promote.targets import load_target

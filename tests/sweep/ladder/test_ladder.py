@@ -18,9 +18,9 @@ from sweep.files import compat
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.ladder.config import PRESETS, LadderConfig
-from sweep.ladder.law_optimum import constrained_optimum
 from sweep.ladder.record import LadderMismatch, LadderSummary, read_ladder
 from sweep.ladder.rungs import MAX_LR_EXPONENT, rung_specs
+from sweep.law.optimum import constrained_optimum
 from sweep.promote.targets import load_target
 from sweep.spec.spec import load_spec
 from tests.sweep.ladder.ladder_runs import (

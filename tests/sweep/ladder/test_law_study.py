@@ -8,7 +8,7 @@ import pytest
 from scripted import STEPS, scripted
 
 from sweep.ladder.law_study import study_observations
-from sweep.ladder.law_table import lr_mean
+from sweep.law.table import lr_mean
 from sweep.study.trial import run_study_trial
 
 GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]

@@ -14,8 +14,8 @@ from promote_runs import surrogate_pick, write_run
 from cli import main
 from sweep.choice.pick import PickSource
 from sweep.files.rundir import RunDir
-from sweep.ladder.law_optimum import at
 from sweep.ladder.record import read_ladder
+from sweep.law.optimum import at
 from sweep.promote.config import PromotionConfig
 from sweep.promote.plan import Plan, make_plan
 from sweep.promote.summary import summary_markdown

@@ -2,7 +2,7 @@
 parameters N, the tokens D, the domain share r and the peak LR, in published forms (docs/ladder.md, "The law").
 
 For each loss, its change relative to the base's (forgetting for the general loss, minus domain_gain for the domain
-loss) is, in each of the forms of sweep.ladder.law_forms,
+loss) is, in each of the forms of sweep.law.forms,
 
     y = (N / N_ref)^-nu * T(peak LR, tokens) * (P + B * h(x)),
 
@@ -30,7 +30,7 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 
-from sweep.ladder.law_forms import FORMS, FormName, Inputs
+from sweep.law.forms import FORMS, FormName, Inputs
 from train_entry.config import StrictConfig
 
 Values = np.ndarray | float
@@ -90,7 +90,7 @@ class LossLaw(StrictConfig):
     loss: Loss
     form: FormName
     values: dict[str, float]
-    """The form's parameters by name (sweep.ladder.law_forms), each within its bounds."""
+    """The form's parameters by name (sweep.law.forms), each within its bounds."""
     references: References
     spans: Spans
 
@@ -170,7 +170,7 @@ class FitQuality(StrictConfig):
     huber: float = Field(ge=0.0)
     """The robust cost the fit minimised, per row."""
     starts_agreeing: int = Field(ge=1)
-    """Starts that found the best optimum's basin (sweep.ladder.law_fit.BASIN): one alone says it was hard
+    """Starts that found the best optimum's basin (sweep.law.fit.BASIN): one alone says it was hard
     to find."""
     rungs: list[RungResiduals]
 

@@ -1,4 +1,4 @@
-"""The law's answer judged against known laws it was and was not written for (tests/sweep/ladder/law_truths.py):
+"""The law's answer judged against known laws it was and was not written for (tests/sweep/law/law_truths.py):
 the 90 % intervals hold the truth's optimum two decades beyond the largest rung, the promoted point keeps the
 truth's forgetting within the budget, and a truth outside the searched box is refused. One draw of each truth in the
 default suite; 30 of each behind `slow`, with the thresholds of issue 39 (figures in BENCHMARKS.md)."""
@@ -6,9 +6,9 @@ default suite; 30 of each behind `slow`, with the thresholds of issue 39 (figure
 from __future__ import annotations
 
 import pytest
+from tests.sweep.law.law_truths import OUTSIDE, TRUTHS, judge
 
-from sweep.ladder.config import LawSettings
-from tests.sweep.ladder.law_truths import OUTSIDE, TRUTHS, judge
+from sweep.law.config import LawSettings
 
 QUICK = LawSettings(refits=40)
 DRAWS = 30

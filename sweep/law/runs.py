@@ -15,16 +15,16 @@ from typing import Literal
 import numpy as np
 from pydantic import Field
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law import LossLaw
-from sweep.ladder.law_checks import check_fittable
-from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_fit import LawFitError
-from sweep.ladder.law_optimum import SearchBox, TargetScale, critical_share
-from sweep.ladder.law_predict import Progress, TargetPrediction, predict
-from sweep.ladder.law_select import Laws, fit_forms
-from sweep.ladder.law_table import LawInputError, ObservationTable
-from sweep.ladder.law_validate import LeaveOneRungOut, leave_one_rung_out
+from sweep.law.checks import check_fittable
+from sweep.law.config import LawSettings
+from sweep.law.csv import read_runs_csv
+from sweep.law.fit import LawFitError
+from sweep.law.model import LossLaw
+from sweep.law.optimum import SearchBox, TargetScale, critical_share
+from sweep.law.predict import Progress, TargetPrediction, predict
+from sweep.law.select import Laws, fit_forms
+from sweep.law.table import LawInputError, ObservationTable
+from sweep.law.validate import LeaveOneRungOut, leave_one_rung_out
 from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
 

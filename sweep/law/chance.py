@@ -7,7 +7,7 @@ the law does not know.
 
 The ensemble is evaluated on one grid of (log lr_fraction, share) around the searched box (P is a step function of
 the refits, which no gradient method can follow), the best point refined on a finer grid around it, and checked
-again where a plan would write it (sweep.ladder.law_optimum.promotable_position).
+again where a plan would write it (sweep.law.optimum.promotable_position).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sweep.ladder.law_optimum import (
+from sweep.law.optimum import (
     SHARE_LIMITS,
     Point,
     SearchBox,

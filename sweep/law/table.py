@@ -29,7 +29,7 @@ MAX_LOSS = 100.0
 """Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
 MAX_RATIO = 11.0
 """A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
-allows (sweep.ladder.law_forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
+allows (sweep.law.forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
 never a run that forgot a hundred-fold."""
 REDRAWS = 1000
 """Draws of rungs tried before a single-size one is kept (two rungs of different sizes: 1 in 2 draws is one size)."""

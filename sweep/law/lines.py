@@ -6,12 +6,12 @@ and the folds. Every figure is read from the report it describes.
 
 from __future__ import annotations
 
-from sweep.ladder.law import Law
-from sweep.ladder.law_noise import MISFIT
-from sweep.ladder.law_predict import TargetPrediction
-from sweep.ladder.law_runs import LawFitReport, Trend
-from sweep.ladder.law_select import Laws
-from sweep.ladder.law_validate import LeaveOneRungOut
+from sweep.law.model import Law
+from sweep.law.noise import MISFIT
+from sweep.law.predict import TargetPrediction
+from sweep.law.runs import LawFitReport, Trend
+from sweep.law.select import Laws
+from sweep.law.validate import LeaveOneRungOut
 
 
 def report_lines(report: LawFitReport) -> list[str]:

@@ -17,10 +17,10 @@ import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import qmc
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law import FitQuality, Law, Loss, LossLaw, References, RungResiduals, Spans
-from sweep.ladder.law_forms import FORMS, LINEAR, Coordinate, Form, FormName, Inputs
-from sweep.ladder.law_table import ObservationTable
+from sweep.law.config import LawSettings
+from sweep.law.forms import FORMS, LINEAR, Coordinate, Form, FormName, Inputs
+from sweep.law.model import FitQuality, Law, Loss, LossLaw, References, RungResiduals, Spans
+from sweep.law.table import ObservationTable
 
 TOLERANCE = 1e-6
 """least_squares' relative tolerance on the cost and the step: the starts that reach the best optimum agree on the

@@ -1,6 +1,6 @@
 """The prediction at a target, with what the law does not know: bootstrap refits of every credible form (rungs
 resampled, then trials within them; each form's share of the refits its stacking weight), the pick's rule over them
-(sweep.ladder.law_chance: the highest lower-confidence domain_gain among points with P(forgetting <= budget) >=
+(sweep.law.chance: the highest lower-confidence domain_gain among points with P(forgetting <= budget) >=
 objective.pick.min_probability), 90 % intervals that hold the spread between the forms as well as the noise, and a
 refusal instead of a number when the law cannot stand behind one.
 
@@ -20,13 +20,13 @@ from pydantic import Field
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law import Law
-from sweep.ladder.law_chance import ensemble_answer, probability_at
-from sweep.ladder.law_fit import LawFitError, fit_law
-from sweep.ladder.law_forms import FormName
-from sweep.ladder.law_noise import MISFIT
-from sweep.ladder.law_optimum import (
+from sweep.law.chance import ensemble_answer, probability_at
+from sweep.law.config import LawSettings
+from sweep.law.fit import LawFitError, fit_law
+from sweep.law.forms import FormName
+from sweep.law.model import Law
+from sweep.law.noise import MISFIT
+from sweep.law.optimum import (
     Point,
     Refusal,
     SearchBox,
@@ -36,8 +36,8 @@ from sweep.ladder.law_optimum import (
     credibility,
     promotable,
 )
-from sweep.ladder.law_select import Laws
-from sweep.ladder.law_table import ObservationTable
+from sweep.law.select import Laws
+from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
 

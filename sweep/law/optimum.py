@@ -16,8 +16,8 @@ from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
 from sweep.choice.pick import ratio_of
-from sweep.ladder.law import Law, LossLaw, Values
-from sweep.ladder.law_table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
+from sweep.law.model import Law, LossLaw, Values
+from sweep.law.table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio
 
@@ -101,7 +101,7 @@ class TargetScale(StrictConfig):
 
 
 class Surface(Protocol):
-    """A law of both losses: one form's (sweep.ladder.law.Law) or a weighted average of several."""
+    """A law of both losses: one form's (sweep.law.model.Law) or a weighted average of several."""
 
     def forgetting(self, parameters: Values, lr_fraction: Values, time: Values, domain_share: Values) -> np.ndarray: ...
 

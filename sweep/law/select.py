@@ -1,4 +1,4 @@
-"""Which form to believe: every form of sweep.ladder.law_forms fitted to the same rows, compared on rows it was not
+"""Which form to believe: every form of sweep.law.forms fitted to the same rows, compared on rows it was not
 fitted to (each rung held out in turn, and each fold of trials within the rungs), and weighted by stacking their
 out-of-fold predictions (Breiman's stacked regression: non-negative least squares, `scipy.optimize.nnls`, the
 weights then summing to one). The answer is the weighted average of the credible forms, and its intervals draw
@@ -14,12 +14,12 @@ import numpy as np
 from pydantic import Field
 from scipy.optimize import nnls
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law import Law, Values
-from sweep.ladder.law_fit import LawFitError, fit_law
-from sweep.ladder.law_forms import FORM_NAMES, FormName
-from sweep.ladder.law_noise import Misfit, Noise, misfit, replicate_noise
-from sweep.ladder.law_table import LawInputError, ObservationTable
+from sweep.law.config import LawSettings
+from sweep.law.fit import LawFitError, fit_law
+from sweep.law.forms import FORM_NAMES, FormName
+from sweep.law.model import Law, Values
+from sweep.law.noise import Misfit, Noise, misfit, replicate_noise
+from sweep.law.table import LawInputError, ObservationTable
 from train_entry.config import StrictConfig
 
 TRIAL_FOLDS = 5

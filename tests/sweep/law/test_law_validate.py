@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law_optimum import SearchBox
-from sweep.ladder.law_table import LawInputError, ObservationTable
-from sweep.ladder.law_validate import leave_one_rung_out
+from sweep.law.config import LawSettings
+from sweep.law.optimum import SearchBox
+from sweep.law.table import LawInputError, ObservationTable
+from sweep.law.validate import leave_one_rung_out
 from sweep.study.config import PickConfig
 from tests.sweep.ladder.synthetic import RUNGS, TRUTH, draw
 

@@ -4,7 +4,7 @@ with noise at the replicate spread the bundled corpora measure, and its answer i
 largest rung: do the 90 % intervals hold the truth's own optimum, does the promoted point keep the truth's
 forgetting within the budget, and is a truth outside the searched box refused.
 
-tests/sweep/ladder/test_law_coverage.py runs a few draws in the default suite and 30 behind `slow`;
+tests/sweep/law/test_law_coverage.py runs a few draws in the default suite and 30 behind `slow`;
 benchmarks/law_coverage.py runs any number and prints the table BENCHMARKS.md records.
 """
 
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law_optimum import SearchBox, Surface, TargetScale, constrained_optimum
-from sweep.ladder.law_runs import fit_table
-from sweep.ladder.law_table import lr_mean
+from sweep.law.config import LawSettings
+from sweep.law.optimum import SearchBox, Surface, TargetScale, constrained_optimum
+from sweep.law.runs import fit_table
+from sweep.law.table import lr_mean
 from sweep.study.config import PickConfig
 from tests.sweep.ladder.synthetic import (
     LR_FRACTIONS,

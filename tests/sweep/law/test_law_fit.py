@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law_fit import fit_law
-from sweep.ladder.law_optimum import SearchBox, TargetScale, constrained_optimum
-from sweep.ladder.law_table import ObservationTable, lr_mean
+from sweep.law.config import LawSettings
+from sweep.law.fit import fit_law
+from sweep.law.optimum import SearchBox, TargetScale, constrained_optimum
+from sweep.law.table import ObservationTable, lr_mean
 from tests.sweep.ladder.synthetic import (
     PRETRAIN_TOKENS_PER_PARAMETER,
     RUNGS,

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import Field
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law_fit import LawFitError
-from sweep.ladder.law_optimum import Point, SearchBox, TargetScale, at, constrained_optimum
-from sweep.ladder.law_predict import Progress, TargetPrediction, predict
-from sweep.ladder.law_select import fit_forms
-from sweep.ladder.law_table import LawInputError, ObservationTable
+from sweep.law.config import LawSettings
+from sweep.law.fit import LawFitError
+from sweep.law.optimum import Point, SearchBox, TargetScale, at, constrained_optimum
+from sweep.law.predict import Progress, TargetPrediction, predict
+from sweep.law.select import fit_forms
+from sweep.law.table import LawInputError, ObservationTable
 from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
 

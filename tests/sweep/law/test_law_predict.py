@@ -11,14 +11,14 @@ import math
 
 import pytest
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law_optimum import SearchBox, at
-from sweep.ladder.law_predict import predict
-from sweep.ladder.law_select import fit_forms
-from sweep.ladder.law_table import ObservationTable
+from sweep.law.config import LawSettings
+from sweep.law.optimum import SearchBox, at
+from sweep.law.predict import predict
+from sweep.law.select import fit_forms
+from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
 from tests.sweep.ladder.synthetic import RUNGS, TRUTH, draw
-from tests.sweep.ladder.test_law_fit import BUDGET, scale
+from tests.sweep.law.test_law_fit import BUDGET, scale
 
 SETTINGS = LawSettings(starts=8, refits=10)
 PICK = PickConfig()

@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from sweep.ladder import law_csv
-from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_table import LawInputError
+from sweep.law import csv as law_csv
+from sweep.law.csv import read_runs_csv
+from sweep.law.table import LawInputError
 
 HEADER = (
     "rung,trial,seed,parameters,pretrain_tokens,tokens,lr_fraction,lr_mean,mix,general_loss,domain_loss,"

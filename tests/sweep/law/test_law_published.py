@@ -1,4 +1,4 @@
-"""Published results reproduced by the same fitter (tests/sweep/ladder/published.py says where each number
+"""Published results reproduced by the same fitter (tests/sweep/law/published.py says where each number
 comes from): D-CPT Law's constrained optimum from its own table, and the CMR law's critical mixture ratio at its
 largest size from its three smaller sizes, with the direction of the critical share's trend with N."""
 
@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.ladder.config import LawSettings
-from sweep.ladder.law import Loss
-from sweep.ladder.law_fit import fit_law, fit_loss_law
-from sweep.ladder.law_optimum import SearchBox, TargetScale, constrained_optimum, critical_share
-from sweep.ladder.law_runs import PUBLISHED_TREND, trend
-from tests.sweep.ladder import published as paper
+from sweep.law.config import LawSettings
+from sweep.law.fit import fit_law, fit_loss_law
+from sweep.law.model import Loss
+from sweep.law.optimum import SearchBox, TargetScale, constrained_optimum, critical_share
+from sweep.law.runs import PUBLISHED_TREND, trend
+from tests.sweep.law import published as paper
 
 SETTINGS = LawSettings()
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sweep.ladder.law_table import LawInputError, Observation, ObservationTable
+from sweep.law.table import LawInputError, Observation, ObservationTable
 from train_entry.config import shown
 from train_entry.mix import MixRatio
 

@@ -13,14 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli import main
-from sweep.ladder import law_runs
-from sweep.ladder.law_checks import check_fittable
-from sweep.ladder.law_csv import read_runs_csv
-from sweep.ladder.law_table import LawInputError
+from sweep.law import runs as law_runs
+from sweep.law.checks import check_fittable
+from sweep.law.csv import read_runs_csv
+from sweep.law.table import LawInputError
 from tests.fuzzing import LONG, SHORT, damaged
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import RUNGS, as_csv, draw
-from tests.sweep.ladder.test_law_cli import EXAMPLE
+from tests.sweep.law.test_law_cli import EXAMPLE
 
 FIT = ["law", "fit", str(EXAMPLE), "--target", "llama3.1-70b", "--refits", "2"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweep.ladder.law_table import LawInputError, ObservationTable
+from sweep.law.table import LawInputError, ObservationTable
 
 MIN_ROWS = 20
 """Fewer evaluations than this do not determine seven parameters per loss with any margin."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import Field
 
-from sweep.ladder.law import FitQuality
-from sweep.ladder.law_table import ObservationTable
+from sweep.law.model import FitQuality
+from sweep.law.table import ObservationTable
 from train_entry.config import StrictConfig
 
 MISFIT = 2.0

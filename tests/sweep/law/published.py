@@ -21,7 +21,7 @@ reach from the three smaller sizes.
 
 from __future__ import annotations
 
-from sweep.ladder.law_table import Observation, ObservationTable
+from sweep.law.table import Observation, ObservationTable
 from sweep.scale import non_embedding_params
 from train_entry.megatron.config import ModelShape
 

@@ -5,7 +5,7 @@
 with its own share term h and its own response T to the LR and the tokens. No single form is known to hold for a
 team's corpora (D-CPT Law chose among five parameterisations, arXiv:2406.01375 Table 1; 2505.07796 and the CMR law,
 arXiv:2407.17467, write others), so every table is fitted with each, and cross-validation says which to believe
-(sweep.ladder.law_select).
+(sweep.law.select).
 
 - `dcpt-area` (today's form): D-CPT Law's share term (x + eps)^-gamma (arXiv:2406.01375, parameterisation L3) in the
   saturating response to the LR area S = lr_fraction x lr_mean x D / D_pre of Wang et al. (arXiv:2505.07796, Eq. 3).
