@@ -4,21 +4,27 @@ none of whose documents is usable."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from train_entry.data.corpus import CorpusStats
-
-if TYPE_CHECKING:  # the formats build their readers on this module
-    from train_entry.data.corpus_formats.base import CorpusFormat
 
 Line = bytes | None
 """A line without its line break, or None for a line over max_document_bytes (never held whole)."""
 
 
+class Described(Protocol):
+    """What the error for an unusable shard says of its format (train_entry.data.corpus_formats.base.CorpusFormat
+    is one: the formats build on this module, so it names none of them)."""
+
+    unit: str
+
+    def expected(self, text_field: str) -> str: ...
+
+
 class DocumentParser:
     """One shard's documents as its format parses them, counting in `stats` what it reads and skips and why."""
 
-    def __init__(self, fmt: CorpusFormat, *, text_field: str, max_document_bytes: int, stats: CorpusStats) -> None:
+    def __init__(self, fmt: Described, *, text_field: str, max_document_bytes: int, stats: CorpusStats) -> None:
         if max_document_bytes <= 0:
             raise ValueError(f"max_document_bytes must be positive, got {max_document_bytes=}")
         self.format = fmt

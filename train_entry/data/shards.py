@@ -17,13 +17,10 @@ import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO, Protocol
 
 from train_entry.data.documents import DocumentParser, Line
 from train_entry.data.shard_bytes import DECOMPRESSION_ERRORS, HEAD_BYTES, Codec, check_text_head, corrupt, open_stream
-
-if TYPE_CHECKING:  # the line formats open their shards here
-    from train_entry.data.corpus_formats.lines import LineFormat
 
 _SKIP_CHUNK = 1 << 20
 """Bytes read at a time while passing over the rest of an oversized line."""
@@ -31,6 +28,17 @@ _STREAM_CHUNK = 1 << 14
 """Compressed bytes a decompressor takes at a time: how finely a stream's lines are placed in strata."""
 _SPACE = b" \t\r\x0b\x0c"
 """ASCII whitespace but the newline: what bytes.strip() removes from a blank line."""
+
+
+class LineFormat(Protocol):
+    """What a shard of lines needs of its format (train_entry.data.corpus_formats.lines.LineFormat is one: the
+    formats open their shards here, so this module names none of them)."""
+
+    label: str
+    spans_lines: bool
+    """Whether a document runs over lines up to a blank one (plain text) or is one line (JSONL)."""
+
+    def documents(self, lines: Iterable[Line], parser: DocumentParser) -> Iterator[str]: ...
 
 
 class _End:
