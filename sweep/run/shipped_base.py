@@ -101,6 +101,12 @@ def recipe(spec: SweepSpec) -> dict[str, RecipeValue]:
         "data.general.text_field": data.general.text_field,
         "data.non_english.text_field": non_english.text_field if non_english else None,
         "data.non_english.share": non_english.share if non_english else 0.0,
+        # A named format reads the same files as other documents; none named keeps the shipped manifest's keys.
+        **{
+            f"data.{side}.format": corpus.format
+            for side, corpus in (("general", data.general), ("non_english", non_english))
+            if corpus is not None and corpus.format is not None
+        },
         "cpt-sweep.pretrain_recipe": RECIPE_VERSION,
         "cpt-sweep.bpe_recipe": BPE_RECIPE_VERSION,
         "cpt-sweep.bpe_sample_bytes": BPE_SAMPLE_BYTES,

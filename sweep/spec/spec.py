@@ -40,6 +40,7 @@ from sweep.study.study import SweepPlan
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import DEFAULT_MAX_DOCUMENT_BYTES, Corpus, CorpusError
+from train_entry.data.corpus_formats import format_named
 from train_entry.hf_dir import CONFIG_JSON, check_model_dir, refuse_remote_code
 from train_entry.trial_config import ProxyConfig
 
@@ -49,6 +50,13 @@ SAMPLER: TypeAdapter[SamplerConfig] = TypeAdapter(SamplerConfig)
 
 def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, (str, Path)) else value
+
+
+def _corpus_format(name: str | None) -> str | None:
+    """A registered corpus format's name (train_entry.data.corpus_formats.FORMATS)."""
+    if name is not None:
+        format_named(name)
+    return name
 
 
 def _corpus_paths(paths: list[Path], info: ValidationInfo) -> list[Path]:
@@ -152,6 +160,9 @@ class CorpusConfig(StrictConfig):
     """Held out: the fixed validation set every trial of a sweep is measured on."""
     text_field: str = Field("text", min_length=1, max_length=256)
     """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
+    format: Annotated[str | None, AfterValidator(_corpus_format)] = None
+    """The format every shard of it is read as (jsonl, text, parquet: train_entry/data/corpus_formats/); default
+    none: each shard's name says (docs/corpora.md), so a name that says another thing needs it."""
     tokenizer: TokenizerDir | None = None
     """For Megatron prefixes only: the Hugging Face tokenizer directory that made them; it must be the base's."""
 
@@ -164,6 +175,11 @@ class CorpusConfig(StrictConfig):
                 f"{split} is a Megatron indexed dataset: name the tokenizer that made it (tokenizer: a Hugging Face "
                 "tokenizer directory), which must be the base's"
             )
+        if self.format is not None and any(kinds.values()):
+            raise ValueError(
+                f"format applies only to files, and {'train' if kinds['train'] else 'valid'} is a Megatron indexed "
+                "dataset (already tokenised); remove it"
+            )
         if self.tokenizer is not None and not any(kinds.values()):
             raise ValueError(
                 "tokenizer applies only to Megatron prefixes, and neither train nor valid is one; remove it"
@@ -171,7 +187,7 @@ class CorpusConfig(StrictConfig):
         return self
 
     def corpus(self, split: Literal["train", "valid"]) -> Corpus:
-        return Corpus(tuple(getattr(self, split)), self.text_field)
+        return Corpus(tuple(getattr(self, split)), self.text_field, self.format)
 
     @property
     def is_megatron(self) -> bool:

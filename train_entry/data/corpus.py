@@ -82,10 +82,12 @@ OnProgress = Callable[[SampleProgress], None]
 @dataclass(frozen=True)
 class Corpus:
     """One corpus split as a spec names it: files, directories and globs of shards (read as one corpus), or
-    Megatron indexed dataset prefixes; and the JSONL key or Parquet column holding each document's text."""
+    Megatron indexed dataset prefixes; the JSONL key or Parquet column holding each document's text; and the
+    format its shards are read as (a name in train_entry.data.corpus_formats.FORMATS), None: each one's name says."""
 
     paths: tuple[Path, ...]
     text_field: str = "text"
+    format: str | None = None
 
     def __post_init__(self) -> None:
         if not self.paths:
@@ -101,6 +103,11 @@ class Corpus:
         """The corpus in a message: its path, or its first path and how many more."""
         more = f" (+{len(self.paths) - 1} more)" if len(self.paths) > 1 else ""
         return f"{self.paths[0]}{more}"
+
+    def reading_key(self) -> tuple[str, ...]:
+        """What, beside its files, decides the documents read from it, for cache keys: its text field, and its format
+        when one is named (a corpus read by its shards' names keeps the keys, and so the cache entries, it had)."""
+        return (self.text_field,) if self.format is None else (self.text_field, f"format={self.format}")
 
     def prefixes(self) -> list[Path] | None:
         """The Megatron prefixes, when every path is one; None when every path is files; CorpusError for a mix."""

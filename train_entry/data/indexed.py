@@ -62,7 +62,7 @@ def build_indexed(
     """`corpus`'s sample of at least `max_tokens` tokens (None: the whole corpus) tokenised with the tokenizer in
     `tokenizer_dir`, an end-of-document token after each document.
 
-    Cached under cache_root by the corpus's fingerprint and text field, max_tokens, the tokenizer's files,
+    Cached under cache_root by the corpus's fingerprint, text field (and format, when named), max_tokens, the tokenizer's files,
     max_document_bytes and the pipeline version; a second call with the same inputs reads the entry back. Raises
     CorpusError (and caches nothing) when the corpus has no usable document.
     """
@@ -71,7 +71,7 @@ def build_indexed(
         f"indexed-{PIPELINE_VERSION}",
         max_document_bytes,
         corpus_fingerprint(corpus.shards()),
-        corpus.text_field,
+        *corpus.reading_key(),
         "whole" if max_tokens is None else max_tokens,
         *named_files,
     )

@@ -17,17 +17,16 @@ from pathlib import Path
 from typing import Self
 
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
+from train_entry.data.corpus_formats import check_format, declared_format
+from train_entry.data.corpus_formats.base import Shard
 from train_entry.data.documents import DocumentParser
-from train_entry.data.formats import Layout, check_format, declared_format
-from train_entry.data.shards import ParquetShard, Spill, StreamShard, TextShard
+from train_entry.data.shards import Spill, StreamShard
 
 STRATA_PER_SAMPLE = 256
 """A sample spans about this many strata at least: its documents come from that many places in the corpus."""
 MIN_STRATUM_BYTES = 64 << 10
 MAX_STRATUM_BYTES = 16 << 20
 """Stratum sizes are kept between these: a seek per 64 KiB at least, at most one per 16 MiB."""
-
-Shard = TextShard | StreamShard | ParquetShard
 
 
 def stratum_bytes(expected_bytes: int) -> int:
@@ -111,19 +110,16 @@ class CorpusSample:
         self.close()
 
     def _open(self, path: Path, max_document_bytes: int) -> Shard:
-        fmt = declared_format(path)
+        fmt = declared_format(path, self.corpus.format)
         try:
             check_format(path, fmt)
         except OSError as error:
             raise CorpusError(f"{path}: cannot be read ({error.strerror or error})") from None
         parser = DocumentParser(
-            fmt.layout, text_field=self.corpus.text_field, max_document_bytes=max_document_bytes, stats=self.stats
+            fmt.format, text_field=self.corpus.text_field, max_document_bytes=max_document_bytes, stats=self.stats
         )
         self.parsers.append(parser)
-        if fmt.layout is Layout.PARQUET:
-            return ParquetShard(path, stratum_bytes=self.stratum_bytes, parser=parser)
-        shard_type = TextShard if fmt.seekable else StreamShard
-        return shard_type(path, fmt, stratum_bytes=self.stratum_bytes, parser=parser)
+        return fmt.format.open(path, fmt.codec, stratum_bytes=self.stratum_bytes, parser=parser)
 
     def _extract(self, batch: list[int]) -> None:
         """One pass over each stream shard with strata in `batch`, spilling their lines."""

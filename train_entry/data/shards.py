@@ -1,10 +1,11 @@
-"""One corpus file cut into strata of about equal stored bytes; a stratum's documents are those that start in it.
+"""A file of lines (a line format's shard) cut into strata of about equal stored bytes; a stratum's documents are
+those that start in it.
 
 Every document starts in exactly one stratum, so reading every stratum reads every document once, and reading
 some reads each document with the same chance whatever its length. A plain file is read a stratum at a time by
 seeking to its first byte; a compressed stream cannot be entered in the middle, so one pass over it extracts the
-strata asked for (placed by compressed offset, to within a read chunk) into a spill file; Parquet's strata are
-slices of its row groups, read through pyarrow one row group at a time.
+strata asked for (placed by compressed offset, to within a read chunk) into a spill file. Parquet's strata are
+its own (train_entry.data.corpus_formats.parquet).
 """
 
 from __future__ import annotations
@@ -16,22 +17,10 @@ import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from train_entry.data.corpus import CorpusError
 from train_entry.data.documents import DocumentParser, Line
-from train_entry.data.formats import (
-    DECOMPRESSION_ERRORS,
-    HEAD_BYTES,
-    Layout,
-    ShardFormat,
-    check_text_head,
-    corrupt,
-    open_stream,
-)
+from train_entry.data.shard_bytes import DECOMPRESSION_ERRORS, HEAD_BYTES, Codec, check_text_head, corrupt, open_stream
 
 _SKIP_CHUNK = 1 << 20
 """Bytes read at a time while passing over the rest of an oversized line."""
@@ -39,8 +28,17 @@ _STREAM_CHUNK = 1 << 14
 """Compressed bytes a decompressor takes at a time: how finely a stream's lines are placed in strata."""
 _SPACE = b" \t\r\x0b\x0c"
 """ASCII whitespace but the newline: what bytes.strip() removes from a blank line."""
-MAX_SLICES_PER_ROW_GROUP = 16
-"""A Parquet row group is decoded whole to read any slice of it; this bounds how often one is decoded."""
+
+
+class LineFormat(Protocol):
+    """What a shard of lines needs of its format (train_entry.data.corpus_formats.lines.LineFormat is one: the
+    formats open their shards here, so this module names none of them)."""
+
+    label: str
+    spans_lines: bool
+    """Whether a document runs over lines up to a blank one (plain text) or is one line (JSONL)."""
+
+    def documents(self, lines: Iterable[Line], parser: DocumentParser) -> Iterator[str]: ...
 
 
 class _End:
@@ -74,7 +72,8 @@ def _strata(size: int, stratum_bytes: int) -> int:
     return math.ceil(size / stratum_bytes) if size else 0
 
 
-def _start(k: int, size: int, strata: int) -> int:
+def stratum_start(k: int, size: int, strata: int) -> int:
+    """The first byte of stratum k of `strata` over `size` bytes."""
     return k * size // strata
 
 
@@ -86,12 +85,12 @@ def _stratum_at(offset: int, size: int, strata: int) -> int:
 class TextShard:
     """A seekable JSONL or plain-text file; stratum k is the bytes [k * size // strata, (k + 1) * size // strata)."""
 
-    def __init__(self, path: Path, fmt: ShardFormat, *, stratum_bytes: int, parser: DocumentParser) -> None:
+    def __init__(self, path: Path, fmt: LineFormat, *, stratum_bytes: int, parser: DocumentParser) -> None:
         self.path = path
+        self.format = fmt
         self.size = path.stat().st_size
         self.strata = _strata(self.size, stratum_bytes)
         self.parser = parser
-        self.plain = fmt.layout is Layout.TEXT
         self._file: BinaryIO | None = None
 
     @property
@@ -102,26 +101,27 @@ class TextShard:
         return self._file
 
     def span(self, k: int) -> int:
-        return _start(k + 1, self.size, self.strata) - _start(k, self.size, self.strata)
+        return stratum_start(k + 1, self.size, self.strata) - stratum_start(k, self.size, self.strata)
 
     def read(self, k: int) -> Iterator[str]:
-        start, end = _start(k, self.size, self.strata), _start(k + 1, self.size, self.strata)
-        lines = self._plain_lines(start, end) if self.plain else self._jsonl_lines(start, end)
-        return self.parser.lines(lines)
+        start, end = stratum_start(k, self.size, self.strata), stratum_start(k + 1, self.size, self.strata)
+        lines = self._document_lines(start, end) if self.format.spans_lines else self._own_lines(start, end)
+        return self.format.documents(self.parser.counted(lines), self.parser)
 
     def release(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
 
-    def _jsonl_lines(self, start: int, end: int) -> Iterator[Line]:
+    def _own_lines(self, start: int, end: int) -> Iterator[Line]:
+        """The lines that start in [start, end), each a document of its own (JSONL)."""
         position = self._seek_line_start(start)
         limit = self.parser.max_document_bytes
         while position < end and (line := read_line(self.file, limit)) is not END:
             yield line
             position = self.file.tell()
 
-    def _plain_lines(self, start: int, end: int) -> Iterator[Line]:
+    def _document_lines(self, start: int, end: int) -> Iterator[Line]:
         """The blank lines that start in [start, end) and the lines of the documents whose first line does.
 
         A document that started in an earlier stratum is passed over; one that starts here is read to its end,
@@ -177,25 +177,29 @@ class TextShard:
 class StreamShard:
     """A compressed JSONL or plain-text file: strata by compressed offset, extracted by one pass per request."""
 
-    def __init__(self, path: Path, fmt: ShardFormat, *, stratum_bytes: int, parser: DocumentParser) -> None:
+    def __init__(
+        self, path: Path, fmt: LineFormat, codec: Codec, *, stratum_bytes: int, parser: DocumentParser
+    ) -> None:
         self.path = path
-        self.fmt = fmt
+        self.format = fmt
+        self.codec = codec
         self.size = path.stat().st_size
         self.strata = _strata(self.size, stratum_bytes)
         self.parser = parser
-        self.plain = fmt.layout is Layout.TEXT
 
     def span(self, k: int) -> int:
-        return _start(k + 1, self.size, self.strata) - _start(k, self.size, self.strata)
+        return stratum_start(k + 1, self.size, self.strata) - stratum_start(k, self.size, self.strata)
 
     def extract(self, wanted: set[int], keep: Callable[[int, Line], None]) -> None:
         """One pass over the stream, handing keep(k, line) the lines of the wanted strata (up to the last of them)."""
         last = max(wanted)
         with self.path.open("rb") as raw:
             try:
-                stream, counting = open_stream(raw, self.fmt.codec, chunk=_STREAM_CHUNK)
+                stream, counting = open_stream(raw, self.codec, chunk=_STREAM_CHUNK)
                 with stream:
-                    check_text_head(self.path, stream.peek(HEAD_BYTES)[:HEAD_BYTES], self.fmt, decompressed=True)
+                    check_text_head(
+                        self.path, stream.peek(HEAD_BYTES)[:HEAD_BYTES], self.format.label, decompressed=True
+                    )
                     if stream.peek(len(codecs.BOM_UTF8)).startswith(codecs.BOM_UTF8):
                         stream.read(len(codecs.BOM_UTF8))
                     for owner, line in self._owned_lines(stream, lambda: counting.position):
@@ -204,11 +208,11 @@ class StreamShard:
                         if owner in wanted:
                             keep(owner, line)
             except DECOMPRESSION_ERRORS as error:
-                raise corrupt(self.path, self.fmt.codec, error) from None
+                raise corrupt(self.path, self.codec, error) from None
 
     def documents(self, lines: Iterable[Line]) -> Iterator[str]:
         """The documents of one stratum's extracted lines."""
-        return self.parser.lines(lines)
+        return self.format.documents(self.parser.counted(lines), self.parser)
 
     def release(self) -> None:
         """Holds nothing open between passes."""
@@ -223,7 +227,7 @@ class StreamShard:
             if line is END:
                 return
             blank = line is not None and not line.strip()
-            if not self.plain or blank or after_blank:
+            if not self.format.spans_lines or blank or after_blank:
                 owner = here
             after_blank = blank
             yield owner, line
@@ -270,76 +274,3 @@ class Spill:
 
     def close(self) -> None:
         self.file.close()
-
-
-class ParquetShard:
-    """A Parquet file; its strata are slices of its row groups, about stratum_bytes of stored bytes each."""
-
-    def __init__(self, path: Path, *, stratum_bytes: int, parser: DocumentParser) -> None:
-        self.path = path
-        self.parser = parser
-        try:
-            metadata = pq.read_metadata(path)
-        except (pa.ArrowException, OSError) as error:
-            raise CorpusError(f"{path}: not a readable Parquet file ({error})") from None
-        self.column = _text_column(path, metadata.schema.to_arrow_schema(), parser.text_field)
-        self.slices = list(_slices(metadata, stratum_bytes))
-        """(row group, first row, end row, stored bytes) of each stratum."""
-        self.strata = len(self.slices)
-        self.size = sum(stored for *_, stored in self.slices)
-        self._file: pq.ParquetFile | None = None
-        self._decoded: tuple[int, pa.ChunkedArray] | None = None
-
-    def span(self, k: int) -> int:
-        return self.slices[k][3]
-
-    def read(self, k: int) -> Iterator[str]:
-        group, first, end, _ = self.slices[k]
-        return self.parser.cells(self._cells(group, first, end))
-
-    def release(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file, self._decoded = None, None
-
-    def _cells(self, group: int, first: int, end: int) -> Iterable[object]:
-        try:
-            if self._decoded is None or self._decoded[0] != group:
-                if self._file is None:
-                    self._file = pq.ParquetFile(self.path)
-                self._decoded = (group, self._file.read_row_group(group, columns=[self.column]).column(0))
-            return self._decoded[1].slice(first, end - first).to_pylist()
-        except (pa.ArrowException, OSError) as error:
-            raise CorpusError(f"{self.path}: row group {group} of this Parquet file cannot be read ({error})") from None
-        except UnicodeDecodeError:  # a Parquet string is UTF-8 by its format: a byte that is not is damage
-            raise CorpusError(
-                f"{self.path}: row group {group} of this Parquet file holds a string that is not UTF-8: the file is "
-                "damaged"
-            ) from None
-
-
-def _text_column(path: Path, schema: pa.Schema, name: str) -> str:
-    if name not in schema.names:
-        raise CorpusError(
-            f"{path}: no column {name!r} in this Parquet file (its columns: {', '.join(schema.names)}); "
-            f"set the corpus's text_field to the column holding the text"
-        )
-    kind = schema.field(name).type
-    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)):
-        raise CorpusError(f"{path}: Parquet column {name!r} holds {kind}, not strings; name a text column (text_field)")
-    return name
-
-
-def _slices(metadata: pq.FileMetaData, stratum_bytes: int) -> Iterator[tuple[int, int, int, int]]:
-    for group in range(metadata.num_row_groups):
-        row_group = metadata.row_group(group)
-        rows = row_group.num_rows
-        stored = sum(row_group.column(c).total_compressed_size for c in range(row_group.num_columns))
-        count = min(MAX_SLICES_PER_ROW_GROUP, rows, max(1, math.ceil(stored / stratum_bytes)))
-        for i in range(count):
-            yield (
-                group,
-                i * rows // count,
-                (i + 1) * rows // count,
-                _start(i + 1, stored, count) - _start(i, stored, count),
-            )

@@ -53,7 +53,7 @@ def train_bpe(
 ) -> Path:
     """A Hugging Face tokenizer directory holding a byte-level BPE trained on `corpora` (BPE_SAMPLE_BYTES of each).
 
-    Cached under cache_root by the corpora's fingerprints and text fields, vocab_size and the recipe version:
+    Cached under cache_root by the corpora's fingerprints, text fields (and formats, when named), vocab_size and the recipe version:
     training is deterministic, so the same inputs always give the same tokenizer.
     """
     if vocab_size < MIN_VOCAB_SIZE:
@@ -63,7 +63,7 @@ def train_bpe(
         )
     if not corpora:
         raise ValueError("train_bpe needs at least one corpus, got none")
-    fields = [part for corpus in corpora for part in (corpus_fingerprint(corpus.shards()), corpus.text_field)]
+    fields = [part for corpus in corpora for part in (corpus_fingerprint(corpus.shards()), *corpus.reading_key())]
     key = digest(f"bpe-recipe-{BPE_RECIPE_VERSION}", vocab_size, max_document_bytes, BPE_SAMPLE_BYTES, *fields)
     entry = cache_root / f"bpe-{vocab_size}-{key[:20]}"
     return cached_dir(entry, lambda directory: _train(corpora, vocab_size, max_document_bytes, directory))

@@ -153,6 +153,33 @@ BAD_SPECS = {
         "data.domain.text_field",
         "at least 1 character",
     ),
+    "unknown corpus format": (
+        {
+            "data": {
+                "domain": {
+                    "train": "corpora/ecommerce/train.jsonl",
+                    "valid": "corpora/ecommerce/valid.jsonl",
+                    "format": "xml",
+                }
+            }
+        },
+        "data.domain.format",
+        "no corpus format 'xml'; the formats: jsonl, text, parquet",
+    ),
+    "a format for Megatron prefixes": (
+        {
+            "data": {
+                "domain": {
+                    "train": "megatron/ecommerce_text_document",
+                    "valid": "megatron/ecommerce_valid_document",
+                    "tokenizer": "corpora",
+                    "format": "jsonl",
+                }
+            }
+        },
+        "data.domain",
+        "format applies only to files, and train is a Megatron indexed dataset",
+    ),
     "storage not a URL": (
         {"execution": {"storage": "optuna.db"}},
         "execution.storage",
@@ -300,6 +327,14 @@ def test_bad_spec_names_file_key_and_value(case, write_tiny_spec, capsys, tmp_pa
     assert key in capsys.readouterr().err
     assert not (tmp_path / "runs").exists(), "a rejected spec wrote a trial directory"
     assert not cache.exists(), "a rejected spec wrote to the cache"
+
+
+def test_a_corpus_format_reaches_the_corpora_the_trials_read(write_tiny_spec):
+    corpora = {"train": "corpora/ecommerce/train.jsonl", "valid": "corpora/ecommerce/valid.jsonl", "format": "jsonl"}
+    spec = load_spec(write_tiny_spec("format.yaml", data={"domain": corpora}))
+
+    assert spec.data.corpora()["domain.train"].format == "jsonl"
+    assert spec.data.corpora()["general.train"].format is None
 
 
 def test_invalid_yaml_and_missing_file_are_spec_errors(tmp_path):

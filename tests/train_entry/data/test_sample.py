@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from train_entry.data.corpus import Corpus, CorpusStats
+from train_entry.data.corpus_formats import declared_format
 from train_entry.data.documents import DocumentParser
-from train_entry.data.formats import declared_format
 from train_entry.data.sample import CorpusSample, read_documents, spread_order
-from train_entry.data.shards import Spill, StreamShard, TextShard
+from train_entry.data.shards import Spill, TextShard
 
 LINES = st.lists(
     st.sampled_from(
@@ -35,9 +35,8 @@ def shard_documents(path: Path, stratum_bytes: int) -> tuple[list[str], CorpusSt
     """Every stratum of one file read on its own, in order, with a 60-byte document limit."""
     fmt = declared_format(path)
     stats = CorpusStats()
-    parser = DocumentParser(fmt.layout, text_field="text", max_document_bytes=60, stats=stats)
-    shard_type = TextShard if fmt.seekable else StreamShard
-    shard = shard_type(path, fmt, stratum_bytes=stratum_bytes, parser=parser)
+    parser = DocumentParser(fmt.format, text_field="text", max_document_bytes=60, stats=stats)
+    shard = fmt.format.open(path, fmt.codec, stratum_bytes=stratum_bytes, parser=parser)
     if isinstance(shard, TextShard):
         documents = [document for k in range(shard.strata) for document in shard.read(k)]
         shard.release()

@@ -1,9 +1,11 @@
-"""What a corpus shard is: its layout (JSONL, plain text, Parquet) and codec, from its name, checked by its bytes.
+"""A shard's bytes whatever its corpus format: its codec from its name, the magic numbers that say what a file
+really is, and its decompressed stream.
 
 A name promises a format; the file's first bytes (its magic number) say which it really is. A file that is
 not what its name says, or a binary format this pipeline does not read, is refused naming both, so its bytes
 never become "text". Compressed streams are opened here too, with the decompressor's failures (a truncated
-or corrupt file) turned into one CorpusError naming the file and the codec.
+or corrupt file) turned into one CorpusError naming the file and the codec. The corpus formats themselves
+(JSONL, plain text, Parquet) are train_entry.data.corpus_formats.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import gzip
 import io
 import lzma
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,27 +32,8 @@ class Codec(enum.Enum):
     ZSTD = "zstd"
 
 
-class Layout(enum.Enum):
-    JSONL = "JSONL"
-    TEXT = "plain text"
-    PARQUET = "Parquet"
-
-
-@dataclass(frozen=True)
-class ShardFormat:
-    layout: Layout
-    codec: Codec = Codec.NONE
-
-    @property
-    def seekable(self) -> bool:
-        """Whether a byte offset can be read without reading what comes before it."""
-        return self.codec is Codec.NONE
-
-
 CODEC_SUFFIXES = {".gz": Codec.GZIP, ".bz2": Codec.BZIP2, ".xz": Codec.XZ, ".zst": Codec.ZSTD, ".zstd": Codec.ZSTD}
-JSONL_SUFFIXES = frozenset({".jsonl", ".json", ".ndjson"})
-"""Dolma and RedPajama name their JSON-lines shards .json.gz; a .json file is read as JSON lines too."""
-_UNREAD_SUFFIXES = {
+UNREAD_SUFFIXES = {
     ".lz4": "lz4 -d",
     ".br": "brotli -d",
     ".zip": "unzip",
@@ -81,27 +63,9 @@ _MAGIC = (
     (b"\x7fELF", "an ELF executable"),
     (b"\x93NUMPY", "a NumPy array"),
 )
-_CODEC_MAGIC = {Codec.GZIP: "gzip", Codec.BZIP2: "bzip2", Codec.XZ: "xz", Codec.ZSTD: "zstd"}
+CODEC_MAGIC = {Codec.GZIP: "gzip", Codec.BZIP2: "bzip2", Codec.XZ: "xz", Codec.ZSTD: "zstd"}
 HEAD_BYTES = 16
 """Bytes read to recognise a format: the longest magic number above."""
-
-
-def declared_format(path: Path) -> ShardFormat:
-    """The format a shard's name promises: `x.jsonl.zst` is zstd JSONL, `x.parquet` Parquet, anything else plain text."""
-    suffixes = [suffix.lower() for suffix in path.suffixes]
-    codec = CODEC_SUFFIXES.get(suffixes[-1], Codec.NONE) if suffixes else Codec.NONE
-    inner = suffixes[:-1] if codec is not Codec.NONE else suffixes
-    last = inner[-1] if inner else ""
-    for suffix in (suffixes[-1:] if suffixes else []) + inner[-1:]:
-        if suffix in _UNREAD_SUFFIXES:
-            raise CorpusError(f"{path}: {suffix} files are not read here; give {_UNREAD_SUFFIXES[suffix]} instead")
-    if last == ".parquet":
-        if codec is not Codec.NONE:
-            raise CorpusError(
-                f"{path}: a {codec.value}-compressed Parquet file is not read; Parquet compresses its own columns"
-            )
-        return ShardFormat(Layout.PARQUET)
-    return ShardFormat(Layout.JSONL if last in JSONL_SUFFIXES else Layout.TEXT, codec)
 
 
 def magic_format(head: bytes) -> str | None:
@@ -125,30 +89,9 @@ def looks_like(head: bytes) -> str:
     return "text"
 
 
-def check_format(path: Path, fmt: ShardFormat) -> None:
-    """Raises CorpusError when the file's magic bytes contradict its name (or name a format not read here)."""
-    with path.open("rb") as stream:
-        head = stream.read(HEAD_BYTES)
-        if fmt.layout is Layout.PARQUET:
-            stream.seek(max(0, path.stat().st_size - 4))
-            tail = stream.read(4)
-    seen = looks_like(head)
-    if fmt.layout is Layout.PARQUET:
-        if not (head.startswith(b"PAR1") and tail == b"PAR1"):
-            raise CorpusError(f"{path}: named .parquet but it is not a Parquet file (it looks like {seen})")
-        return
-    if fmt.codec is not Codec.NONE:
-        if seen != _CODEC_MAGIC[fmt.codec]:
-            raise CorpusError(
-                f"{path}: named {path.suffix} but it is not {fmt.codec.value} data (its first bytes look like {seen}); "
-                f"rename it to what it is"
-            )
-        return
-    check_text_head(path, head, fmt)
-
-
-def check_text_head(path: Path, head: bytes, fmt: ShardFormat, *, decompressed: bool = False) -> None:
-    """Raises CorpusError when what should be text starts with a binary format's magic number.
+def check_text_head(path: Path, head: bytes, label: str, *, decompressed: bool = False) -> None:
+    """Raises CorpusError when what should be text (in the format `label` names) starts with a binary format's magic
+    number.
 
     Text that is merely not UTF-8 is no error here: its lines are counted as they are read.
     """
@@ -156,17 +99,15 @@ def check_text_head(path: Path, head: bytes, fmt: ShardFormat, *, decompressed: 
     if seen is None:
         return
     if decompressed:
-        raise CorpusError(
-            f"{path}: decompresses to {seen} data, not {fmt.layout.value}; give JSONL, plain text or Parquet"
-        )
+        raise CorpusError(f"{path}: decompresses to {seen} data, not {label}; give JSONL, plain text or Parquet")
     magic = f"magic bytes {head[:4].hex(' ')}"
     if seen in _COMPRESSED_NAMES:
         suffix = _COMPRESSED_NAMES[seen]
-        what = f"looks compressed ({seen} {magic}), not {fmt.layout.value}; name it {path.name}{suffix} if it is"
+        what = f"looks compressed ({seen} {magic}), not {label}; name it {path.name}{suffix} if it is"
     elif seen == "Parquet":
-        what = f"looks like Parquet ({magic}), not {fmt.layout.value}; name it {path.stem}.parquet"
+        what = f"looks like Parquet ({magic}), not {label}; name it {path.stem}.parquet"
     else:
-        what = f"looks like {seen} ({magic}), not {fmt.layout.value}; give JSONL, plain text or Parquet"
+        what = f"looks like {seen} ({magic}), not {label}; give JSONL, plain text or Parquet"
     raise CorpusError(f"{path}: {what}")
 
 
