@@ -90,7 +90,9 @@ def _named(exc: ValidationError, text: bytes) -> tuple[str, dict[str, Any]]:
         data = None
     named = [_in_file(error["loc"], data) for error in errors]
     best = max(range(len(errors)), key=lambda k: (len(named[k]), -k))
-    return ".".join(str(part) for part in named[best]), errors[best]
+    # A key is shown as the file spells it unless it holds a character a terminal would act on (a line break, \x1e).
+    parts = (str(part) if str(part).isprintable() else ascii(str(part)) for part in named[best])
+    return ".".join(parts), errors[best]
 
 
 def _in_file(loc: tuple[int | str, ...], data: Any) -> list[int | str]:

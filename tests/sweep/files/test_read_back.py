@@ -190,6 +190,16 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
+@pytest.mark.parametrize("key", ["\x1e", "a\nb", "\u2028"])
+def test_a_key_a_terminal_would_act_on_is_named_escaped_on_one_line(key, files, tmp_path):
+    """Found by the long fuzz of best.json: an unknown key '\\x1e' was printed raw, and splitlines() splits there."""
+    path, model, fmt = files["best.json"]
+    data = json.loads(path.read_text())
+    data["evidence"][key] = None
+    message = refused(tmp_path / "best.json", model, fmt, data)
+    assert len(message.splitlines()) == 1 and f"evidence.{ascii(key)}" in message, message
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_each_bounded_field_past_its_bound_is_refused_naming_its_key(name, files, tmp_path):
     path, model, fmt = files[name]
