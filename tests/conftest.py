@@ -262,6 +262,12 @@ def pytest_addoption(parser):
         help="also run the tests marked reproduce, which rebuild shipped files from scratch (the built-in base: "
         "~8 min on 2 cores, beyond the suite's budget)",
     )
+    parser.addoption(
+        "--law-coverage",
+        action="store_true",
+        help="also run the tests marked law_coverage: 30 draws of each known law through the law's fit (~15 min of "
+        "CPU, beyond the suite's budget; benchmarks/law_coverage.py records the same figures)",
+    )
 
 
 SESSION_SWEEPS = {"tiny_sweep", "wandb_sweep"}
@@ -272,6 +278,7 @@ def pytest_collection_modifyitems(config, items):
     items[:] = scheduled(items)
     skips = {
         "reproduce": None if config.getoption("--reproduce") else pytest.mark.skip(reason="needs --reproduce"),
+        "law_coverage": None if config.getoption("--law-coverage") else pytest.mark.skip(reason="needs --law-coverage"),
         "gpu": None if torch.cuda.is_available() else pytest.mark.skip(reason="needs CUDA"),
     }
     for item in items:

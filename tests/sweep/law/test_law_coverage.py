@@ -25,6 +25,7 @@ def test_a_truth_outside_the_box_is_refused():
 
 
 @pytest.mark.slow
+@pytest.mark.law_coverage
 @pytest.mark.parametrize("name", list(TRUTHS))
 def test_thirty_draws_of_each_truth_are_covered_and_within_budget(name):
     judged = [judge(name, TRUTHS[name], seed, LawSettings(refits=100)) for seed in range(DRAWS)]
@@ -35,5 +36,6 @@ def test_thirty_draws_of_each_truth_are_covered_and_within_budget(name):
 
 
 @pytest.mark.slow
+@pytest.mark.law_coverage
 def test_every_draw_of_a_truth_outside_the_box_is_refused():
     assert all(judge("outside", OUTSIDE, seed, LawSettings(refits=100)).refused for seed in range(10))
