@@ -161,7 +161,7 @@ def _fold_rows(validation: LeaveOneRungOut) -> list[dict[str, str]]:
         rows.append(
             {
                 "rung": fold.rung,
-                "predicted": "refused: " + predicted.refusal.message if predicted.refusal else _point(point),
+                "predicted": _point(point) + (f"; refused: {predicted.refusal.message}" if predicted.refusal else ""),
                 "own": _point(own) + (" (outside the box)" if fold.own_toward else ""),
                 "lr": _value(errors.lr_ratio, "x{:.2f}") + f" {MET[met['lr_fraction']]}",
                 "share": _value(errors.share_error, "{:+.3f}") + f" {MET[met['domain_share']]}",
@@ -172,10 +172,18 @@ def _fold_rows(validation: LeaveOneRungOut) -> list[dict[str, str]]:
                     else "—"
                 ),
                 "gain": _value(errors.gain_shortfall, "{:.4f}") + f" {MET[met['domain_gain']]}",
-                "covered": MET[fold.coverage.complete],
+                "covered": MET[fold.coverage.complete] + _spans(predicted.intervals),
             }
         )
     return rows
+
+
+def _spans(intervals) -> str:
+    """The intervals a fold is judged by: how wide they are says how much their covering tells."""
+    if intervals is None:
+        return ""
+    lr, share = intervals.lr_fraction, intervals.domain_share
+    return f" (lr_fraction {lr.low:.3g} to {lr.high:.3g}, share {share.low:.3g} to {share.high:.3g})"
 
 
 def _point(point) -> str:

@@ -154,7 +154,7 @@ def _lattice(box: SearchBox, limits: tuple[float, float]) -> tuple[np.ndarray, n
     low, high = limits
     log_lr = -STEPS[0] * np.arange(0, int((0.0 - low) / STEPS[0]) + 1)
     log_lr = np.union1d(log_lr[(log_lr >= low) & (log_lr <= high)], np.log(box.lr_fraction))
-    share = SHARE_LIMITS[0] + STEPS[1] * np.arange(0, int(round((SHARE_LIMITS[1] - SHARE_LIMITS[0]) / STEPS[1])) + 1)
+    share = SHARE_LIMITS[0] + STEPS[1] * np.arange(0, round((SHARE_LIMITS[1] - SHARE_LIMITS[0]) / STEPS[1]) + 1)
     return log_lr, np.union1d(share, box.domain_share)
 
 

@@ -31,8 +31,10 @@ def form_lines(laws: Laws, prediction: TargetPrediction) -> list[str]:
     its own mean-constrained optimum at the target."""
     answers = {answer.form: answer for answer in prediction.forms}
     lines = [
-        f"  forms (weights by stacking their predictions of held-out rungs and trials; a form fits when no rung's "
-        f"residual exceeds {MISFIT:g} x the noise):"
+        (
+            f"  forms (weights by stacking their predictions of held-out rungs and trials; a form fits when no rung's "
+            f"residual exceeds {MISFIT:g} x the noise):"
+        )
     ]
     for fit in laws.forms:
         score, answer = fit.score, answers.get(fit.form)
@@ -144,17 +146,22 @@ def _trend_lines(trend: Trend) -> list[str]:
 def _validation_lines(validation: LeaveOneRungOut | None) -> list[str]:
     if validation is None:
         return []
-    lines = [f"leave-one-rung-out: {validation.covered} of {len(validation.folds)} folds covered by their intervals"]
+    refused = sum(fold.predicted.refusal is not None for fold in validation.folds)
+    lines = [
+        f"leave-one-rung-out: {validation.covered} of {len(validation.folds)} folds covered by their intervals"
+        + (f" ({refused} of them refused, their intervals shown all the same)" if refused else "")
+    ]
     for fold in validation.folds:
-        predicted, own = fold.predicted.optimum, fold.own
-        said = (
-            f"refused ({fold.predicted.refusal.kind})"
-            if fold.predicted.refusal
-            else f"lr_fraction {predicted.lr_fraction:.3g}, share {predicted.domain_share:.3g}"
-            if predicted
-            else "no optimum"
-        )
+        predicted, own, intervals = fold.predicted.optimum, fold.own, fold.predicted.intervals
+        said = f"lr_fraction {predicted.lr_fraction:.3g}, share {predicted.domain_share:.3g}" if predicted else "none"
+        if intervals is not None:
+            said += (
+                f" (90 % intervals: lr_fraction {intervals.lr_fraction.low:.3g} to {intervals.lr_fraction.high:.3g}, "
+                f"share {intervals.domain_share.low:.3g} to {intervals.domain_share.high:.3g})"
+            )
         mine = f"lr_fraction {own.lr_fraction:.3g}, share {own.domain_share:.3g}" if own else "no optimum"
         mine += " (outside the box)" if fold.own_toward else ""
         lines.append(f"  {fold.rung}: predicted {said}; its own trials' law {mine}; covered {fold.coverage.complete}")
+        if fold.predicted.refusal is not None:
+            lines.append(f"    refused: {fold.predicted.refusal.message}")
     return lines

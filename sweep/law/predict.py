@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from pydantic import Field
+from scipy import special as scipy_special
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
@@ -211,12 +212,23 @@ def _probability(ensemble: list[Law], target: TargetScale, point: Point | None, 
     return probability_at(ensemble, target, point, budget) if ensemble and point is not None else None
 
 
-def _interval(values: list[float], level: float, widen: float = 1.0) -> Interval:
-    """The central `level` interval of `values`, its half-width times `widen` about its middle."""
+Scale = tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray]]
+"""(to, back): the scale on which an interval is widened, so that its ends stay values a point can have."""
+LINEAR: Scale = (np.asarray, np.asarray)
+LOG: Scale = (np.log, np.exp)
+"""lr_fraction: multiplicative, as its targets are (x1.3); a widened end never reaches 0."""
+LOGIT: Scale = (scipy_special.logit, scipy_special.expit)
+"""The domain share: a widened end stays inside (0, 1)."""
+
+
+def _interval(values: list[float], level: float, widen: float = 1.0, scale: Scale = LINEAR) -> Interval:
+    """The central `level` interval of `values`, its half-width on `scale` times `widen` about its middle."""
+    to, back = scale
     tail = 50.0 * (1.0 - level)
-    low, high = np.percentile(values, [tail, 100.0 - tail])
+    low, high = np.percentile(to(np.asarray(values, dtype=float)), [tail, 100.0 - tail])
     middle, half = (low + high) / 2.0, widen * (high - low) / 2.0
-    return Interval(low=float(middle - half), high=float(middle + half))
+    ends = back(np.array([middle - half, middle + half]))
+    return Interval(low=float(ends[0]), high=float(ends[1]))
 
 
 def few_rungs(rungs: int, level: float) -> float:
@@ -261,18 +273,18 @@ def _intervals(
     elsewhere = [at(law, target, point.lr_fraction, point.domain_share) for law, _ in alternatives]
     moved = [optimum for _, optimum in alternatives if optimum is not None]
 
-    def hull(values: list[float], others: list[float]) -> Interval:
-        interval = _interval(values, level, widen)
+    def hull(values: list[float], others: list[float], scale: Scale = LINEAR) -> Interval:
+        interval = _interval(values, level, widen, scale)
         finite = [value for value in others if np.isfinite(value)]
         return Interval(low=min([interval.low, *finite]), high=max([interval.high, *finite]))
 
-    # lr_fraction and the share are fractions: a widened end past 0 or 1 would hold points no plan can have.
-    lr = hull([p.lr_fraction for p in positions], [p.lr_fraction for p in moved])
-    share = hull([p.domain_share for p in positions], [p.domain_share for p in moved])
+    # lr_fraction and the share are widened on the scales where their ends stay values a plan can have: widened
+    # linearly, the bundled ladder's folds reached below 0 in lr_fraction and were cut at 0, an interval that held
+    # every LR down to none and so covered whatever a rung measured.
     return Intervals(
         level=level,
-        lr_fraction=Interval(low=max(0.0, lr.low), high=min(1.0, lr.high)),
-        domain_share=Interval(low=max(0.0, share.low), high=min(1.0, share.high)),
+        lr_fraction=hull([p.lr_fraction for p in positions], [p.lr_fraction for p in moved], LOG),
+        domain_share=hull([p.domain_share for p in positions], [p.domain_share for p in moved], LOGIT),
         domain_gain=hull([p.domain_gain for p in there], [p.domain_gain for p in elsewhere]),
         forgetting=hull([p.forgetting for p in there], [p.forgetting for p in elsewhere]),
     )

@@ -141,3 +141,18 @@ def test_a_form_that_misses_its_rows_by_more_than_the_replicates_differ_is_refus
         laws.noise.forgetting if misfit.loss == "forgetting" else laws.noise.domain_gain
     )
     assert misfit.residual > 2 * misfit.noise
+
+
+@pytest.mark.parametrize("rungs", [("xs", "s", "m"), ("s", "l")])
+def test_intervals_widened_for_few_rungs_hold_only_values_a_plan_can_have(rungs):
+    """Few rungs widen the refits' intervals (x2.2 at three, x5.4 at two): lr_fraction is widened by a factor and
+    the share on the logit scale, so that neither end reaches 0 (or 1) and is cut there, an interval that would
+    hold every LR down to none (two rungs at this noise: widened linearly, lr_fraction 0 to 0.49)."""
+    table = draw(rungs={name: RUNGS[name] for name in rungs}, noise=2e-3, seed=1)
+    settings = SETTINGS.model_copy(update={"refits": 20})
+    prediction = predict(table, fit_forms(table, settings), scale(7.4e6), SearchBox.covering(table), BUDGET, settings,
+                         PickConfig(min_probability=0.5))  # fmt: skip
+    intervals = prediction.intervals
+    assert intervals is not None
+    assert 0.0 < intervals.lr_fraction.low < prediction.optimum.lr_fraction < intervals.lr_fraction.high
+    assert 0.0 < intervals.domain_share.low < intervals.domain_share.high < 1.0
