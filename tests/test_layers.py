@@ -133,32 +133,11 @@ SWEEP_LAYERS = (
     "sweep.ladder",
     "sweep.promote",
 )
-"""sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address), the run directory and its
-formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the owners' configs, running a sweep,
-the ladder of sweeps, promotion."""
+"""sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address, the search space), the run
+directory and its formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the
+owners' configs, running a sweep, the ladder of sweeps, promotion."""
 ASSEMBLER = "sweep.spec"
 """May import an owner's config (a pydantic model class) from a layer above it, and nothing else from there."""
-NOT_YET_DOWN = {
-    # open_run loads a study: it belongs in sweep.study, and sweep/promote/provenance.py imports it from here.
-    "sweep.files.rundir -> sweep.study.study:StudyNotFound",
-    "sweep.files.rundir -> sweep.study.study:SweepStudy",
-    "sweep.files.rundir -> sweep.study.study:load_study",
-    # The search space is a leaf under the study and the choice; sweep/promote/provenance.py imports it from here.
-    "sweep.choice.confirmation -> sweep.spec.space:SearchSpace",
-    "sweep.choice.observed -> sweep.spec.space:SearchSpace",
-    "sweep.choice.pick -> sweep.spec.space:LRFractionRange",
-    "sweep.choice.pick -> sweep.spec.space:MixRange",
-    "sweep.choice.pick -> sweep.spec.space:SearchSpace",
-    "sweep.choice.support -> sweep.spec.space:Box",
-    "sweep.choice.support -> sweep.spec.space:MixRange",
-    "sweep.choice.support -> sweep.spec.space:SearchSpace",
-    "sweep.choice.surrogate -> sweep.spec.space:Box",
-    "sweep.choice.surrogate -> sweep.spec.space:SearchSpace",
-    "sweep.study.sampling -> sweep.spec.space:SearchSpace",
-    "sweep.study.study -> sweep.spec.space:SearchSpace",
-}
-"""Imports of a higher layer that stay until the branches changing the files named beside them are merged: each
-moves a piece down with one changed import there. Listed one by one, so that any other upward import fails."""
 
 
 def sweep_layer(module: str, root: Path) -> str | None:
@@ -216,9 +195,8 @@ def upward_sweep_imports(root: Path) -> list[str]:
 
 
 def test_sweep_subpackages_import_only_the_layers_below_them():
-    """No two packages of sweep/ import each other: every import goes down, but the spec's of its owners' configs
-    (and the few listed in NOT_YET_DOWN, which must stay true: one moved down is taken off the list)."""
-    assert upward_sweep_imports(REPO) == sorted(NOT_YET_DOWN)
+    """No two packages of sweep/ import each other: every import goes down, but the spec's of its owners' configs."""
+    assert upward_sweep_imports(REPO) == []
 
 
 def test_a_new_pair_inside_sweep_is_found(tmp_path):

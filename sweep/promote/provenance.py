@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from sweep.choice.best import BestSummary
 from sweep.choice.confirmation import ConfirmedPoint, Outcome
 from sweep.choice.feasible import is_feasible
-from sweep.files.rundir import RunDir, RunDirError, open_run
+from sweep.files.rundir import RunDir, RunDirError
 from sweep.promote.errors import PromotionError
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
+from sweep.study.run_study import open_run
 from sweep.study.study import SweepPlan
 from sweep.study.table import trial_rows
 from train_entry.mix import MixRatio

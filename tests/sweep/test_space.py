@@ -3,7 +3,7 @@ import math
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution
 
-from sweep.spec.space import Param, SearchSpace
+from sweep.space import Param, SearchSpace
 from sweep.study.sampling import GridSamplerConfig
 from train_entry.mix import MixRatio
 
