@@ -48,8 +48,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from sweep.promote.calibrate import layer_flops_per_token
-from sweep.promote.counts import kv_width, model_flops_per_token, output_layer_flops_per_token
+from sweep.promote.counts import model_flops_per_token, output_layer_flops_per_token
 from sweep.promote.memory import memory_per_gpu
+from sweep.scale import kv_width
 from train_entry.megatron.config import LLAMA_3_1_8B, ModelShape, Parallelism
 
 REFERENCE_MICROBATCHES = 96

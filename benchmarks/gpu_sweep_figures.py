@@ -13,7 +13,7 @@ import torch
 from optuna.trial import FrozenTrial
 
 from sweep.files.rundir import NotARunDirectory, RunDir
-from sweep.ladder.config import builtin_shape
+from sweep.spec.shapes import builtin_shape
 from sweep.spec.spec import SweepSpec
 from sweep.spec.trial_scale import trial_size, trials_at_once
 from sweep.study.row import TrialRow

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from cli.args import fraction, positive_int_at_most
+from sweep.promote.targets import PRESETS
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
@@ -46,7 +47,13 @@ def add_parser(verbs) -> None:
         ),
     )
     fit.add_argument("runs", type=Path, metavar="RUNS.csv", help="one row per evaluation of each run")
-    fit.add_argument("--target", required=True, help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    counted = [name for name, target in PRESETS.items() if target.pretrain_tokens is not None]
+    fit.add_argument(
+        "--target",
+        required=True,
+        help=f"a preset whose pretraining tokens are published ({', '.join(counted)}), or a target YAML file with "
+        "pretrain_tokens",
+    )
     fit.add_argument(
         "--tokens",
         type=positive_int_at_most(MOST_TOKENS),

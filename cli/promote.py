@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
+from sweep.promote.clusters import DEFAULT_CLUSTER
+from sweep.promote.clusters import PRESETS as CLUSTERS
 from sweep.promote.targets import PRESETS
 
 SIDES = ("general", "non_english", "domain")
@@ -106,6 +108,21 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cluster, named from its registry, and whether its image has Transformer Engine."""
+    parser.add_argument(
+        "--cluster", help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file"
+    )
+    parser.add_argument(
+        "--transformer-engine",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
+        f"{str(CLUSTERS[DEFAULT_CLUSTER].transformer_engine).lower()} for {DEFAULT_CLUSTER}); without it the layout "
+        "search leaves out sequence and context parallelism",
+    )
+
+
 def _add_layout_arguments(parser: argparse.ArgumentParser) -> None:
     layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
     for flag, key in (
@@ -135,14 +152,7 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="promote best.json's pick even though its confirmation trials at fresh seeds did not hold it within "
         "the forgetting budget (or did not run); without it such a pick is refused",
     )
-    parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
-    parser.add_argument(
-        "--transformer-engine",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
-        "true for h100-480); without it the layout search leaves out sequence and context parallelism",
-    )
+    _add_cluster_arguments(parser)
     parser.add_argument("--tokens", type=_tokens, help="training tokens of the full run (default 1e12)")
     parser.add_argument("--global-batch-tokens", type=_batch_tokens, help="tokens per step (default 1440 x 8192)")
     parser.add_argument(

@@ -73,15 +73,16 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset name (llama3.1-8b, llama3.1-70b, llama3.1-405b, qwen2.5-3b, qwen3-32b, mistral-7b, mixtral-8x7b), a
-    Hugging Face model directory (its config.json), or a target YAML file; required."""
+    """A preset's name (one of sweep.promote.targets.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
+    model directory (its config.json), or a target YAML file; required."""
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
     """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging
     Face directory, or a preset whose makers do not publish it)."""
     pretrain_tokens: float | None = Field(None, gt=0.0, le=1e15)
     """Tokens the base was pretrained on, in place of the target's: a ladder's promotion needs it."""
     cluster: str = DEFAULT_CLUSTER
-    """A preset name (h100-480) or a cluster YAML file."""
+    """A preset's name (one of sweep.promote.clusters.PRESETS, listed by `sweep promote plan --help`) or a cluster
+    YAML file."""
     transformer_engine: bool | None = None
     """Whether the cluster's image has Transformer Engine, overriding the cluster's own transformer_engine;
     None keeps the cluster's."""

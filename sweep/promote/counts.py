@@ -1,46 +1,21 @@
-"""Parameter and FLOP counts of a target's shape, the inputs of the memory and step-time models."""
+"""FLOP counts of a target's shape and its parameters on one GPU, the inputs of the memory and step-time models; the
+parameter counts themselves are sweep.scale's, shared with the spec and the law."""
 
 from __future__ import annotations
 
 from sweep.scale import (
     active_expert_params,
     active_matrix_params,
-    active_params,
     attention_matrix_params,
     dense_mlp_params,
     embedding_params,
     expert_params,
-    kv_width,
     layer_bias_params,
-    layer_matrix_params,
     layer_norm_params,
     query_width,
     router_params,
-    total_params,
 )
 from train_entry.megatron.config import ModelShape
-
-__all__ = [
-    "active_params",
-    "attended_keys",
-    "attention_flops_per_token",
-    "attention_matrix_params",
-    "dense_mlp_params",
-    "embedding_params",
-    "expert_params",
-    "kv_width",
-    "layer_bias_params",
-    "layer_flops_per_token",
-    "layer_matrix_params",
-    "layer_norm_params",
-    "layer_params_on_rank",
-    "mlp_flops_per_token",
-    "model_flops_per_token",
-    "output_layer_flops_per_token",
-    "query_width",
-    "router_params",
-    "total_params",
-]
 
 
 def model_flops_per_token(model: ModelShape) -> float:

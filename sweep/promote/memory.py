@@ -42,7 +42,8 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from sweep.promote.counts import embedding_params, kv_width, layer_params_on_rank, query_width
+from sweep.promote.counts import layer_params_on_rank
+from sweep.scale import embedding_params, kv_width, query_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism
 

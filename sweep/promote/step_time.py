@@ -39,8 +39,6 @@ from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import Cluster
 from sweep.promote.counts import (
     attention_flops_per_token,
-    embedding_params,
-    kv_width,
     layer_flops_per_token,
     layer_params_on_rank,
     mlp_flops_per_token,
@@ -48,6 +46,7 @@ from sweep.promote.counts import (
     output_layer_flops_per_token,
 )
 from sweep.promote.memory import BYTES_MAIN_GRAD, BYTES_WEIGHT, expert_tensor
+from sweep.scale import embedding_params, kv_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism
 

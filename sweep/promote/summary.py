@@ -11,11 +11,11 @@ from rich.table import Table
 
 from sweep.choice.pick import PickSource
 from sweep.law.validate import FoldErrors
-from sweep.promote.counts import active_params, total_params
 from sweep.promote.layout import describe
 from sweep.promote.memory import Memory
 from sweep.promote.plan import Plan
 from sweep.promote.point import PromotedPoint
+from sweep.scale import active_params, total_params
 from train_entry.megatron.core_configs import transformer_engine_settings
 
 SUMMARY_WIDTH = 120

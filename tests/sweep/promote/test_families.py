@@ -12,12 +12,13 @@ import pytest
 from cli import main
 from sweep.promote.assumptions import Assumptions
 from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.counts import active_params, model_flops_per_token, total_params
+from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
 from sweep.promote.families.family import DecoderConfig, Family, decoder_shape
 from sweep.promote.families.registry import FAMILIES, hf_shape
 from sweep.promote.layout import LayoutRequest, search_layouts
 from sweep.promote.targets import PRESETS, load_target
+from sweep.scale import active_params, total_params
 
 _QWEN = {"vocab_size": 151936, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu"}
 _MISTRAL = {"vocab_size": 32000, "rms_norm_eps": 1e-05, "hidden_act": "silu", "max_position_embeddings": 32768}
