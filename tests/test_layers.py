@@ -111,7 +111,9 @@ def test_a_cycle_closed_only_for_the_type_checker_is_found(tmp_path):
 
 
 def test_the_layers_are_the_packages_they_name():
-    assert [layer(name) for name in ("train_entry.loop", "sweep.spec.spec", "sweep.promote.plan", "reports.plots")] == [
+    assert [
+        layer(name) for name in ("train_entry.loop", "sweep.spec.spec", "sweep.promote.plan.plan", "reports.plots")
+    ] == [
         0,
         1,
         2,

@@ -3,9 +3,9 @@
 import pytest
 
 from cli import main
-from sweep.promote.clusters import DEFAULT_CLUSTER
-from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.targets import PRESETS
+from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.targets import PRESETS
 
 
 def help_of(argv: list[str], capsys) -> str:

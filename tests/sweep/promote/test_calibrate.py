@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from cli import main
-from sweep.promote.calibrate import layer_flops_per_token, measured_assumptions
-from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.plan import Plan, make_plan
-from sweep.promote.step_time import step_time
-from sweep.promote.summary import summary_markdown
+from sweep.promote.estimate.step_time import step_time
+from sweep.promote.plan.calibrate import layer_flops_per_token, measured_assumptions
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.request.config import PromotionConfig
 from train_entry.megatron.throughput import LayerTiming
 
 

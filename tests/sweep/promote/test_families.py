@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.counts import model_flops_per_token
+from sweep.promote.estimate.layout import LayoutRequest, search_layouts
+from sweep.promote.estimate.targets import PRESETS, load_target
 from sweep.promote.families.family import DecoderConfig, Family, decoder_shape
 from sweep.promote.families.registry import FAMILIES, hf_shape
-from sweep.promote.layout import LayoutRequest, search_layouts
-from sweep.promote.targets import PRESETS, load_target
 from sweep.scale import active_params, total_params
 
 _QWEN = {"vocab_size": 151936, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu"}

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from cli import main
 from sweep.files.rundir import PlanDir
-from sweep.promote.job_records import JobRecord, append_record, read_records
-from sweep.promote.local_cluster import free_port
-from sweep.promote.submit import attempt_of, submission_id
+from sweep.promote.launch.job_records import JobRecord, append_record, read_records
+from sweep.promote.launch.local_cluster import free_port
+from sweep.promote.launch.submit import attempt_of, submission_id
 
 
 def test_submission_ids_count_attempts_of_one_plan_only():
@@ -42,7 +42,7 @@ def test_the_jobs_read_whole_in_an_80_column_terminal():
     from rich.console import Console
 
     from cli.jobs import jobs_listing
-    from sweep.promote.jobs import JobRow
+    from sweep.promote.launch.jobs import JobRow
 
     plan_id = "llama3.1-70b-h100-480-0123abcd"
     record = JobRecord(

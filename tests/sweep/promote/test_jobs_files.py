@@ -12,7 +12,7 @@ import pytest
 from cli import main
 from sweep.files.compat import JOBS
 from sweep.files.rundir import PlanDir
-from sweep.promote.job_records import MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
+from sweep.promote.launch.job_records import MAX_JOBS_JSON_BYTES, JobRecord, append_record, read_records
 from tests.hostile import no_connections, tree
 
 PLAN_ID = "llama3.1-8b-h100-480-0123abcd"

@@ -16,9 +16,9 @@ from sweep.choice.pick import PickSource
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import read_ladder
 from sweep.law.optimum import at
-from sweep.promote.config import PromotionConfig
-from sweep.promote.plan import Plan, make_plan
-from sweep.promote.summary import summary_markdown
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.request.config import PromotionConfig
 from train_entry.mix import blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

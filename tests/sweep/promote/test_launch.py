@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from cli import main
-from sweep.promote.local_cluster import free_port
-from sweep.promote.secrets import redact, secret_env
+from sweep.promote.launch.local_cluster import free_port
+from sweep.promote.launch.secrets import redact, secret_env
 
 
 def test_cli_refuses_a_remote_address_with_exit_2_before_planning(finished_run, capsys):

@@ -3,12 +3,12 @@ break a constraint fail naming it."""
 
 import pytest
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.clusters import Cluster
 from sweep.promote.errors import PromotionError
-from sweep.promote.layout import LayoutRequest, search_layouts
-from sweep.promote.targets import PRESETS as TARGETS
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.clusters import Cluster
+from sweep.promote.estimate.layout import LayoutRequest, search_layouts
+from sweep.promote.estimate.targets import PRESETS as TARGETS
 
 H100 = CLUSTERS["h100-480"]
 

@@ -2,15 +2,15 @@
 
 import pytest
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.clusters import Cluster
-from sweep.promote.counts import model_flops_per_token, output_layer_flops_per_token
-from sweep.promote.layout import LayoutRequest, search_layouts
-from sweep.promote.memory import memory_per_gpu
-from sweep.promote.step_time import step_time
-from sweep.promote.summary import NEAR_TIE
-from sweep.promote.targets import PRESETS
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.clusters import Cluster
+from sweep.promote.estimate.counts import model_flops_per_token, output_layer_flops_per_token
+from sweep.promote.estimate.layout import LayoutRequest, search_layouts
+from sweep.promote.estimate.memory import memory_per_gpu
+from sweep.promote.estimate.step_time import step_time
+from sweep.promote.estimate.targets import PRESETS
+from sweep.promote.plan.summary import NEAR_TIE
 from train_entry.megatron.config import ModelShape, Parallelism
 
 # d = 16, key/value width 32; a layer's matrices: 2*64*64 + 2*64*32 + 3*64*128 = 36864; norms 128;

@@ -14,11 +14,11 @@ from sweep.choice.best import read_best, write_best
 from sweep.choice.confirmation import Confirmation, Outcome
 from sweep.choice.pick import Pick, PickSource
 from sweep.files.rundir import RunDir
-from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.plan import Plan, make_plan
-from sweep.promote.point import read_promoted
-from sweep.promote.summary import summary_markdown
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.point.point import read_promoted
+from sweep.promote.request.config import PromotionConfig
 from train_entry.mix import MixRatio, blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

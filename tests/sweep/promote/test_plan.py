@@ -20,17 +20,17 @@ from promote_runs import write_run
 
 from sweep.files.compat import SPEC
 from sweep.files.config_file import load_config
-from sweep.promote.config import (
+from sweep.promote.errors import PromotionError
+from sweep.promote.estimate.layout import LayoutRequest
+from sweep.promote.launch.promotion import write_plan
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.request.config import (
     DataPrefix,
     PromotionCheckpoint,
     PromotionConfig,
     PromotionData,
     ValidationPrefixes,
 )
-from sweep.promote.errors import PromotionError
-from sweep.promote.layout import LayoutRequest
-from sweep.promote.plan import Plan, make_plan
-from sweep.promote.promotion import write_plan
 from train_entry.megatron.core_configs import core_configs, transformer_engine_settings
 from train_entry.mix import MixRatio, blend_weights
 
@@ -302,7 +302,7 @@ def test_the_plan_reads_whole_in_an_80_column_terminal(plans, target):
     cut its numbers to "30.…"; printed uncropped, nothing may pass the terminal's edge or end in "…"."""
     from rich.console import Console
 
-    from sweep.promote.summary import summary_tables
+    from sweep.promote.plan.summary import summary_tables
 
     console = Console(width=80, record=True)
     console.print(summary_tables(plans[target]), crop=False)

@@ -7,10 +7,10 @@ import pytest
 from promote_runs import write_run
 
 from sweep.files.rundir import RunDir
-from sweep.promote.config import PromotionCheckpoint, PromotionConfig
-from sweep.promote.megatron_args import megatron_args
-from sweep.promote.plan import make_plan
-from sweep.promote.promotion import write_plan
+from sweep.promote.launch.promotion import write_plan
+from sweep.promote.plan.megatron_args import megatron_args
+from sweep.promote.plan.plan import make_plan
+from sweep.promote.request.config import PromotionCheckpoint, PromotionConfig
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
 

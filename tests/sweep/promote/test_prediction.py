@@ -8,8 +8,8 @@ import pytest
 from sweep.choice.pick import PickSource
 from sweep.files.compat import TRIAL_RESULT
 from sweep.files.rundir import RunDir
-from sweep.promote.point import PromotedPoint
-from sweep.promote.prediction import ONE_SIDED_90, predicted_trajectory
+from sweep.promote.plan.prediction import ONE_SIDED_90, predicted_trajectory
+from sweep.promote.point.point import PromotedPoint
 from train_entry.mix import MixRatio
 from train_entry.trial_config import Metrics, TextError, TrialResult, TrialStatus
 

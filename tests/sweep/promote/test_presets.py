@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 
 from sweep.files.config_file import SpecError
-from sweep.promote.clusters import PRESETS as CLUSTERS
-from sweep.promote.clusters import Cluster, load_cluster
 from sweep.promote.errors import PromotionError
-from sweep.promote.targets import PRESETS as TARGETS
-from sweep.promote.targets import Target, load_target
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.clusters import Cluster, load_cluster
+from sweep.promote.estimate.targets import PRESETS as TARGETS
+from sweep.promote.estimate.targets import Target, load_target
 from sweep.scale import total_params
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,7 +16,7 @@ from ray_processes import processes_mentioning
 
 from cli import main
 from sweep.files.rundir import RunDir
-from sweep.promote.rehearse import JOB_LOG, RehearsalConfig
+from sweep.promote.launch.rehearse import JOB_LOG, RehearsalConfig
 from sweep.run.prepare import prepare
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec

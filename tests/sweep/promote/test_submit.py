@@ -11,8 +11,8 @@ from ray_processes import processes_mentioning
 
 from cli import main
 from sweep.address import jobs_client
-from sweep.promote.local_cluster import ClusterShape, LocalCluster
-from sweep.promote.plan import Plan
+from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
+from sweep.promote.plan.plan import Plan
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

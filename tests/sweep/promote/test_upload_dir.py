@@ -11,8 +11,8 @@ from ray_processes import processes_mentioning
 from cli import main
 from sweep.address import jobs_client
 from sweep.promote.errors import PromotionError
-from sweep.promote.local_cluster import ClusterShape, LocalCluster
-from sweep.promote.submit import write_upload_dir
+from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
+from sweep.promote.launch.submit import write_upload_dir
 from tests.hostile import tree
 from train_entry.fullrun.config import JOB_JSON
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sweep.promote.config import ValidationPrefixes
-from sweep.promote.validation import validation_sets
+from sweep.promote.plan.validation import validation_sets
+from sweep.promote.request.config import ValidationPrefixes
 
 
 def test_without_a_non_english_share_there_are_two_sets_and_each_missing_side_is_a_placeholder():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from cli import main
 from sweep.files.compat import JOB
 from sweep.files.rundir import PlanDir
-from sweep.promote.rehearse import JOB_LOG
+from sweep.promote.launch.rehearse import JOB_LOG
 from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.config import JOB_JSON, JobConfig, MegatronTrainer
 from train_entry.fullrun.evaluations import WatchConfig

@@ -29,11 +29,11 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import Cluster
 from sweep.promote.errors import PromotionError
-from sweep.promote.memory import Memory, memory_per_gpu
-from sweep.promote.step_time import StepTime, step_time
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import Cluster
+from sweep.promote.estimate.memory import Memory, memory_per_gpu
+from sweep.promote.estimate.step_time import StepTime, step_time
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism, ddp_bucket_size, interleaving_fits
 

@@ -16,9 +16,9 @@ from pydantic import ConfigDict, ValidationError, field_validator
 
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
-from sweep.promote.config import DataPrefix, PromotionConfig, ValidationPrefixes
 from sweep.promote.errors import PromotionError
-from sweep.promote.ladder import finished_ladder
+from sweep.promote.point.ladder import finished_ladder
+from sweep.promote.request.config import DataPrefix, PromotionConfig, ValidationPrefixes
 from sweep.spec.spec import spec_content
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import CorpusError, is_megatron_prefix

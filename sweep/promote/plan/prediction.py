@@ -14,7 +14,7 @@ from sweep.files.compat import TRIAL_RESULT
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.point import PromotedPoint
+from sweep.promote.point.point import PromotedPoint
 from train_entry.fullrun.watch import PredictedPoint, PredictedTrajectory
 from train_entry.trial_config import TrialResult
 

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from sweep.promote.config import ValidationPrefixes
+from sweep.promote.request.config import ValidationPrefixes
 from train_entry.config import StrictConfig
 
 Side = Literal["general", "domain", "non_english"]

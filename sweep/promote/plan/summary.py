@@ -11,10 +11,10 @@ from rich.table import Table
 
 from sweep.choice.pick import PickSource
 from sweep.law.validate import FoldErrors
-from sweep.promote.layout import describe
-from sweep.promote.memory import Memory
-from sweep.promote.plan import Plan
-from sweep.promote.point import PromotedPoint
+from sweep.promote.estimate.layout import describe
+from sweep.promote.estimate.memory import Memory
+from sweep.promote.plan.plan import Plan
+from sweep.promote.point.point import PromotedPoint
 from sweep.scale import active_params, total_params
 from train_entry.megatron.core_configs import transformer_engine_settings
 

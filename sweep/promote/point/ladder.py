@@ -1,5 +1,5 @@
 """A ladder promoted: the loss law's constrained optimum at the promotion target's N, pretraining tokens and full-run
-tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.point
+tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.point.point
 turns the point into the plan's PromotedPoint).
 """
 
@@ -18,9 +18,9 @@ from sweep.law.predict import TargetPrediction, predict
 from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
 from sweep.law.validate import FoldErrors
-from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.targets import Target
+from sweep.promote.estimate.targets import Target
+from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from train_entry.config import StrictConfig
 from train_entry.optimizer import OptimizerConfig
@@ -43,7 +43,7 @@ class LawPoint(StrictConfig):
 def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConfig) -> LadderTarget:
     """The full run as the law sees it: N counted as the rungs' is, the base's pretraining tokens, the run's tokens,
     and the mean of the LR schedule the plan gives it (the proxy's decay shape and floor after the promotion's
-    warmup, as sweep.promote.plan schedules it)."""
+    warmup, as sweep.promote.plan.plan schedules it)."""
     if target.pretrain_tokens is None:
         raise PromotionError(
             f"target {target.name} has no pretrain_tokens, which a ladder's law counts the run's tokens in "

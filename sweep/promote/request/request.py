@@ -1,5 +1,5 @@
 """A promotion as data: what `sweep promote plan | submit | rehearse` asks for, built once from the
-command line (or from Python) and handed whole to `sweep.promote.promotion`."""
+command line (or from Python) and handed whole to `sweep.promote.launch.promotion`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from sweep.address import ClusterAddress, parse_address
-from sweep.promote.config import PromotionConfig
+from sweep.promote.request.config import PromotionConfig
 from train_entry.config import StrictConfig
 
 DEFAULT_MAX_FAILURES = 10

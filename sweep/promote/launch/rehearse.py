@@ -27,9 +27,9 @@ from sweep.files.compat import JOB_RESULT
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.jobs import follow_logs
-from sweep.promote.local_cluster import ClusterShape, LocalCluster
-from sweep.promote.submit import submit_plan
+from sweep.promote.launch.jobs import follow_logs
+from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
+from sweep.promote.launch.submit import submit_plan
 from train_entry.fullrun.config import LOG_PREFIX, RESULT_JSON, JobConfig, JobWandb, ToyTrainer
 from train_entry.fullrun.evaluations import WatchConfig
 from train_entry.fullrun.toy import load_state

@@ -17,15 +17,15 @@ from sweep.files.compat import FULL_RUN, PLAN
 from sweep.files.records import write_model, write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.megatron_args import args_text, launch_script
-from sweep.promote.plan import Plan, differences, make_plan, plan_dir
-from sweep.promote.point import proxy_trial
-from sweep.promote.rehearse import RehearsalConfig, RehearsalResult, rehearse
-from sweep.promote.rehearse import toy_trainer as rehearsal_trainer
-from sweep.promote.request import PromotionRequest, Rehearsal, Submission
-from sweep.promote.submit import Submitted, submit_plan
-from sweep.promote.summary import summary_markdown
-from sweep.promote.watching import forced_overshoot, job_wandb, watch_config
+from sweep.promote.launch.rehearse import RehearsalConfig, RehearsalResult, rehearse
+from sweep.promote.launch.rehearse import toy_trainer as rehearsal_trainer
+from sweep.promote.launch.submit import Submitted, submit_plan
+from sweep.promote.launch.watching import forced_overshoot, job_wandb, watch_config
+from sweep.promote.plan.megatron_args import args_text, launch_script
+from sweep.promote.plan.plan import Plan, differences, make_plan, plan_dir
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.point.point import proxy_trial
+from sweep.promote.request.request import PromotionRequest, Rehearsal, Submission
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
 
 Echo = Callable[[str], None]
@@ -41,7 +41,7 @@ def make_promotion(request: PromotionRequest) -> Promotion:
     """The plan of the request's run, calibrated when asked, written under RUN/promotion/<id>/."""
     config = request.config
     if request.calibrate:
-        from sweep.promote.calibrate import calibrated
+        from sweep.promote.plan.calibrate import calibrated
 
         config = calibrated(request.run, config)
     plan = make_plan(request.run, config, observed=request.observed, unconfirmed=request.unconfirmed)

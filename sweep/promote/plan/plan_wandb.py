@@ -2,7 +2,7 @@
 
 Read from the spec copy the sweep ran (sweep_data.spec_copy); its `tracking.wandb` is the project, entity and
 mode the trials used. The API key is no part of it: it reaches the job's workers from the submitting shell's
-environment only (sweep/promote/secrets.py), never the plan.
+environment only (sweep/promote/launch/secrets.py), never the plan.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.sweep_data import spec_copy
+from sweep.promote.plan.sweep_data import spec_copy
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import spec_content
 

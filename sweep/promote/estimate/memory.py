@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from sweep.promote.counts import layer_params_on_rank
+from sweep.promote.estimate.counts import layer_params_on_rank
 from sweep.scale import embedding_params, kv_width, query_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism

@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 
 from sweep.promote.errors import PromotionError
-from sweep.promote.plan import Plan
+from sweep.promote.plan.plan import Plan
 from sweep.run.tracking import TrackingError, resolve_wandb
 from train_entry.fullrun.config import JobWandb
 from train_entry.fullrun.evaluations import WatchConfig

@@ -35,9 +35,9 @@ expert-data-parallel group, TP x CP x DP / (EP x ETP), its dense ones over DP x 
 
 from __future__ import annotations
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import Cluster
-from sweep.promote.counts import (
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import Cluster
+from sweep.promote.estimate.counts import (
     attention_flops_per_token,
     layer_flops_per_token,
     layer_params_on_rank,
@@ -45,7 +45,7 @@ from sweep.promote.counts import (
     model_flops_per_token,
     output_layer_flops_per_token,
 )
-from sweep.promote.memory import BYTES_MAIN_GRAD, BYTES_WEIGHT, expert_tensor
+from sweep.promote.estimate.memory import BYTES_MAIN_GRAD, BYTES_WEIGHT, expert_tensor
 from sweep.scale import embedding_params, kv_width
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape, Parallelism

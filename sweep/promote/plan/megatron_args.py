@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import shlex
 
-from sweep.promote.plan import Plan
+from sweep.promote.plan.plan import Plan
 from train_entry.megatron.core_configs import recompute_module
 
 PRETRAIN_SCRIPT = "pretrain_gpt.py"

@@ -3,8 +3,8 @@
 best.json's pick by default (the surrogate's point, or the best observed trial's when the surrogate could
 not pick), the best observed trial's point when asked (--observed), and for a ladder its loss law's optimum at
 the target's size and tokens (or the law's refusal; the largest rung's pick when asked). With the point comes the resolved config a proxy trial at it runs,
-from which the plan (sweep/promote/plan.py) takes the schedule and the non-English share. Whatever best.json says is
-checked against the study before it is acted on (sweep/promote/provenance.py).
+from which the plan (sweep/promote/plan/plan.py) takes the schedule and the non-English share. Whatever best.json says is
+checked against the study before it is acted on (sweep/promote/point/provenance.py).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from sweep.choice.pick import Pick, PickSource
 from sweep.files.compat import TRIAL_CONFIG
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
-from sweep.promote.config import PromotionConfig
 from sweep.promote.errors import PromotionError
-from sweep.promote.ladder import LawPoint, finished_ladder, ladder_target, law_point
-from sweep.promote.provenance import check_against_study
-from sweep.promote.targets import Target
+from sweep.promote.estimate.targets import Target
+from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
+from sweep.promote.point.provenance import check_against_study
+from sweep.promote.request.config import PromotionConfig
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
 from train_entry.trial_config import TrialConfig

@@ -1,7 +1,7 @@
 """The plan: the promoted point turned into the full run's FullRunConfig, its layout and its estimate.
 
 make_plan() builds it from a finished sweep's run directory and a PromotionConfig; which point it
-promotes is sweep/promote/point.py's choice. Plan.read() loads a written plan.json. The plan id is derived only
+promotes is sweep/promote/point/point.py's choice. Plan.read() loads a written plan.json. The plan id is derived only
 from what decides the run (sweep name, point, target, cluster, tokens, global batch, data, tokenizer, checkpoints,
 LR schedule), so the same request always lands in the same runs/<name>/promotion/<id>/ directory and another one
 never does.
@@ -19,18 +19,18 @@ from pydantic import Field
 from sweep.files.compat import PLAN
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir, RunDir
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import Cluster, load_cluster
-from sweep.promote.config import DataPrefix, PromotionConfig
-from sweep.promote.counts import model_flops_per_token
 from sweep.promote.errors import PromotionError, one_line
-from sweep.promote.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
-from sweep.promote.plan_wandb import sweep_wandb
-from sweep.promote.point import PromotedPoint, read_promoted
-from sweep.promote.prediction import predicted_trajectory
-from sweep.promote.sweep_data import with_sweep_prefixes
-from sweep.promote.targets import Target, load_target
-from sweep.promote.validation import ValidationSet, validation_sets
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import Cluster, load_cluster
+from sweep.promote.estimate.counts import model_flops_per_token
+from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
+from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.plan.plan_wandb import sweep_wandb
+from sweep.promote.plan.prediction import predicted_trajectory
+from sweep.promote.plan.sweep_data import with_sweep_prefixes
+from sweep.promote.plan.validation import ValidationSet, validation_sets
+from sweep.promote.point.point import PromotedPoint, read_promoted
+from sweep.promote.request.config import DataPrefix, PromotionConfig
 from sweep.run.tracking import WandbConfig
 from train_entry.config import StrictConfig
 from train_entry.fullrun.watch import PredictedTrajectory
@@ -91,10 +91,10 @@ class Plan(StrictConfig):
     """The sweep's W&B project, entity and mode: the full run logs beside its trials (None: the sweep tracked
     nothing in W&B)."""
     validation: list[ValidationSet] = Field(min_length=2, max_length=3)
-    """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py)."""
+    """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/plan/validation.py)."""
     prediction: PredictedTrajectory | None = None
     """Forgetting against the full run's tokens, with its upper bound, that the forgetting watch holds the run to
-    (sweep/promote/prediction.py); None: no interval to bound it by, so no credible prediction."""
+    (sweep/promote/plan/prediction.py); None: no interval to bound it by, so no credible prediction."""
 
     @property
     def chosen(self) -> RankedLayout:
@@ -128,7 +128,7 @@ def make_plan(
 ) -> Plan:
     """The full-run plan of the sweep in `run_dir` under `config`, validated by megatron-core's configs: of
     best.json's pick (refused unconfirmed unless `unconfirmed`), or of its best observed trial's point when
-    `observed` (sweep/promote/point.py)."""
+    `observed` (sweep/promote/point/point.py)."""
     run_dir = Path(run_dir)
     if config.target is None:
         raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")

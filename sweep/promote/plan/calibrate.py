@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from sweep.promote.assumptions import Assumptions, Calibration
-from sweep.promote.config import PromotionConfig
-from sweep.promote.counts import layer_flops_per_token as model_layer_flops
-from sweep.promote.counts import mlp_flops_per_token
 from sweep.promote.errors import PromotionError
+from sweep.promote.estimate.assumptions import Assumptions, Calibration
+from sweep.promote.estimate.counts import layer_flops_per_token as model_layer_flops
+from sweep.promote.estimate.counts import mlp_flops_per_token
+from sweep.promote.request.config import PromotionConfig
 from train_entry.megatron.config import ModelShape
 
 if TYPE_CHECKING:
-    from sweep.promote.plan import Plan
+    from sweep.promote.plan.plan import Plan
     from train_entry.megatron.throughput import LayerTiming
 
 
@@ -40,7 +40,7 @@ def calibrated(run_dir: Path, config: PromotionConfig) -> PromotionConfig:
             "(torch.cuda.is_available() is False): run it on a GPU node, or plan without --calibrate "
             "(the estimate then rests on the assumed MFU)"
         )
-    from sweep.promote.plan import make_plan
+    from sweep.promote.plan.plan import make_plan
     from train_entry.megatron.throughput import time_layer
 
     assumed = make_plan(run_dir, config, unconfirmed=True)  # only its layout is used: the point does not matter

@@ -21,8 +21,8 @@ from sweep.files.compat import JOB
 from sweep.files.records import write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.job_records import JobRecord, append_record
-from sweep.promote.secrets import secret_env
+from sweep.promote.launch.job_records import JobRecord, append_record
+from sweep.promote.launch.secrets import secret_env
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 
 ID_PREFIX = "cpt-"

@@ -23,8 +23,8 @@ from pathlib import Path
 from sweep.address import AddressError, ClusterAddress, jobs_client, parse_address
 from sweep.files.rundir import PROMOTION_DIR, RUNS, RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.job_records import JobRecord, read_records
-from sweep.promote.secrets import redact, secret_env
+from sweep.promote.launch.job_records import JobRecord, read_records
+from sweep.promote.launch.secrets import redact, secret_env
 
 UNREACHABLE = "unreachable"
 NOT_CONTACTED = "not contacted: remote address, pass --allow-remote"

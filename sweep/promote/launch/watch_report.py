@@ -16,8 +16,8 @@ from sweep.files.compat import JOB
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.job_records import read_records
-from sweep.promote.rehearse import JOB_LOG
+from sweep.promote.launch.job_records import read_records
+from sweep.promote.launch.rehearse import JOB_LOG
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation

@@ -10,10 +10,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import DEFAULT_CLUSTER
 from sweep.promote.errors import PromotionError
-from sweep.promote.layout import LayoutRequest
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
+from sweep.promote.estimate.layout import LayoutRequest
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import check_split
 
@@ -58,7 +58,7 @@ class PromotionData(StrictConfig):
     split: Annotated[str, AfterValidator(check_split)] = "99,1,0"
     """Train/valid/test split of each indexed dataset, in Megatron's "a,b,c" form."""
     valid: ValidationPrefixes = ValidationPrefixes()
-    """The validation sets domain_gain and forgetting are measured on (sweep/promote/validation.py)."""
+    """The validation sets domain_gain and forgetting are measured on (sweep/promote/plan/validation.py)."""
 
 
 class PromotionCheckpoint(StrictConfig):
@@ -73,7 +73,7 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset's name (one of sweep.promote.targets.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
+    """A preset's name (one of sweep.promote.estimate.targets.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
     model directory (its config.json), or a target YAML file; required."""
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
     """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging
@@ -81,7 +81,7 @@ class PromotionConfig(StrictConfig):
     pretrain_tokens: float | None = Field(None, gt=0.0, le=1e15)
     """Tokens the base was pretrained on, in place of the target's: a ladder's promotion needs it."""
     cluster: str = DEFAULT_CLUSTER
-    """A preset's name (one of sweep.promote.clusters.PRESETS, listed by `sweep promote plan --help`) or a cluster
+    """A preset's name (one of sweep.promote.estimate.clusters.PRESETS, listed by `sweep promote plan --help`) or a cluster
     YAML file."""
     transformer_engine: bool | None = None
     """Whether the cluster's image has Transformer Engine, overriding the cluster's own transformer_engine;
