@@ -1,8 +1,6 @@
 """Targets and clusters: the presets carry the published numbers; every shipped YAML loads; bad files
 fail naming the file, key and value."""
 
-from pathlib import Path
-
 import pytest
 
 from sweep.files.config_file import SpecError
@@ -12,8 +10,7 @@ from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.targets import PRESETS as TARGETS
 from sweep.promote.estimate.targets import Target, load_target
 from sweep.scale import total_params
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.conftest import REPO
 
 # (layers, hidden, FFN, heads, KV heads, peak LR, parameters in billions): Llama 3 paper, Table 3;
 # parameter counts as Meta publishes them for the released checkpoints.

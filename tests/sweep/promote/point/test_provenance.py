@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from promote_runs import confirmed, surrogate_pick, write_run
 
 from cli import main
 from tests.fuzzing import LONG, SHORT, damaged, leaves, replaced
 from tests.hostile import tree
+from tests.sweep.promote.promote_runs import confirmed, surrogate_pick, write_run
 
 
 def edited(run_dir: Path, change: Callable[[dict[str, Any]], None]) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ray_processes import processes_mentioning
 
 from cli import main
 from sweep.address import jobs_client
@@ -14,6 +13,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.launch.submit import write_upload_dir
 from tests.hostile import tree
+from tests.sweep.promote.ray_processes import processes_mentioning
 from train_entry.fullrun.config import JOB_JSON
 
 JOB = '{"job": 1}\n'

@@ -3,7 +3,7 @@ configs accept them, the Megatron-LM arguments agree with plan.json, and the gen
 the stored expected ones.
 
 Regenerate the expected files after a deliberate change with
-    CPT_SWEEP_REGENERATE=1 .venv/bin/pytest tests/sweep/promote/test_plan.py
+    CPT_SWEEP_REGENERATE=1 .venv/bin/pytest tests/sweep/promote/plan/test_plan.py
 and review their diff.
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from promote_runs import write_run
 
 from sweep.files.compat import SPEC
 from sweep.files.config_file import load_config
@@ -31,11 +30,13 @@ from sweep.promote.request.config import (
     PromotionData,
     ValidationPrefixes,
 )
+from tests.conftest import REPO
+from tests.sweep.promote.promote_runs import write_run
 from train_entry.megatron.core_configs import core_configs, transformer_engine_settings
 from train_entry.mix import MixRatio, blend_weights
 
 EXPECTED = Path(__file__).parent / "expected"
-CLUSTERS = Path(__file__).resolve().parents[3] / "search_spaces" / "clusters"
+CLUSTERS = REPO / "search_spaces" / "clusters"
 PROMOTION_YAML = CLUSTERS.parent / "promotion" / "lr_mix_70b.yaml"
 UNPUBLISHED_MAX_LR = 3e-4
 """The tests' max_lr for the presets whose makers publish none (the plan asks for --max-lr)."""

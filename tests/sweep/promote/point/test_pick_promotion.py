@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from promote_runs import MAX_LR, confirmed, surrogate_pick, write_run
 
 from cli import main
 from sweep.choice.best import read_best, write_best
@@ -19,6 +18,7 @@ from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.plan.summary import summary_markdown
 from sweep.promote.point.point import read_promoted
 from sweep.promote.request.config import PromotionConfig
+from tests.sweep.promote.promote_runs import MAX_LR, confirmed, surrogate_pick, write_run
 from train_entry.mix import MixRatio, blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

@@ -9,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from promote_runs import surrogate_pick, write_run
 
 from cli import main
 from sweep.choice.pick import PickSource
@@ -19,6 +18,7 @@ from sweep.law.optimum import at
 from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.plan.summary import summary_markdown
 from sweep.promote.request.config import PromotionConfig
+from tests.sweep.promote.promote_runs import surrogate_pick, write_run
 from train_entry.mix import blend_weights
 
 TARGET = PromotionConfig(target="llama3.1-70b")

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from ray_processes import processes_mentioning
 
 from cli import main
 from sweep.address import jobs_client
 from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
 from sweep.promote.plan.plan import Plan
+from tests.sweep.promote.ray_processes import processes_mentioning
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from promote_runs import write_run
-from ray_processes import processes_mentioning
 
 from cli import main
 from sweep.files.rundir import RunDir
@@ -21,6 +19,8 @@ from sweep.run.prepare import prepare
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
 from tests.conftest import TINY_SPEC
+from tests.sweep.promote.promote_runs import write_run
+from tests.sweep.promote.ray_processes import processes_mentioning
 from tests.wandb_files import offline_runs, records
 from train_entry.file_format import TRIAL_CONFIG
 from train_entry.fullrun.job import RESULT_JSON

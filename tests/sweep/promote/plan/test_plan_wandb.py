@@ -4,7 +4,6 @@ Megatron-LM arguments and launch script carry the matching flags and mode."""
 from __future__ import annotations
 
 import pytest
-from promote_runs import write_run
 
 from sweep.files.rundir import RunDir
 from sweep.promote.launch.promotion import write_plan
@@ -13,6 +12,7 @@ from sweep.promote.plan.plan import make_plan
 from sweep.promote.request.config import PromotionCheckpoint, PromotionConfig
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
+from tests.sweep.promote.promote_runs import write_run
 
 SECRET = "wandb-key-that-must-not-leak-0123456789"
 CONFIG = PromotionConfig(target="llama3.1-8b", checkpoint=PromotionCheckpoint(save_dir="/lustre/runs/cpt"))
