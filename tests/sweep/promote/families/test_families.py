@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cli import main
 from sweep.promote.errors import PromotionError
@@ -18,6 +19,10 @@ from sweep.promote.estimate.layout import LayoutRequest, search_layouts
 from sweep.promote.estimate.targets import PRESETS, load_target
 from sweep.promote.families.family import DecoderConfig, Family, decoder_shape
 from sweep.promote.families.registry import FAMILIES, hf_shape
+from sweep.promote.plan.megatron_args import args_text
+from sweep.promote.plan.plan import make_plan
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.request.config import PromotionConfig
 from sweep.scale import active_params, total_params
 
 _QWEN = {"vocab_size": 151936, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06, "hidden_act": "silu"}
@@ -173,6 +178,35 @@ def test_a_further_family_is_one_module_and_the_estimators_plan_it_unchanged(tmp
     )
     chosen = search.ranked[0]
     assert chosen.memory.total_gb < 80 and chosen.step.total_s > 0
+
+
+def _toyformer_shape(config: DecoderConfig, seq_length: int):
+    """A made-up family: Llama's layers with Qwen 2.5's QKV bias and Qwen 3's QK-norm."""
+    return decoder_shape(config, seq_length, add_qkv_bias=True, qk_layernorm=True)
+
+
+TOYFORMER = Family(name="Toyformer", model_types=("toyformer",), config=DecoderConfig, shape=_toyformer_shape)
+
+
+def test_a_made_up_familys_target_is_planned_whole_by_the_unchanged_planner(finished_run, tmp_path):
+    """Through the family interface alone: its shape, saved as a target file, gets a whole plan (layout, memory, step
+    time, megatron-core's configs, Megatron-LM's flags, the summary) from estimators that know no family."""
+    directory = tmp_path / "toyformer-1b"
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps({
+        "model_type": "toyformer", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096,
+    }))  # fmt: skip
+    model, family = hf_shape(directory, families=(*FAMILIES, TOYFORMER))
+    assert family is TOYFORMER and model.add_qkv_bias and model.qk_layernorm
+    target = tmp_path / "toyformer-1b.yaml"
+    target.write_text(yaml.safe_dump({"name": "toyformer-1b", "max_lr": 3e-4, "model": model.model_dump(mode="json")}))
+    plan = make_plan(finished_run(), PromotionConfig(target=str(target)))
+    assert plan.run.model == model and plan.layouts and plan.estimate.gpu_hours > 0
+    assert "--add-qkv-bias" in args_text(plan) and "--qk-layernorm" in args_text(plan)
+    summary = " ".join(summary_markdown(plan).replace("│", " ").split())  # the table's cells wrap over lines
+    shape = "24 layers, hidden 2048, FFN 5632, 16 heads / 4 KV, vocab 32000, seq 4096, QKV bias, QK-norm"
+    assert f"toyformer-1b: {shape}; {total_params(model) / 1e9:.2f} B parameters" in summary
 
 
 def test_a_windowed_target_on_an_image_without_transformer_engine_is_refused_naming_the_window(finished_run, capsys):
