@@ -19,7 +19,7 @@ flushed) the moment it is measured, so a run stopped at its time limit keeps wha
 
 The bare layers are the same decoder layers written in plain PyTorch (nn.RMSNorm, RoPE, SDPA causal
 grouped-query attention, SwiGLU; bf16 weights, forward and backward, no optimizer, eager), timed in
-the same process. Model FLOPs follow the plan's convention (sweep.promote.counts). The card's dense
+the same process. Model FLOPs follow the plan's convention (sweep.promote.estimate.counts). The card's dense
 bf16 matmul rate is measured on 8192^3 products. Shapes: (a) Llama 3.1 8B's layers (hidden 4096,
 FFN 14336, 32 heads / 8 KV, vocabulary 128256) at sequence 8192, as many layers as fit the GPU,
 micro-batch 1 x 4 per iteration; (b) a 0.5 B model (12 layers x 2048, FFN 5632, 16 heads / 8 KV:
@@ -47,9 +47,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from sweep.promote.calibrate import layer_flops_per_token
-from sweep.promote.counts import kv_width, model_flops_per_token, output_layer_flops_per_token
-from sweep.promote.memory import memory_per_gpu
+from sweep.promote.estimate.counts import model_flops_per_token, output_layer_flops_per_token
+from sweep.promote.estimate.memory import memory_per_gpu
+from sweep.promote.plan.calibrate import layer_flops_per_token
+from sweep.scale import kv_width
 from train_entry.megatron.config import LLAMA_3_1_8B, ModelShape, Parallelism
 
 REFERENCE_MICROBATCHES = 96

@@ -20,7 +20,7 @@ What each sweep's row says, from its study and its trials' result.json (train_en
 - trials/hour: its finished trials over the span from the first trial's start to the last one's end, and over the
   sweep's whole wall time (Python and Ray start, the warm caches, the pick, the report, Ray's shutdown);
 - to the first trial, after the last one: the driver's own time before and after its trials;
-- trial MFU: each trial's model FLOPs (sweep.promote.counts: 6 x matmul parameters + attention) over its training
+- trial MFU: each trial's model FLOPs (sweep.promote.estimate.counts: 6 x matmul parameters + attention) over its training
   steps' time (evaluations and start-up left out), against one card's dense bf16 peak (--peak-tflops, default the
   H100 / H200 SXM's 989): four trials sharing a card each show their part of it; card MFU: all trials' FLOPs over the
   trial span, against all the GPUs';
@@ -71,7 +71,7 @@ from gpu_sweep_figures import (
 
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RUNS, NotARunDirectory
-from sweep.promote.counts import model_flops_per_token
+from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.run.driver import RayConnection
 from sweep.spec.spec import SweepSpec, load_spec
 from sweep.spec.trial_scale import trial_size
@@ -80,7 +80,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARES = (1.0, 0.25, 0.5)
 """GPUs per trial, in the order run: a whole GPU first (the baseline), then the share the issue's goal is about."""
 PEAK_TFLOPS = 989.0
-"""H100 / H200 SXM dense bf16 (sweep.promote.clusters)."""
+"""H100 / H200 SXM dense bf16 (sweep.promote.estimate.clusters)."""
 CPUS_PER_TRIAL = 2
 """A GPU trial's torch threads: its data loading and Python; four at once take 8 of a 16-core machine."""
 GRACE_S = 30.0

@@ -12,11 +12,12 @@ from typing import Any
 import torch
 from optuna.trial import FrozenTrial
 
-from sweep.files.rundir import NotARunDirectory, RunDir, open_run
-from sweep.ladder.config import builtin_shape
+from sweep.files.rundir import NotARunDirectory, RunDir
+from sweep.spec.shapes import builtin_shape
 from sweep.spec.spec import SweepSpec
 from sweep.spec.trial_scale import trial_size, trials_at_once
 from sweep.study.row import TrialRow
+from sweep.study.run_study import open_run
 from sweep.study.study import PICK_ATTR
 from sweep.study.table import trial_rows
 from train_entry.file_format import TRIAL_RESULT

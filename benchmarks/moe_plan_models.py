@@ -19,12 +19,13 @@ import json
 import tempfile
 from pathlib import Path
 
-from sweep.promote.assumptions import Assumptions
-from sweep.promote.clusters import PRESETS
-from sweep.promote.counts import active_params, model_flops_per_token, total_params
+from sweep.promote.estimate.assumptions import Assumptions
+from sweep.promote.estimate.clusters import PRESETS
+from sweep.promote.estimate.counts import model_flops_per_token
+from sweep.promote.estimate.memory import memory_per_gpu
+from sweep.promote.estimate.step_time import step_time
 from sweep.promote.families.registry import hf_shape
-from sweep.promote.memory import memory_per_gpu
-from sweep.promote.step_time import step_time
+from sweep.scale import active_params, total_params
 from train_entry.megatron.config import Parallelism, ddp_bucket_size
 
 PUBLISHED = {

@@ -10,9 +10,9 @@ in the same process(es), reading no loss until its end. Each is measured eager a
 each decoder layer and the loss torch.compile'd, train_entry.model.ready_layers), the bare loop likewise; where
 torch.compile cannot build a kernel, the compiled rows are left out with a warning saying why. Tokens per second are
 those of the steps after --warmup, timed by on_step's clock for the trial (each step has read its loss: the GPU's
-work is done) and synchronised for the bare loop. MFU: model FLOPs (sweep.promote.counts.model_flops_per_token: 6 x the matmul parameters and the
+work is done) and synchronised for the bare loop. MFU: model FLOPs (sweep.promote.estimate.counts.model_flops_per_token: 6 x the matmul parameters and the
 attention, no recomputation counted) over the card's dense bf16 peak x GPUs (--peak-tflops; default the H100 and
-H200 SXM datasheets' 989, as sweep.promote.clusters has it).
+H200 SXM datasheets' 989, as sweep.promote.estimate.clusters has it).
 
 Each trial row also sets the trial's peak memory on a GPU (torch.cuda.max_memory_reserved: what the caching
 allocator held at its most, fragmentation included; rank 0's on the sharded trial) beside the estimate the tool
@@ -47,7 +47,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sweep.promote.counts import model_flops_per_token
+from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.spec.trial_memory import GB, trial_memory
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
@@ -70,7 +70,7 @@ LLAMA_3_2_1B = ModelShape(
 SEQUENCES_PER_GPU = 4
 BPE_VOCAB = 4096
 PEAK_TFLOPS = 989.0
-"""H100 / H200 SXM dense bf16 (sweep.promote.clusters)."""
+"""H100 / H200 SXM dense bf16 (sweep.promote.estimate.clusters)."""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Group
 
-    from sweep.promote.jobs import JobRow
+    from sweep.promote.launch.jobs import JobRow
 
 ACTIONS = ("list", "logs")
 
@@ -40,7 +40,7 @@ def list_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from reports.console import make_console
-    from sweep.promote.jobs import job_rows, run_dirs_for
+    from sweep.promote.launch.jobs import job_rows, run_dirs_for
 
     rows = job_rows(run_dirs_for(args.run), allow_remote=args.allow_remote)
     console = make_console()
@@ -71,7 +71,7 @@ def jobs_listing(rows: list[JobRow]) -> Group:
 
 def follow_job(args: argparse.Namespace) -> int:
     from sweep.address import parse_address
-    from sweep.promote.jobs import find_address, follow_logs, run_dirs_for
+    from sweep.promote.launch.jobs import find_address, follow_logs, run_dirs_for
 
     if args.address:
         url = parse_address(args.address, allow_remote=args.allow_remote).url

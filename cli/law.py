@@ -2,7 +2,7 @@
 anything, and its constrained optimum at a target with bootstrap intervals, or what it refuses and why.
 
 The target's N is counted by sweep.scale from its shape; its tokens and LR schedule are the full run's defaults
-(sweep.promote.config: 1 T tokens, a 1 % warmup, cosine to a tenth of the peak) unless given.
+(sweep.promote.request.config: 1 T tokens, a 1 % warmup, cosine to a tenth of the peak) unless given.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from cli.args import fraction, positive_int_at_most
+from sweep.promote.estimate.targets import PRESETS
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
@@ -21,7 +22,7 @@ DEFAULT_MIN_PROBABILITY = 0.9
 """objective.pick.min_probability's default (sweep.study.config.PickConfig), repeated here so that `--help` loads
 no pydantic: the same rule for the law as for the pick."""
 MOST_TOKENS = 10**15
-"""sweep.promote.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
+"""sweep.promote.request.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
 MOST_REFITS = 10_000
 """ladder.law.refits' bound (sweep.law.config.LawSettings): 200 take about a minute on one core, so this is
 nearly an hour; a typo of 100000 is refused at once."""
@@ -46,7 +47,13 @@ def add_parser(verbs) -> None:
         ),
     )
     fit.add_argument("runs", type=Path, metavar="RUNS.csv", help="one row per evaluation of each run")
-    fit.add_argument("--target", required=True, help="llama3.1-8b, llama3.1-70b, llama3.1-405b, or a target YAML file")
+    counted = [name for name, target in PRESETS.items() if target.pretrain_tokens is not None]
+    fit.add_argument(
+        "--target",
+        required=True,
+        help=f"a preset whose pretraining tokens are published ({', '.join(counted)}), or a target YAML file with "
+        "pretrain_tokens",
+    )
     fit.add_argument(
         "--tokens",
         type=positive_int_at_most(MOST_TOKENS),
@@ -170,9 +177,9 @@ def probability(text: str) -> float:
 def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
     promotion defaults: a 1 % warmup, then cosine to a tenth of the peak)."""
-    from sweep.promote.config import PromotionConfig
-    from sweep.promote.ladder import ladder_target
-    from sweep.promote.targets import load_target
+    from sweep.promote.estimate.targets import load_target
+    from sweep.promote.point.ladder import ladder_target
+    from sweep.promote.request.config import PromotionConfig
     from train_entry.optimizer import OptimizerConfig
 
     config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)

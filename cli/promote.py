@@ -1,7 +1,7 @@
 """`sweep promote plan | submit | rehearse RUN`: the sweep's pick as the full run's plan, then its launch.
 
-The flags become one typed PromotionRequest (sweep.promote.request), built here once and carried
-out by sweep.promote.promotion.
+The flags become one typed PromotionRequest (sweep.promote.request.request), built here once and carried
+out by sweep.promote.launch.promotion.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
-from sweep.promote.targets import PRESETS
+from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.targets import PRESETS
 
 SIDES = ("general", "non_english", "domain")
 
@@ -106,6 +108,21 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """The cluster, named from its registry, and whether its image has Transformer Engine."""
+    parser.add_argument(
+        "--cluster", help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file"
+    )
+    parser.add_argument(
+        "--transformer-engine",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
+        f"{str(CLUSTERS[DEFAULT_CLUSTER].transformer_engine).lower()} for {DEFAULT_CLUSTER}); without it the layout "
+        "search leaves out sequence and context parallelism",
+    )
+
+
 def _add_layout_arguments(parser: argparse.ArgumentParser) -> None:
     layout = parser.add_argument_group("layout (fix any part; the search chooses the rest)")
     for flag, key in (
@@ -135,18 +152,11 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         help="promote best.json's pick even though its confirmation trials at fresh seeds did not hold it within "
         "the forgetting budget (or did not run); without it such a pick is refused",
     )
-    parser.add_argument("--cluster", help="h100-480 (default) or a cluster YAML file")
-    parser.add_argument(
-        "--transformer-engine",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="whether the cluster's image has Transformer Engine (default: the cluster's transformer_engine key, "
-        "true for h100-480); without it the layout search leaves out sequence and context parallelism",
-    )
+    _add_cluster_arguments(parser)
     parser.add_argument("--tokens", type=_tokens, help="training tokens of the full run (default 1e12)")
     parser.add_argument("--global-batch-tokens", type=_batch_tokens, help="tokens per step (default 1440 x 8192)")
     parser.add_argument(
-        "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/config.py); flags override it"
+        "--config", type=Path, help="a promotion YAML (the keys of sweep/promote/request/config.py); flags override it"
     )
     parser.add_argument(
         "--data-prefix",
@@ -181,19 +191,21 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _tokens(text: str) -> int:
-    from sweep.promote.config import MOST_TOKENS  # here: it loads the promotion's models, which `sweep --help` skips
+    from sweep.promote.request.config import (
+        MOST_TOKENS,  # here: it loads the promotion's models, which `sweep --help` skips
+    )
 
     return positive_int_at_most(MOST_TOKENS)(text)
 
 
 def _batch_tokens(text: str) -> int:
-    from sweep.promote.config import MOST_BATCH_TOKENS
+    from sweep.promote.request.config import MOST_BATCH_TOKENS
 
     return positive_int_at_most(MOST_BATCH_TOKENS)(text)
 
 
 def _data_prefix(text: str):
-    from sweep.promote.config import DataPrefix
+    from sweep.promote.request.config import DataPrefix
 
     side, sep, rest = text.partition("=")
     if not sep or side not in SIDES or not rest:
@@ -216,8 +228,8 @@ def _valid_prefix(text: str) -> tuple[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from reports.console import make_console
-    from sweep.promote.promotion import make_promotion
-    from sweep.promote.summary import summary_tables
+    from sweep.promote.launch.promotion import make_promotion
+    from sweep.promote.plan.summary import summary_tables
 
     request = build_request(args)
     promotion = make_promotion(request)
@@ -240,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
 def build_request(args: argparse.Namespace):
     """The command line as a PromotionRequest; PromotionError (or AddressError) naming what to fix."""
     from sweep.promote.errors import PromotionError
-    from sweep.promote.request import PromotionRequest, Rehearsal, Submission
+    from sweep.promote.request.request import PromotionRequest, Rehearsal, Submission
 
     try:
         launch: Submission | Rehearsal | None = None
@@ -274,7 +286,7 @@ def build_request(args: argparse.Namespace):
 def config_from_args(args: argparse.Namespace):
     """The --config file (if any) with the flags that were given laid over it."""
     from sweep.files.config_file import load_config
-    from sweep.promote.config import PromotionConfig
+    from sweep.promote.request.config import PromotionConfig
 
     config = load_config(args.config, PromotionConfig, kind="promotion config") if args.config else PromotionConfig()
     top = {
@@ -319,14 +331,14 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from sweep.promote.watch_report import watch_table, watched_job
+    from sweep.promote.launch.watch_report import watch_table, watched_job
 
     print(watch_table(watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)))
     return 0
 
 
 def _submit(promotion, submission) -> int:
-    from sweep.promote.promotion import submit
+    from sweep.promote.launch.promotion import submit
 
     submitted = submit(promotion, submission, echo=lambda line: print(line, file=sys.stderr))
     url, plan_id = submission.cluster().url, promotion.plan.id
@@ -342,8 +354,8 @@ def _submit(promotion, submission) -> int:
 
 
 def _rehearse(promotion, request) -> int:
-    from sweep.promote.promotion import rehearse_plan
-    from sweep.promote.rehearse import RehearsalConfig
+    from sweep.promote.launch.promotion import rehearse_plan
+    from sweep.promote.launch.rehearse import RehearsalConfig
 
     result = rehearse_plan(promotion, request.run, request.launch, echo=print)
     if request.launch.stop_on_forgetting and result.stopped_by_watch is not None:

@@ -97,10 +97,10 @@ def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
     from reports.report import write_run_report
     from sweep.files.config_file import SpecError
     from sweep.ladder.driver import run_ladder
-    from sweep.promote.config import PromotionConfig
     from sweep.promote.errors import PromotionError
-    from sweep.promote.ladder import ladder_target
-    from sweep.promote.targets import load_target
+    from sweep.promote.estimate.targets import load_target
+    from sweep.promote.point.ladder import ladder_target
+    from sweep.promote.request.config import PromotionConfig
     from sweep.run.driver import run_sweep
 
     try:  # before any compute: the rungs are matched to the target's pretraining tokens

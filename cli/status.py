@@ -50,7 +50,7 @@ class _RunStatus:
     def __init__(self, run_dir) -> None:
         from sweep.choice.best import best_summary, trials_expected
         from sweep.choice.observed import select
-        from sweep.files.rundir import open_run
+        from sweep.study.run_study import open_run
         from sweep.study.table import trial_rows
 
         self.record, sweep = open_run(run_dir)

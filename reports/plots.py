@@ -26,7 +26,7 @@ from reports.decision_marks import PICK_COLOUR, decision_on_surrogate, pick_on_f
 from reports.snapshot import RunSnapshot, ratio_label
 from sweep.choice.support import UNTRIED_DISTANCE, nearest_trial_distance, untried_mixes
 from sweep.choice.surrogate import completed
-from sweep.spec.space import LRFractionRange, MixRange
+from sweep.space import LRFractionRange, MixRange
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio

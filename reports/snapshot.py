@@ -16,11 +16,12 @@ from reports.tables import flat_items
 from sweep.choice.best import BestSummary, best_summary_with, trials_expected
 from sweep.choice.observed import Selection, select
 from sweep.choice.surrogate import Surrogate, fit_surrogate
-from sweep.files.rundir import NotARunDirectory, RunDir, open_run
+from sweep.files.rundir import NotARunDirectory, RunDir
 from sweep.files.yaml_file import YamlFileError, read_yaml
-from sweep.spec.space import MixRange, SearchSpace
+from sweep.space import MixRange, SearchSpace
 from sweep.study.record import history_of
 from sweep.study.row import TrialRow
+from sweep.study.run_study import open_run
 from sweep.study.study import SweepPlan
 from sweep.study.table import rows_of
 from train_entry.trial_config import Metrics

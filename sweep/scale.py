@@ -1,5 +1,5 @@
 """Parameter counts of a decoder shape, shared by the proxy ladder (sweep.ladder.config) and the full-run plan's
-memory and FLOP models (sweep.promote.counts): one formula, so a proxy's N and a target's N are counted the same
+memory and FLOP models (sweep.promote.estimate.counts): one formula, so a proxy's N and a target's N are counted the same
 way. Every architecture feature a ModelShape can carry (QKV bias, QK-norm, mixture-of-experts MLPs) is counted
 here, so a family that maps its config.json onto those features is counted without a change here."""
 

@@ -204,7 +204,7 @@ def wandb_sweep(tiny_corpora, tmp_path_factory) -> Path:
 
 
 def _run_on_a_local_cluster(spec: Path, cwd: Path) -> None:
-    from sweep.promote.local_cluster import ClusterShape, LocalCluster
+    from sweep.promote.launch.local_cluster import ClusterShape, LocalCluster
 
     with pytest.MonkeyPatch.context() as patch:
         for name in ("WANDB_API_KEY", "WANDB_BASE_URL", "WANDB_MODE"):

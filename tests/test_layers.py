@@ -6,7 +6,8 @@ across layers no two modules import each other, even through a chain, type-only 
 a loop closed only for the type checker is still two concepts that cannot be read apart.
 
 Inside sweep/ the packages are layers too (SWEEP_LAYERS): no two of them import each other, but the spec, which
-assembles the owners' configs, imports those configs from the packages above it that own them.
+assembles the owners' configs, imports those configs from the packages above it that own them. Inside sweep/promote/
+the rooms by job are layers the same way (PROMOTE_LAYERS).
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ def test_a_cycle_closed_only_for_the_type_checker_is_found(tmp_path):
 
 
 def test_the_layers_are_the_packages_they_name():
-    assert [layer(name) for name in ("train_entry.loop", "sweep.spec.spec", "sweep.promote.plan", "reports.plots")] == [
+    assert [
+        layer(name) for name in ("train_entry.loop", "sweep.spec.spec", "sweep.promote.plan.plan", "reports.plots")
+    ] == [
         0,
         1,
         2,
@@ -133,40 +136,39 @@ SWEEP_LAYERS = (
     "sweep.ladder",
     "sweep.promote",
 )
-"""sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address), the run directory and its
-formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the owners' configs, running a sweep,
-the ladder of sweeps, promotion."""
+"""sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address, the search space), the run
+directory and its formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the
+owners' configs, running a sweep, the ladder of sweeps, promotion."""
 ASSEMBLER = "sweep.spec"
 """May import an owner's config (a pydantic model class) from a layer above it, and nothing else from there."""
-NOT_YET_DOWN = {
-    # open_run loads a study: it belongs in sweep.study, and sweep/promote/provenance.py imports it from here.
-    "sweep.files.rundir -> sweep.study.study:StudyNotFound",
-    "sweep.files.rundir -> sweep.study.study:SweepStudy",
-    "sweep.files.rundir -> sweep.study.study:load_study",
-    # The search space is a leaf under the study and the choice; sweep/promote/provenance.py imports it from here.
-    "sweep.choice.confirmation -> sweep.spec.space:SearchSpace",
-    "sweep.choice.observed -> sweep.spec.space:SearchSpace",
-    "sweep.choice.pick -> sweep.spec.space:LRFractionRange",
-    "sweep.choice.pick -> sweep.spec.space:MixRange",
-    "sweep.choice.pick -> sweep.spec.space:SearchSpace",
-    "sweep.choice.support -> sweep.spec.space:Box",
-    "sweep.choice.support -> sweep.spec.space:MixRange",
-    "sweep.choice.support -> sweep.spec.space:SearchSpace",
-    "sweep.choice.surrogate -> sweep.spec.space:Box",
-    "sweep.choice.surrogate -> sweep.spec.space:SearchSpace",
-    "sweep.study.sampling -> sweep.spec.space:SearchSpace",
-    "sweep.study.study -> sweep.spec.space:SearchSpace",
-}
-"""Imports of a higher layer that stay until the branches changing the files named beside them are merged: each
-moves a piece down with one changed import there. Listed one by one, so that any other upward import fails."""
+
+
+PROMOTE_LAYERS = (
+    "sweep.promote",
+    "sweep.promote.families",
+    "sweep.promote.estimate",
+    "sweep.promote.request",
+    "sweep.promote.point",
+    "sweep.promote.plan",
+    "sweep.promote.launch",
+)
+"""promote/'s rooms, bottom to top: its error and the preset-or-file reader directly in promote/, the model families,
+estimating the full run (target, cluster, counts, memory, step time, layout), what a promotion asks for
+(PromotionConfig, the verb's request), choosing the promoted point, writing the plan, launching and tracking the job."""
+
+
+def room(module: str, package: str, root: Path) -> str | None:
+    """The layer of a module inside `package`: the subpackage it is in, or `package` for the modules directly in it;
+    None for a module outside it."""
+    if not module.startswith(f"{package}."):
+        return None
+    first = module.removeprefix(f"{package}.").split(".")[0]
+    return f"{package}.{first}" if root.joinpath(*package.split("."), first).is_dir() else package
 
 
 def sweep_layer(module: str, root: Path) -> str | None:
     """The layer of a module of sweep/: its subpackage, or "sweep" for the modules directly in sweep/."""
-    parts = module.split(".")
-    if parts[0] != "sweep" or len(parts) == 1:
-        return None
-    return f"sweep.{parts[1]}" if (root / "sweep" / parts[1]).is_dir() else "sweep"
+    return room(module, "sweep", root)
 
 
 def sweep_imports(root: Path) -> list[tuple[str, str, str]]:
@@ -202,23 +204,28 @@ def is_config_class(root: Path, module: str, name: str) -> bool:
     return False
 
 
-def upward_sweep_imports(root: Path) -> list[str]:
-    """ "importer -> module:name" for every import of a higher layer of sweep/, but the assembler's of owners' configs."""
+def upward_imports_among(root: Path, package: str, layers: tuple[str, ...], assembler: str | None = None) -> list[str]:
+    """ "importer -> module:name" for every import of a higher layer among `package`'s `layers`, but the assembler's
+    of owners' configs."""
     found = set()
     for importer, module, name in sweep_imports(root):
-        own, other = sweep_layer(importer, root), sweep_layer(module, root)
-        if own is None or other is None or SWEEP_LAYERS.index(other) <= SWEEP_LAYERS.index(own):
+        own, other = room(importer, package, root), room(module, package, root)
+        if own is None or other is None or layers.index(other) <= layers.index(own):
             continue
-        if own == ASSEMBLER and is_config_class(root, module, name):
+        if own == assembler and is_config_class(root, module, name):
             continue
         found.add(f"{importer} -> {module}:{name}")
     return sorted(found)
 
 
+def upward_sweep_imports(root: Path) -> list[str]:
+    """ "importer -> module:name" for every import of a higher layer of sweep/, but the assembler's of owners' configs."""
+    return upward_imports_among(root, "sweep", SWEEP_LAYERS, ASSEMBLER)
+
+
 def test_sweep_subpackages_import_only_the_layers_below_them():
-    """No two packages of sweep/ import each other: every import goes down, but the spec's of its owners' configs
-    (and the few listed in NOT_YET_DOWN, which must stay true: one moved down is taken off the list)."""
-    assert upward_sweep_imports(REPO) == sorted(NOT_YET_DOWN)
+    """No two packages of sweep/ import each other: every import goes down, but the spec's of its owners' configs."""
+    assert upward_sweep_imports(REPO) == []
 
 
 def test_a_new_pair_inside_sweep_is_found(tmp_path):
@@ -235,4 +242,32 @@ def test_a_new_pair_inside_sweep_is_found(tmp_path):
     assert upward_sweep_imports(tmp_path) == [
         "sweep.choice.best -> sweep.run.driver:run",
         "sweep.spec.spec -> sweep.run.tracking:start",
+    ]
+
+
+def test_promote_rooms_import_only_the_rooms_below_them():
+    assert upward_imports_among(REPO, "sweep.promote", PROMOTE_LAYERS) == []
+
+
+def test_every_room_is_a_listed_layer():
+    """A new subpackage of sweep/ or of promote/ takes its place in the layers by being listed."""
+    for package, layers in (("sweep", SWEEP_LAYERS), ("sweep.promote", PROMOTE_LAYERS)):
+        folder = REPO.joinpath(*package.split("."))
+        rooms = {f"{package}.{path.parent.name}" for path in folder.glob("*/__init__.py")}
+        assert rooms | {package} == set(layers)
+
+
+def test_an_upward_import_among_promote_rooms_is_found(tmp_path):
+    """The check itself: an estimator importing the plan is caught, the plan importing an estimator is not."""
+    for folder in ("estimate", "plan"):
+        (tmp_path / "sweep" / "promote" / folder).mkdir(parents=True)
+    (tmp_path / "sweep" / "promote" / "errors.py").write_text("class PromotionError(ValueError):\n    pass\n")
+    (tmp_path / "sweep" / "promote" / "estimate" / "memory.py").write_text(
+        "from sweep.promote.errors import PromotionError\n\ndef fits():\n    from sweep.promote.plan.plan import Plan\n"
+    )
+    (tmp_path / "sweep" / "promote" / "plan" / "plan.py").write_text(
+        "from sweep.promote.estimate.memory import fits\n\nclass Plan:\n    pass\n"
+    )
+    assert upward_imports_among(tmp_path, "sweep.promote", PROMOTE_LAYERS) == [
+        "sweep.promote.estimate.memory -> sweep.promote.plan.plan:Plan"
     ]

@@ -26,7 +26,7 @@ from sweep.choice.feasible import is_feasible
 from sweep.choice.observed import best_observed
 from sweep.choice.pick import Pick, pick_with
 from sweep.choice.surrogate import fit_surrogate, point_key
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Status
 from sweep.study.row import TrialRow

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweep.choice.feasible import Score, least_forgetting_first, ranked_feasible
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio

@@ -30,7 +30,7 @@ from sweep.choice.surrogate import (
     fit_surrogate,
     point_key,
 )
-from sweep.spec.space import LRFractionRange, MixRange, SearchSpace
+from sweep.space import LRFractionRange, MixRange, SearchSpace
 from sweep.study.config import PickConfig
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig

@@ -14,7 +14,7 @@ import numpy as np
 
 from sweep.choice.pick import Pick
 from sweep.choice.surrogate import completed
-from sweep.spec.space import Box, MixRange, SearchSpace
+from sweep.space import Box, MixRange, SearchSpace
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio
 

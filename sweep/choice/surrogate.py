@@ -45,7 +45,7 @@ from scipy.special import ndtr
 from scipy.stats import truncnorm
 from threadpoolctl import threadpool_limits
 
-from sweep.spec.space import Box, SearchSpace
+from sweep.space import Box, SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig

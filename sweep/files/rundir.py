@@ -20,8 +20,7 @@ from pydantic import Field, field_validator
 
 from sweep.files.compat import FORMAT_KEY, RUN_RECORD, SPEC, WRITTEN_BY
 from sweep.files.records import CorruptFile, read_model, write_model, write_whole
-from sweep.files.storage_url import StorageError, check_url, resolve, shown_url, sqlite_file
-from sweep.study.study import StudyNotFound, SweepStudy, load_study
+from sweep.files.storage_url import check_url, resolve
 from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import RESULT_JSON, TRIAL_CONFIG_JSON
 
@@ -200,27 +199,6 @@ class RunDir:
         for entry in entries:
             entry.rename(trash / entry.name)  # the same file system: nothing is copied or deleted
         return trash
-
-
-def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
-    """A run's record and its study, for readers such as `sweep status` and `sweep report`.
-
-    Never creates anything: opening a missing SQLite file would make an empty one.
-    """
-    record = run.read_record()
-    try:
-        url = record.url(run)
-    except StorageError as exc:
-        raise NotARunDirectory(f"{run.run_json}: {exc}") from None
-    database = sqlite_file(url)
-    if database is not None and not database.is_file():
-        raise NotARunDirectory(f"{run.run_json}: no study: {database} is missing")
-    try:
-        return record, load_study(url=url, name=record.study_name)
-    except StudyNotFound as exc:
-        raise NotARunDirectory(
-            f"{run.run_json} names study {record.study_name!r} in {shown_url(url)}, but {exc}"
-        ) from None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sweep.files.rundir import RunDir, check_run_name, open_run
+from sweep.files.rundir import RunDir, check_run_name
 from sweep.ladder.gpus import rung_gpus
 from sweep.ladder.law_study import study_observations
 from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
@@ -25,6 +25,7 @@ from sweep.law.table import LawInputError
 from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.shapes import base_shape
 from sweep.spec.spec import SweepSpec
+from sweep.study.run_study import open_run
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,7 +22,7 @@ from sweep.law.config import LawSettings
 from sweep.law.optimum import SearchBox
 from sweep.law.runs import LawFitReport
 from sweep.law.table import Observation, ObservationTable
-from sweep.spec.space import Box, SearchSpace
+from sweep.space import Box, SearchSpace
 from sweep.study.config import PickConfig, SearchConfig
 from train_entry.config import StrictConfig
 

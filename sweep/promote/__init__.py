@@ -1,2 +1,4 @@
-"""Promotion: choosing the promoted point (point.py), turning it into the full-run plan (plan.py),
-submitting that plan to a Ray cluster, rehearsing it."""
+"""Promotion: the sweep's optimum as the full run's plan, then its launch, in rooms by job, each importing only the
+rooms below it (tests/test_layers.py): families/ (a Hugging Face config.json as a ModelShape), estimate/ (the full
+run's memory, step time and layout on a cluster), request/ (what a promotion asks for), point/ (choosing the promoted
+point), plan/ (writing the plan and its files), launch/ (submitting, rehearsing and watching the job)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.spec.spec import SweepSpec
 from train_entry.builtin_base import EVAL_SEQUENCES
 from train_entry.mix import MixRatio, blend_weights, general_side, tokens_read

@@ -29,10 +29,10 @@ from sweep.files.config_file import SpecError, load_config, read_raw, resolve_pa
 from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
 from sweep.run.tracking import TrackingConfig
+from sweep.space import SearchSpace
 from sweep.spec.inert import inert_settings
 from sweep.spec.rung_trial import rung_trial
 from sweep.spec.shapes import base_shape
-from sweep.spec.space import SearchSpace
 from sweep.spec.trial_scale import TrialScale, check_trial_fits
 from sweep.study.config import PickConfig, SearchConfig
 from sweep.study.sampling import SamplerConfig

@@ -23,7 +23,7 @@ the output projection reads as it is (2h); the SwiGLU keeps gate and up (2f each
 down projection's input (2f): 20h + 4kv + 8f bytes (the query and the attention output 2q each, q the query width,
 where kv_channels makes it other than h), and a few fp32 figures per token (each norm's scale, each
 head's log-sum-exp). tests/sweep/spec/test_trial_memory.py counts them on a real layer. That is more than
-Megatron's fused layer keeps (12h + 4kv + 6f, sweep.promote.memory): a proxy trains the Hugging Face model. Under
+Megatron's fused layer keeps (12h + 4kv + 6f, sweep.promote.estimate.memory): a proxy trains the Hugging Face model. Under
 activation checkpointing a layer keeps only its input (2h) until its backward recomputes the rest.
 """
 
@@ -47,7 +47,7 @@ MAX_WORKERS = 64
 """The largest trial sized: eight nodes of eight GPUs, far above any proxy."""
 RESERVE_GB = 6.0
 """CUDA context, NCCL's buffers and allocator fragmentation: the full-run plan's assumption
-(sweep.promote.assumptions.memory_reserve_gb)."""
+(sweep.promote.estimate.assumptions.memory_reserve_gb)."""
 IN_FLIGHT_UNITS = 2
 """FSDP gathers the next unit while the current one runs (forward and backward prefetch)."""
 BYTES_SHARDED = 16

@@ -23,7 +23,7 @@ from train_entry.megatron.config import ModelShape
 from train_entry.trial_config import ProxyConfig
 
 DEFAULT_GPU_MEMORY_GB = 80.0
-"""An H100 SXM's 80 GB (sweep.promote.clusters' preset): the card the reference recipe ran on."""
+"""An H100 SXM's 80 GB (sweep.promote.estimate.clusters' preset): the card the reference recipe ran on."""
 SHARE_TOLERANCE = 1e-6
 """1 / 0.1 is 9.999...: Ray counts GPU shares to four decimals, so a hair under a whole share is one."""
 

@@ -29,7 +29,7 @@ import optuna
 from optuna.samplers import BaseSampler
 from pydantic import BeforeValidator, Discriminator, Tag, model_serializer
 
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from train_entry.config import SEED_LIMIT, StrictConfig, shown
 
 

@@ -21,7 +21,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sweep.files.compat import STUDY_PLAN, FormatError
 from sweep.files.config_file import SpecError
 from sweep.files.storage_url import shown_url
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import PickConfig, SearchConfig
 from sweep.study.pruning import GuardedPruner
 from sweep.study.record import Attr

@@ -28,7 +28,7 @@ TORCH_BRINGS |= {"triton", "typing-extensions"}
 GPU_PATHS = [
     # What the gpu tests import, and what their code imports only when it runs on a GPU.
     "train_entry.megatron.train", "train_entry.megatron.throughput", "train_entry.proxy", "train_entry.pretrain",
-    "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.promotion", "cli.promote", "full_run_gpu",
+    "train_entry.builtin_base", "sweep.run.prepare", "sweep.promote.launch.promotion", "cli.promote", "full_run_gpu",
     "proxy_trial_gpu", "train_entry.sharded.trial",
     # What gpu_sweep.py's `sweep run` imports: its driver (Ray Tune, Optuna), trials, pick and report.
     "gpu_sweep", "cli.run", "sweep.run.driver", "sweep.run.trainable", "sweep.choice.surrogate", "reports.report",

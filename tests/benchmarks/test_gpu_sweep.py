@@ -21,9 +21,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_sweep as benchmark
 from gpu_check_summary import pick_line, sweep_line
 
-from sweep.files.rundir import RunDir, open_run
+from sweep.files.rundir import RunDir
 from sweep.run.prepare import prepare
 from sweep.spec.spec import load_spec
+from sweep.study.run_study import open_run
 from sweep.study.study import PICK_ATTR
 
 H100 = benchmark.Card("NVIDIA H100 80GB HBM3", 1, 85.5)

@@ -18,8 +18,9 @@ import gpu_sweep
 import gpu_sweep_figures as figures
 from gpu_check_summary import SWEEP_JSON, _sweep, pick_line, sweep_line
 
-from sweep.files.rundir import RunDir, open_run
+from sweep.files.rundir import RunDir
 from sweep.spec.spec import load_spec
+from sweep.study.run_study import open_run
 from sweep.study.study import PICK_ATTR
 
 

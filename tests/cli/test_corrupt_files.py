@@ -14,7 +14,7 @@ from cli import main
 from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, STUDY_PLAN, TRIAL_CONFIG
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir, RunRecord
-from sweep.promote.plan import Plan
+from sweep.promote.plan.plan import Plan
 from sweep.study.study import PLAN_ATTR
 from tests.sweep.promote.promote_runs import write_run
 

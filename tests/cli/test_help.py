@@ -1,13 +1,28 @@
-"""Help that names what a registry defines reads the registry: a target preset added there shows up here."""
+"""Help that names what a registry defines reads the registry: a target or cluster preset added there shows up here."""
+
+import pytest
 
 from cli import main
-from sweep.promote.targets import PRESETS
+from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
+from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
+from sweep.promote.estimate.targets import PRESETS
 
 
-def test_promote_names_every_target_preset(capsys):
-    try:
-        main(["promote", "plan", "--help"])
-    except SystemExit:
-        pass
-    shown = " ".join(capsys.readouterr().out.split())  # argparse wraps the help over lines
+def help_of(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return " ".join(capsys.readouterr().out.split())  # argparse wraps the help over lines
+
+
+def test_promote_names_every_target_and_cluster_preset(capsys):
+    shown = help_of(["promote", "plan"], capsys)
     assert f"a preset ({', '.join(PRESETS)})" in shown
+    assert f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER})" in shown
+
+
+def test_law_names_every_target_preset_it_can_count_the_tokens_of(capsys):
+    """The law counts the run's tokens in the base's pretraining tokens: the presets without them are refused."""
+    shown = help_of(["law", "fit"], capsys)
+    counted = [name for name, target in PRESETS.items() if target.pretrain_tokens is not None]
+    assert "qwen3-32b" in counted and "mistral-7b" not in counted
+    assert f"a preset whose pretraining tokens are published ({', '.join(counted)})" in shown

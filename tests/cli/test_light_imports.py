@@ -17,6 +17,7 @@ def test_the_modules_that_read_a_run_import_no_training_stack():
     readers = [  # what `sweep status` loads, of a sweep and of a ladder
         *("cli", "cli.errors", "cli.status", "reports.console", "sweep.files.rundir", "sweep.choice.best"),
         *("sweep.choice.observed", "sweep.study.table", "sweep.study.record", "sweep.ladder.record", "reports.tables"),
+        "sweep.study.run_study",
         "reports.ladder_report",
     ]
     probe = (

@@ -27,8 +27,9 @@ from reports.report import (
 )
 from reports.snapshot import load_run, ratio_label
 from sweep.files.compat import SPEC
-from sweep.files.rundir import RunDir, RunRecord, open_run
+from sweep.files.rundir import RunDir, RunRecord
 from sweep.study.record import Attr
+from sweep.study.run_study import open_run
 from sweep.study.study import open_study
 from sweep.study.trial import run_study_trial
 from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with

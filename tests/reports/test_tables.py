@@ -14,7 +14,7 @@ from reports.decision import pick_lines
 from reports.tables import metrics_table, print_corpora, print_manifest, print_outcome, trials_table
 from sweep.choice.observed import select
 from sweep.choice.pick import make_pick
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import PickConfig
 from tests.sweep.scripted import trial_row
 from train_entry.data.corpus import CorpusStats

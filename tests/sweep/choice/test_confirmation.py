@@ -13,7 +13,7 @@ from sweep.choice.confirmation import Outcome, Setting, confirmation_state
 from sweep.choice.observed import select
 from sweep.choice.surrogate import point_key
 from sweep.run.searcher import StudySearcher, enqueue_confirmations, is_confirmation
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Attr, Status
 from sweep.study.trial import NUMBER, run_study_trial

@@ -2,7 +2,7 @@ from scripted import trial_row
 
 from sweep.choice.best import best_summary_with
 from sweep.choice.observed import select
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 

@@ -18,7 +18,7 @@ from sweep.choice.pick import MIX_GRID, PickSource, candidates, make_pick, pick_
 from sweep.choice.surrogate import Z90, fit_surrogate
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.config import PickConfig
 from sweep.study.record import Status

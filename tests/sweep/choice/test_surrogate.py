@@ -9,7 +9,7 @@ from scripted import trial_row as row
 from sweep.choice.observed import best_observed
 from sweep.choice.pick import make_pick
 from sweep.choice.surrogate import fit_surrogate, stopped
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import PickConfig
 from sweep.study.record import Status
 from train_entry.mix import MixRatio

@@ -27,9 +27,9 @@ from sweep.files.compat import BEST, CHECKPOINT_PROGRESS, JOBS, LADDER, PLAN, RU
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.ladder.record import LadderSummary
-from sweep.promote.config import PromotionConfig
-from sweep.promote.job_records import JobRecord, JobRecords
-from sweep.promote.plan import Plan, make_plan
+from sweep.promote.launch.job_records import JobRecord, JobRecords
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.request.config import PromotionConfig
 from sweep.run.shipped_base import ShippedManifest
 from tests.conftest import REPO
 from tests.fuzzing import LONG, SHORT, STAMP, Path_, damaged, leaves, replaced

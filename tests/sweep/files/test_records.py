@@ -41,7 +41,7 @@ def test_a_writer_killed_mid_write_leaves_the_old_file_whole(tmp_path):
 def test_a_value_a_union_refuses_is_named_by_the_files_own_keys(tmp_path):
     """pydantic reports it once per member of the union: the message named the first member's internals
     (`space.lr_fraction.function-after[_ordered(), LRFractionRange]: Input should be an object`)."""
-    from sweep.spec.space import SearchSpace
+    from sweep.space import SearchSpace
 
     class Holder(StrictConfig):
         space: SearchSpace

@@ -18,9 +18,9 @@ from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
 from sweep.ladder.rungs import LadderTarget, RungSpec
 from sweep.law.model import Law
 from sweep.law.table import lr_mean
-from sweep.promote.config import PromotionConfig
-from sweep.promote.ladder import ladder_target
-from sweep.promote.targets import load_target
+from sweep.promote.estimate.targets import load_target
+from sweep.promote.point.ladder import ladder_target
+from sweep.promote.request.config import PromotionConfig
 from sweep.run.driver import SweepOutcome
 from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.study import open_study

@@ -21,7 +21,7 @@ from sweep.ladder.config import PRESETS, LadderConfig
 from sweep.ladder.record import LadderMismatch, LadderSummary, read_ladder
 from sweep.ladder.rungs import MAX_LR_EXPONENT, rung_specs
 from sweep.law.optimum import constrained_optimum
-from sweep.promote.targets import load_target
+from sweep.promote.estimate.targets import load_target
 from sweep.spec.spec import load_spec
 from tests.sweep.ladder.ladder_runs import (
     GENTLE,

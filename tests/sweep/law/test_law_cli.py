@@ -10,7 +10,7 @@ from cli import main
 from cli.law import target_scale
 from sweep.files.compat import FORMAT_KEY, LAW_FIT
 from sweep.law.runs import LawFitReport
-from sweep.promote.config import PromotionConfig
+from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from tests.conftest import REPO
 from tests.hostile import tree

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from promote_runs import write_run
+
+from tests.sweep.promote.promote_runs import write_run
 
 
 @pytest.fixture

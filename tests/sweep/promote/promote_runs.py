@@ -14,7 +14,7 @@ from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Ou
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
 from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
-from sweep.spec.space import SearchSpace
+from sweep.space import SearchSpace
 from sweep.study.config import PickConfig
 from sweep.study.record import Attr, Status
 from sweep.study.row import TrialRow

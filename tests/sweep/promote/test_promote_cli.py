@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from sweep.promote.config import PromotionConfig
-from sweep.promote.plan import Plan
+from sweep.promote.plan.plan import Plan
+from sweep.promote.request.config import PromotionConfig
 from sweep.spec.spec import load_config
 from tests.conftest import REPO
 from train_entry.file_format import FULL_RUN

@@ -1,0 +1,123 @@
+"""`sweep promote watch RUN`: a submitted or rehearsed job's evaluations, measured against what it was held to.
+
+The job's own job.json says what its watch held it to (the validation sets, the non-English share, the tokens per
+iteration, the predicted trajectory); its log, read from the cluster's Jobs API for a submission or from the
+rehearsal's job.log, gives the evaluations in Megatron-LM's lines. Both are read back as untrusted input: job.json
+through its versioned model, the log line by line through the same reader the job's watch uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweep.address import AddressError, jobs_client, parse_address
+from sweep.files.compat import JOB
+from sweep.files.records import CorruptFile, read_model
+from sweep.files.rundir import PlanDir, RunDir
+from sweep.promote.errors import PromotionError
+from sweep.promote.launch.job_records import read_records
+from sweep.promote.launch.rehearse import JOB_LOG
+from train_entry.fullrun.config import JOB_JSON, JobConfig
+from train_entry.fullrun.evaluations import Evaluations, WatchConfig
+from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
+from train_entry.trial_config import BaseLosses
+
+MOST_LOG_BYTES = 1 << 30
+"""A job log read whole: a month-long run's log at Megatron-LM's default log interval is tens of MB."""
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    job_id: str
+    source: str
+    """Where the log was read: the rehearsal's job.log, or the cluster's Jobs API."""
+    watch: WatchConfig
+    base: BaseLosses | None
+    evaluations: list[WatchedEvaluation]
+
+
+def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool = False) -> WatchedJob:
+    """The job's evaluations: `job_id`'s, else the latest rehearsal's, else the latest submission's."""
+    run = RunDir(run_dir)
+    candidates = [(plan, job_dir) for plan in run.plans() for job_dir in _job_dirs(plan)]
+    if job_id is not None:
+        candidates = [(plan, job_dir) for plan, job_dir in candidates if job_dir.name == job_id]
+    if not candidates:
+        wanted = f"job {job_id!r}" if job_id else "submitted or rehearsed job"
+        raise PromotionError(f"{run.promotion} holds no {wanted}: submit or rehearse a plan first")
+    plan, job_dir = max(candidates, key=lambda item: item[1].stat().st_mtime)
+    job = _read_job(job_dir / JOB_JSON)
+    if job.watch is None:
+        raise PromotionError(f"{job_dir / JOB_JSON}: the job has no forgetting watch (planned before it had one)")
+    source, text = _log(plan, job_dir, allow_remote=allow_remote)
+    evaluations = Evaluations(job.watch)
+    for line in text.splitlines():
+        evaluations.read(line)
+    return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched)
+
+
+def _job_dirs(plan: PlanDir) -> list[Path]:
+    """Each submission's and each rehearsal's job folder (the one holding its job.json)."""
+    folders = [plan.path / "jobs", *(p / "jobs" for p in sorted(plan.rehearsals.glob("*")))]
+    return [job for folder in folders if folder.is_dir() for job in sorted(folder.iterdir()) if job.is_dir()]
+
+
+def _read_job(path: Path) -> JobConfig:
+    try:
+        return read_model(path, JobConfig, fmt=JOB)
+    except CorruptFile as error:
+        raise PromotionError(str(error)) from None
+
+
+def _log(plan: PlanDir, job_dir: Path, *, allow_remote: bool) -> tuple[str, str]:
+    rehearsal_log = job_dir.parent.parent / JOB_LOG
+    if job_dir.parent.parent != plan.path:  # a rehearsal's job: its log was kept beside it
+        if not rehearsal_log.is_file():
+            raise PromotionError(f"{rehearsal_log} is missing: the rehearsal did not keep its job's log")
+        if rehearsal_log.stat().st_size > MOST_LOG_BYTES:
+            raise PromotionError(f"{rehearsal_log} is over {MOST_LOG_BYTES:,} bytes: not a rehearsal's log")
+        return str(rehearsal_log), rehearsal_log.read_text(encoding="utf-8", errors="replace")
+    record = next((r for r in read_records(plan) if r.submission_id == job_dir.name), None)
+    if record is None:
+        raise PromotionError(f"{plan.jobs_json} records no job {job_dir.name!r}")
+    try:
+        url = parse_address(record.address, allow_remote=allow_remote, source=f"{plan.jobs_json}: address").url
+        return f"the Jobs API at {url}", jobs_client(url).get_job_logs(job_dir.name)
+    except (AddressError, RuntimeError, ValueError) as error:
+        raise PromotionError(f"job {job_dir.name}: its log could not be read ({error})") from None
+
+
+def watch_table(job: WatchedJob) -> str:
+    """Measured against predicted, one row per evaluation, every figure from the job's own log and job.json."""
+    prediction = job.watch.prediction
+    lines = [f"job {job.job_id} (log: {job.source})"]
+    if job.base is None:
+        return "\n".join([*lines, "no evaluation at iteration 0 in the log yet: nothing to measure against"])
+    lines.append(f"base losses: domain {job.base.domain_loss:.4f}, general {job.base.general_loss:.4f}")
+    lines.append(
+        f"prediction: {prediction.source}" if prediction is not None else "prediction: none (no credible prediction)"
+    )
+    lines.append(
+        f"{'iteration':>9}  {'tokens':>15}  {'domain_gain':>11}  {'forgetting':>10}  {'upper bound':>11}  verdict"
+    )
+    for evaluation in job.evaluations:
+        m = evaluation.metrics
+        upper = "-" if evaluation.upper is None else f"{evaluation.upper:.4f}"
+        lines.append(
+            f"{m.step:>9}  {m.tokens_seen:>15,}  {m.domain_gain:>11.4f}  {m.forgetting:>10.4f}  {upper:>11}  "
+            f"{_verdict(evaluation)}"
+        )
+    if not job.evaluations:
+        lines.append("(no evaluation after the base's yet)")
+    return "\n".join(lines)
+
+
+def _verdict(evaluation: WatchedEvaluation) -> str:
+    if evaluation.upper is None:
+        return "no credible prediction"
+    if evaluation.tripped:
+        return f"TRIPPED ({evaluation.overshoots} in a row over the bound)"
+    if evaluation.overshoots:
+        return f"over the bound ({evaluation.overshoots} in a row; trips at {OVERSHOOTS_TO_TRIP})"
+    return "within"

@@ -1,0 +1,135 @@
+"""A ladder promoted: the loss law's constrained optimum at the promotion target's N, pretraining tokens and full-run
+tokens, with its bootstrap intervals and the leave-one-rung-out fold errors, or the law's refusal (sweep.promote.point.point
+turns the point into the plan's PromotedPoint).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from sweep.files.records import CorruptFile
+from sweep.files.rundir import RunDir
+from sweep.ladder.record import LadderSummary, read_ladder
+from sweep.ladder.rungs import LadderTarget, mismatches
+from sweep.law.optimum import TargetScale
+from sweep.law.predict import TargetPrediction, predict
+from sweep.law.select import Laws
+from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
+from sweep.law.validate import FoldErrors
+from sweep.promote.errors import PromotionError
+from sweep.promote.estimate.targets import Target
+from sweep.promote.request.config import PromotionConfig
+from sweep.scale import non_embedding_params
+from train_entry.config import StrictConfig
+from train_entry.optimizer import OptimizerConfig
+
+
+class LawPoint(StrictConfig):
+    """What a plan records of the ladder's law: the law, where it was evaluated, its prediction there with its
+    intervals, how well it predicted each rung from the others, and what a reader must see before trusting it."""
+
+    target: TargetScale
+    laws: Laws
+    """Every form fitted, with its weight: the answer is their weighted average."""
+    prediction: TargetPrediction
+    """Its optimum is the promoted point; every figure of it is evaluated there."""
+    folds: list[FoldErrors] = Field(default_factory=list)
+    """Leave-one-rung-out: each rung's optimum and losses predicted from the others, against its own."""
+    warnings: list[str]
+
+
+def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConfig) -> LadderTarget:
+    """The full run as the law sees it: N counted as the rungs' is, the base's pretraining tokens, the run's tokens,
+    and the mean of the LR schedule the plan gives it (the proxy's decay shape and floor after the promotion's
+    warmup, as sweep.promote.plan.plan schedules it)."""
+    if target.pretrain_tokens is None:
+        raise PromotionError(
+            f"target {target.name} has no pretrain_tokens, which a ladder's law counts the run's tokens in "
+            f"({target.source or 'not given'}): give them with --pretrain-tokens (or pretrain_tokens: in --config)"
+        )
+    steps = config.train_iters()
+    warmup = config.warmup_iters(steps)
+    schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
+    parameters = non_embedding_params(target.model)
+    if not MIN_PARAMETERS <= parameters <= MAX_PARAMETERS:
+        raise PromotionError(
+            f"target {target.name}: {parameters:.4g} non-embedding parameters, outside the {MIN_PARAMETERS:g} to "
+            f"{MAX_PARAMETERS:g} a ladder's law predicts at ({target.source or 'its model shape'})"
+        )
+    scale = TargetScale(
+        name=target.name,
+        parameters=parameters,
+        pretrain_tokens=target.pretrain_tokens,
+        tokens=config.tokens,
+        lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),
+    )
+    return LadderTarget(scale=scale, steps=steps, warmup_steps=warmup)
+
+
+def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
+    """The ladder's summary and its largest rung's run directory; PromotionError unless every rung finished."""
+    try:
+        summary = read_ladder(run)
+    except CorruptFile as exc:
+        raise PromotionError(str(exc)) from None
+    if not summary.is_finished:
+        done = [rung.name for rung in summary.finished]
+        raise PromotionError(
+            f"{run.path} is an unfinished ladder: rungs {done or 'none'} of {summary.planned} have finished "
+            "(run `sweep run SPEC` to the end first)"
+        )
+    return summary, run.rung(summary.planned[-1])
+
+
+def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir) -> LawPoint:
+    """The law's prediction at `at` (the one ladder.json holds when it was made for the same target, tokens and
+    pick rule, else refitted from its evaluations); PromotionError with the law's refusal when it has no credible
+    point, or when its point keeps the budget in fewer refits than objective.pick.min_probability asks."""
+    fit = summary.fit
+    observed = f"promote the largest rung's own pick with --observed ({run.rung(summary.planned[-1]).path})"
+    if fit is None:
+        raise PromotionError(f"{run.ladder_json}: {summary.note or 'no law was fitted'}; {observed}")
+    prediction = fit.prediction
+    if prediction.target != at.scale or prediction.pick != summary.pick:
+        try:
+            table = summary.table()
+        except LawInputError as exc:
+            raise PromotionError(f"{run.ladder_json}: {exc}") from None
+        prediction = predict(
+            table, fit.laws, at.scale, summary.box, summary.forgetting_budget, summary.settings, summary.pick
+        )
+    if prediction.refusal is not None or prediction.optimum is None:
+        why = prediction.refusal.message if prediction.refusal else "no optimum"
+        raise PromotionError(f"{run.ladder_json}: {why}; nothing is promoted from this ladder, or {observed}")
+    threshold = summary.pick.min_probability
+    if prediction.within_budget is None or prediction.within_budget < threshold:
+        shown = "unknown" if prediction.within_budget is None else f"{prediction.within_budget:.2f}"
+        raise PromotionError(
+            f"{run.ladder_json}: P(forgetting <= budget) at the law's point (lr_fraction "
+            f"{prediction.optimum.lr_fraction:.4g}, mix {prediction.optimum.mix}) is {shown}, below "
+            f"objective.pick.min_probability {threshold:g}; nothing is promoted from this ladder, or {observed}"
+        )
+    folds = [fold.errors for fold in fit.validation.folds] if fit.validation else []
+    return LawPoint(
+        target=at.scale, laws=fit.laws, prediction=prediction, folds=folds, warnings=_warnings(summary, at, folds)
+    )
+
+
+def _warnings(summary: LadderSummary, at: LadderTarget, folds: list[FoldErrors]) -> list[str]:
+    largest = summary.rungs[-1]
+    reach = math.log10(at.scale.parameters / largest.parameters)
+    beyond = (
+        f"predicted {reach:.1f} orders of magnitude beyond the largest rung ({largest.parameters:,} to "
+        f"{at.scale.parameters:,.0f} non-embedding parameters of {at.scale.name}) by a law fitted to "
+        f"{len(summary.rungs)} rungs"
+    )
+    warnings = [beyond]
+    warnings += [f"matched only in part: {line}" for line in mismatches(summary.rungs, at.ratios)]
+    uncovered = [fold.rung for fold in folds if not fold.covered]
+    if uncovered:
+        warnings.append(
+            f"leave-one-rung-out: the intervals missed rung(s) {', '.join(uncovered)} when predicted from the others"
+        )
+    return warnings

@@ -1,0 +1,29 @@
+"""A finished or running sweep's study, opened from its run directory for readers such as `sweep status`,
+`sweep report` and promotion: the run record names the study and its storage."""
+
+from __future__ import annotations
+
+from sweep.files.rundir import NotARunDirectory, RunDir, RunRecord
+from sweep.files.storage_url import StorageError, shown_url, sqlite_file
+from sweep.study.study import StudyNotFound, SweepStudy, load_study
+
+
+def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
+    """A run's record and its study, for readers such as `sweep status` and `sweep report`.
+
+    Never creates anything: opening a missing SQLite file would make an empty one.
+    """
+    record = run.read_record()
+    try:
+        url = record.url(run)
+    except StorageError as exc:
+        raise NotARunDirectory(f"{run.run_json}: {exc}") from None
+    database = sqlite_file(url)
+    if database is not None and not database.is_file():
+        raise NotARunDirectory(f"{run.run_json}: no study: {database} is missing")
+    try:
+        return record, load_study(url=url, name=record.study_name)
+    except StudyNotFound as exc:
+        raise NotARunDirectory(
+            f"{run.run_json} names study {record.study_name!r} in {shown_url(url)}, but {exc}"
+        ) from None

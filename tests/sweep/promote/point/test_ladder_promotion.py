@@ -1,0 +1,120 @@
+"""Promotion of a ladder: the loss law's optimum at the target's N and the request's tokens, every figure the plan
+shows evaluated at the point it promotes, and the law, its intervals and its fold errors recorded in the plan; a law
+that refuses is exit 2 with its message unless --observed, which takes the largest rung's own pick."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cli import main
+from sweep.choice.pick import PickSource
+from sweep.files.rundir import RunDir
+from sweep.ladder.record import read_ladder
+from sweep.law.optimum import at
+from sweep.promote.plan.plan import Plan, make_plan
+from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.request.config import PromotionConfig
+from tests.sweep.promote.promote_runs import surrogate_pick, write_run
+from train_entry.mix import blend_weights
+
+TARGET = PromotionConfig(target="llama3.1-70b")
+
+
+@pytest.fixture
+def ladder(scripted_ladder_run, tmp_path) -> Path:
+    """A copy of the scripted ladder whose largest rung has a pick and a resolved trial config, as a trained one."""
+    run = tmp_path / "runs" / "ladder"
+    shutil.copytree(scripted_ladder_run, run)
+    write_run(RunDir(run).rung("m").path, pick=surrogate_pick(0.14, "1:3"))  # in the rung's searched space
+    return run
+
+
+def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point(ladder):
+    plan = make_plan(ladder, TARGET)
+    promoted, summary = plan.sweep.promoted, read_ladder(RunDir(ladder))
+    prediction = summary.fit.prediction  # made for the same target and tokens: taken as it is
+    point, intervals = prediction.optimum, prediction.intervals
+    assert promoted.source is PickSource.LADDER and promoted.trial is None
+    assert (promoted.lr_fraction, str(promoted.mix)) == (point.lr_fraction, point.mix)
+    here = at(promoted.ladder.laws.stacked(), promoted.ladder.target, promoted.lr_fraction, promoted.mix.domain_share)
+    assert (promoted.domain_gain, promoted.forgetting) == (here.domain_gain, here.forgetting)
+    assert promoted.gain_interval == (intervals.domain_gain.low, intervals.domain_gain.high)
+    assert promoted.forgetting_interval == (intervals.forgetting.low, intervals.forgetting.high)
+    assert promoted.probability_within_budget == prediction.within_budget
+    assert promoted.ladder.laws == summary.fit.laws and promoted.ladder.prediction == prediction
+    assert promoted.probability_within_budget >= summary.pick.min_probability == 0.9
+    assert [fold.rung for fold in promoted.ladder.folds] == ["xxs", "xs", "s", "m"]
+    weights = {source.name: source.weight for source in plan.run.data.blend}
+    assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
+    assert plan.run.optimization.lr == pytest.approx(promoted.lr_fraction * 1.5e-4, rel=1e-5)
+    assert Plan.model_validate_json(plan.model_dump_json()) == plan
+    text = summary_markdown(plan)
+    assert "the ladder's loss law at the target's size: predicted" in text and "share of refits within" in text
+    assert "- warning: predicted 5.0 orders of magnitude beyond the largest rung" in text
+    assert "- warning: matched only in part: pretrain_tokens_per_parameter" in text
+
+
+def test_another_token_count_refits_the_law_there(ladder):
+    """0.45 T tokens where the ladder was matched to 1 T: the law is evaluated at the request's own tokens (a law of
+    the LR area alone has its mean-constrained optimum at 2.2 x the lr_fraction), and the rungs' share of their
+    pretraining now differs from the full run's by more than 2x."""
+    promoted = make_plan(ladder, TARGET.model_copy(update={"tokens": 45 * 10**10})).sweep.promoted
+    stored = read_ladder(RunDir(ladder)).fit.prediction
+    prediction = promoted.ladder.prediction
+    assert promoted.ladder.target.tokens == 4.5e11 and prediction.target.tokens == 4.5e11
+    area_forms = sum(fit.weight for fit in promoted.ladder.laws.credible if fit.form.endswith("-area"))
+    assert area_forms == pytest.approx(sum(fit.weight for fit in promoted.ladder.laws.credible))
+    assert prediction.mean_optimum.lr_fraction / stored.mean_optimum.lr_fraction == pytest.approx(1 / 0.45, rel=0.05)
+    assert (promoted.lr_fraction, str(promoted.mix)) == (prediction.optimum.lr_fraction, prediction.optimum.mix)
+    assert promoted.ladder.prediction != stored and promoted.ladder.prediction.refits == stored.refits
+    assert any("matched only in part: cpt_share" in w and "0.03 at the target" in w for w in promoted.warnings)
+
+
+def test_a_law_that_refuses_is_exit_2_with_its_message_unless_observed(ladder, capsys):
+    """A searched box ending at lr_fraction 0.1, below the law's optimum: the law says which way to extend the space,
+    and nothing is promoted from it; --observed promotes the largest rung's own pick."""
+    run = RunDir(ladder)
+    raw = json.loads(run.ladder_json.read_text())
+    raw["space"]["lr_fraction"] = [0.05, 0.1]
+    run.ladder_json.write_text(json.dumps(raw))
+    argv = ["promote", "plan", str(ladder), "--target", "llama3.1-70b", "--tokens", str(2 * 10**11)]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "extend the space toward higher lr_fraction (above 0.1)" in error and "--observed" in error
+    assert len(error.strip().splitlines()) == 1 and not (ladder / "promotion").exists()
+    assert main([*argv, "--observed"]) == 0
+    (plan_dir,) = (ladder / "promotion").iterdir()
+    promoted = Plan.read(plan_dir).sweep.promoted
+    assert (promoted.source, promoted.lr_fraction, str(promoted.mix)) == (PickSource.SURROGATE, 0.14, "1:3")
+    assert promoted.reason.startswith("the largest rung m's pick, as asked (--observed)")
+
+
+def test_a_point_below_the_picks_probability_is_exit_2_with_the_figures_unless_observed(ladder, capsys):
+    """A ladder.json whose law's point keeps the budget in 52 % of its refits (the mean-constrained optimum's share,
+    as an earlier rule promoted it): refused with both figures, and --observed promotes the largest rung's pick."""
+    run = RunDir(ladder)
+    raw = json.loads(run.ladder_json.read_text())
+    raw["fit"]["prediction"]["within_budget"] = 0.52
+    run.ladder_json.write_text(json.dumps(raw))
+    point = read_ladder(run).fit.prediction.optimum
+    argv = ["promote", "plan", str(ladder), "--target", "llama3.1-70b"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert (
+        f"P(forgetting <= budget) at the law's point (lr_fraction {point.lr_fraction:.4g}, mix {point.mix}) is "
+        "0.52, below objective.pick.min_probability 0.9" in error
+    )
+    assert "--observed" in error and not (ladder / "promotion").exists()
+    assert main([*argv, "--observed"]) == 0
+
+
+def test_an_unfinished_ladder_is_exit_2(ladder, capsys):
+    run = RunDir(ladder)
+    raw = json.loads(run.ladder_json.read_text())
+    run.ladder_json.write_text(json.dumps(raw | {"finished": raw["finished"][:2], "fit": None}))
+    assert main(["promote", "plan", str(ladder), "--target", "llama3.1-70b"]) == 2
+    assert "is an unfinished ladder: rungs ['xxs', 'xs'] of ['xxs', 'xs', 's', 'm']" in capsys.readouterr().err
