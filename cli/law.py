@@ -15,12 +15,10 @@ from pathlib import Path
 
 from cli.args import fraction, positive_int_at_most
 from sweep.promote.estimate.targets import PRESETS
+from sweep.study.config import PickConfig
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
-DEFAULT_MIN_PROBABILITY = 0.9
-"""objective.pick.min_probability's default (sweep.study.config.PickConfig), repeated here so that `--help` loads
-no pydantic: the same rule for the law as for the pick."""
 MOST_TOKENS = 10**15
 """sweep.promote.request.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
 MOST_REFITS = 10_000
@@ -51,8 +49,14 @@ def add_parser(verbs) -> None:
     fit.add_argument(
         "--target",
         required=True,
-        help=f"a preset whose pretraining tokens are published ({', '.join(counted)}), or a target YAML file with "
-        "pretrain_tokens",
+        help=f"a preset whose pretraining tokens are published ({', '.join(counted)}), a target YAML file or a "
+        "Hugging Face model directory (these with pretrain_tokens or --pretrain-tokens)",
+    )
+    fit.add_argument(
+        "--pretrain-tokens",
+        type=positive_int_at_most(MOST_TOKENS),
+        default=None,
+        help="tokens the target's base was pretrained on, in place of the target's own (as sweep promote takes them)",
     )
     fit.add_argument(
         "--tokens",
@@ -67,12 +71,13 @@ def add_parser(verbs) -> None:
         help="the full run's mean LR as a fraction of its peak (default: 1 %% warmup, cosine to 0.1 of the peak)",
     )
     fit.add_argument("--budget", type=fraction, default=DEFAULT_BUDGET, help="forgetting budget (default 0.01)")
+    least = PickConfig.model_fields["min_probability"].default
     fit.add_argument(
         "--min-probability",
         type=probability,
-        default=DEFAULT_MIN_PROBABILITY,
-        help="the pick's rule: the answer keeps P(forgetting <= budget) at least this (default 0.9, as a spec's "
-        "objective.pick.min_probability)",
+        default=least,
+        help=f"the pick's rule: the answer keeps P(forgetting <= budget) at least this (default {least:g}, as a "
+        "spec's objective.pick.min_probability)",
     )
     fit.add_argument("--refits", type=refits, default=200, help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)")
     fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
@@ -94,13 +99,12 @@ def run(args: argparse.Namespace) -> int:
     from sweep.law.lines import report_lines
     from sweep.law.runs import fit_runs
     from sweep.law.table import LawInputError
-    from sweep.study.config import PickConfig
 
     if args.output is not None:
         check_output(args.output, args.runs, force=args.force)
     report = fit_runs(
         args.runs,
-        target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean),
+        target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean, pretrain_tokens=args.pretrain_tokens),
         budget=args.budget,
         settings=LawSettings(refits=args.refits),
         pick=PickConfig(min_probability=args.min_probability),
@@ -174,7 +178,7 @@ def probability(text: str) -> float:
     return value
 
 
-def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
+def target_scale(name: str, *, tokens: int | None, lr_mean: float | None, pretrain_tokens: int | None = None):
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
     promotion defaults: a 1 % warmup, then cosine to a tenth of the peak)."""
     from sweep.promote.estimate.targets import load_target
@@ -183,5 +187,6 @@ def target_scale(name: str, *, tokens: int | None, lr_mean: float | None):
     from train_entry.optimizer import OptimizerConfig
 
     config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)
-    scale = ladder_target(load_target(name), config, OptimizerConfig(warmup_steps=0, schedule="cosine")).scale
+    target = load_target(name, pretrain_tokens=pretrain_tokens)
+    scale = ladder_target(target, config, OptimizerConfig(warmup_steps=0, schedule="cosine")).scale
     return scale if lr_mean is None else scale.model_copy(update={"lr_mean": lr_mean})

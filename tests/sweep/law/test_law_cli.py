@@ -32,6 +32,15 @@ def test_the_target_is_counted_as_promotion_counts_it():
     assert target_scale("llama3.1-70b", tokens=10**9, lr_mean=0.3).lr_mean == 0.3
 
 
+def test_a_target_without_published_pretraining_tokens_takes_them_from_the_flag_its_error_names(capsys):
+    """Mistral does not publish its pretraining tokens: the refusal names --pretrain-tokens, which sweep law fit
+    takes as sweep promote does (the flag was promote's alone, so the advice could not be followed here)."""
+    assert main(["law", "fit", str(EXAMPLE), "--target", "mistral-7b"]) == 2
+    assert "give them with --pretrain-tokens" in capsys.readouterr().err
+    scale = target_scale("mistral-7b", tokens=None, lr_mean=None, pretrain_tokens=8 * 10**12)
+    assert scale.pretrain_tokens == 8e12
+
+
 def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path):
     output = tmp_path / "law.json"
     args = ["law", "fit", str(EXAMPLE), "--target", "llama3.1-70b", "--refits", "2", "--output", str(output)]
