@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
 from train_entry.optimizer import OptimizerConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TRIAL_CONFIG_JSON = "trial_config.json"
 """Written by a trial into its output directory before it trains: the config it is a function of."""
@@ -186,13 +189,17 @@ class TrialStatus(str, enum.Enum):
     DIVERGED = "diverged"
 
 
-def domain_gain(domain_loss: float, base_domain_loss: float) -> float:
+Losses = TypeVar("Losses", float, "np.ndarray")
+"""One loss, or a numpy column of them (the law's table): the two formulas hold elementwise."""
+
+
+def domain_gain(domain_loss: Losses, base_domain_loss: Losses) -> Losses:
     """How much less the domain loss is than the base's, as a share of the base's (DESIGN.md's vocabulary); every
     caller computes it here."""
     return 1.0 - domain_loss / base_domain_loss
 
 
-def forgetting(general_loss: float, base_general_loss: float) -> float:
+def forgetting(general_loss: Losses, base_general_loss: Losses) -> Losses:
     """How much more the general loss is than the base's, as a share of the base's; every caller computes it here."""
     return general_loss / base_general_loss - 1.0
 

@@ -19,6 +19,7 @@ from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.optimizer import OptimizerConfig
+from train_entry.trial_config import domain_gain, forgetting
 
 MIN_PARAMETERS = 1e3
 MAX_PARAMETERS = 1e13
@@ -146,12 +147,12 @@ class ObservationTable:
     @cached_property
     def forgetting(self) -> np.ndarray:
         """general_loss / base_general_loss - 1 per row."""
-        return self.general_loss / self.base_general_loss - 1.0
+        return forgetting(self.general_loss, self.base_general_loss)
 
     @cached_property
     def domain_gain(self) -> np.ndarray:
         """1 - domain_loss / base_domain_loss per row."""
-        return 1.0 - self.domain_loss / self.base_domain_loss
+        return domain_gain(self.domain_loss, self.base_domain_loss)
 
     @cached_property
     def trial_key(self) -> np.ndarray:
