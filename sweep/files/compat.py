@@ -55,6 +55,7 @@ SPEC = FileFormat(
     "run the sweep again with this one into a new run directory",
 )
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
+TRIAL_BASE = FileFormat("trial's base losses", 1, NEW_RUN)
 
 FILES: dict[str, FileFormat] = {
     "run.json": RUN_RECORD,
@@ -73,6 +74,7 @@ FILES: dict[str, FileFormat] = {
     "promotion/<id>/jobs/<submission>/job.json": JOB,
     "<the job's storage>/<submission>/result.json": JOB_RESULT,
     "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
+    "<the study's storage>: each trial's user attr 'base_losses'": TRIAL_BASE,
     "data/tiny-llama/cpt_sweep_base.json": SHIPPED_BASE,
     "`sweep law fit --output FILE`": LAW_FIT,
 }

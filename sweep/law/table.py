@@ -19,15 +19,13 @@ from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.optimizer import OptimizerConfig
-from train_entry.trial_config import domain_gain, forgetting
+from train_entry.trial_config import MAX_LOSS, domain_gain, forgetting
 
 MIN_PARAMETERS = 1e3
 MAX_PARAMETERS = 1e13
 """N between a thousand and ten trillion non-embedding parameters: any real model, far from a typo in the exponent."""
 MAX_TOKENS = 1e15
 """A quadrillion continued-pretraining tokens: a hundred times the largest pretraining runs."""
-MAX_LOSS = 100.0
-"""Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
 MAX_RATIO = 11.0
 """A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
 allows (sweep.law.forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,

@@ -5,8 +5,6 @@ import pytest
 from train_entry.trial_config import (
     BaseLosses,
     Metrics,
-    base_domain_loss,
-    base_general_loss,
     domain_gain,
     forgetting,
 )
@@ -19,8 +17,3 @@ def test_a_trials_metrics_are_the_two_formulas_of_its_losses_against_the_bases()
     )
     assert metrics.domain_gain == domain_gain(4.0, 5.0) == pytest.approx(0.2)
     assert metrics.forgetting == forgetting(4.1, 4.0) == pytest.approx(0.025)
-
-
-def test_the_bases_losses_solve_the_formulas_back():
-    assert base_domain_loss(4.0, domain_gain(4.0, 5.0)) == pytest.approx(5.0)
-    assert base_general_loss(4.1, forgetting(4.1, 4.0)) == pytest.approx(4.0)
