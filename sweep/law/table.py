@@ -3,8 +3,9 @@ trials included up to where they stopped, so that no argmax and no survivor is e
 
 A row says where a trial stood when it was evaluated (its rung's N, the continued-pretraining tokens it had read,
 its peak LR and mix, the mean of its LR schedule so far) and what both validation losses and its base's losses
-were. A ladder builds its table from its rungs' studies; `sweep law fit` reads one from a CSV (sweep.ladder.
-law_csv). Both arrive here as typed rows, and the law reads them as numpy arrays.
+were. A ladder builds its table from its rungs' studies (sweep.ladder.law_study, with the base's losses each trial
+stored); `sweep law fit` reads one from a CSV (sweep.law.csv). Both arrive here as typed rows, and the law reads them
+as numpy arrays.
 """
 
 from __future__ import annotations
