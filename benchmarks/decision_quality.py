@@ -122,7 +122,7 @@ class Bench:
         # Corpus paths come out absolute, so the variants' specs load from the work directory.
         self.raw = load_spec(spec_path).model_dump(mode="json", exclude_none=True)
         self.raw["tracking"] = {"wandb": {"mode": "disabled"}}
-        self.budget = self.raw["objective"]["forgetting_budget"]
+        self.forgetting_budget = self.raw["objective"]["forgetting_budget"]
         self.proxy_seed = self.raw["proxy"]["seed"]
         self.remeasured_file = self.workdir / "remeasured.json"
         stored = json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
@@ -270,7 +270,7 @@ def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dic
     expected = len(GRID_LR_FRACTIONS) * len(bench.raw["space"]["mix"])
     if len(truth) < expected:
         raise SystemExit(f"the grid {run.path} has {len(truth)} completed points of {expected}")
-    point, measured = best_feasible(truth, bench.budget)
+    point, measured = best_feasible(truth, bench.forgetting_budget)
     again = bench.remeasure(point, bench.proxy_seed, 0)
     if abs(again.domain_gain - measured.domain_gain) <= REPRODUCE_TOLERANCE:
         console.print(f"grid {run.path}: best feasible {point.key} gain {measured.domain_gain:.4f}, reproduced")
@@ -289,7 +289,7 @@ def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dic
 def fresh_truth(bench: Bench, points: list[Point]) -> tuple[Point, float]:
     """Measures the grid's points at every fresh seed on its fresh draw (one proxy trial each, run to its end as the
     grid's are); the best feasible point on the fresh means and its mean gain."""
-    point, mean = best_feasible({point: _mean(bench.fresh(point)) for point in points}, bench.budget)
+    point, mean = best_feasible({point: _mean(bench.fresh(point)) for point in points}, bench.forgetting_budget)
     return point, mean.domain_gain
 
 
@@ -326,7 +326,7 @@ def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float
         fresh_gain=mean.domain_gain,
         fresh_forgetting=mean.forgetting,
         regret=best_gain - mean.domain_gain,
-        within_budget=sum(is_feasible(m.forgetting, bench.budget) for m in fresh),
+        within_budget=sum(is_feasible(m.forgetting, bench.forgetting_budget) for m in fresh),
         tokens_fraction=summary.cost.tokens_used / grid_tokens,
         wall_seconds=wall,
     )
@@ -342,9 +342,9 @@ def calibration_pairs(bench: Bench, run: RunDir, grid_points: list[Point]) -> li
     points = sorted(grid_points, key=lambda point: point.key)
     shares = [MixRatio.parse(point.mix).domain_share for point in points]
     _, forgetting = surrogate.predict([point.lr_fraction for point in points], shares)
-    probability = forgetting.probability_at_most(bench.budget)
+    probability = forgetting.probability_at_most(bench.forgetting_budget)
     return [
-        (float(p), is_feasible(measured.forgetting, bench.budget))
+        (float(p), is_feasible(measured.forgetting, bench.forgetting_budget))
         for point, p in zip(points, probability)
         for measured in bench.fresh(point)
     ]
@@ -444,7 +444,7 @@ def main() -> None:
     assert bench.draws is not None  # settled above
     console.print(bench.draws.describe())
     _print_verdict(console, outcomes, bins)
-    results = {"budget": bench.budget, "fresh_seeds": FRESH_SEEDS, "fresh_draws": bench.draws.by_seed,
+    results = {"budget": bench.forgetting_budget, "fresh_seeds": FRESH_SEEDS, "fresh_draws": bench.draws.by_seed,
                "stable_extra_draws": bench.draws.stable_extra, "grid_best_gain": best_gain,
                "outcomes": [asdict(o) for o in outcomes], "calibration": bins}  # fmt: skip
     (bench.workdir / "decision_quality.json").write_text(json.dumps(results, indent=2))
@@ -458,15 +458,15 @@ def measure(
     for name, (run, _) in sweeps.items():  # first: whether the picks hold on fresh text is known before the grids end
         point = picked(name, run)
         fresh = bench.fresh(point)
-        within = sum(is_feasible(m.forgetting, bench.budget) for m in fresh)
+        within = sum(is_feasible(m.forgetting, bench.forgetting_budget) for m in fresh)
         forgetting = ", ".join(f"{m.forgetting:.4f}" for m in fresh)
         console.print(f"{name}: pick {point.key} within budget on {within}/{len(fresh)} fresh re-runs ({forgetting})")
     truth, grid_tokens = ground_truth(bench, grid, console)
-    console.print(grid_table(truth, bench.budget))
+    console.print(grid_table(truth, bench.forgetting_budget))
     best_point, best_gain = fresh_truth(bench, list(truth))
     console.print(f"best feasible on the fresh means: {best_point.key}, gain {best_gain:.4f}")
     outcomes = [evaluate(bench, name, run, wall, best_gain, grid_tokens) for name, (run, wall) in sweeps.items()]
-    console.print(outcome_table(outcomes, best_gain, bench.budget))
+    console.print(outcome_table(outcomes, best_gain, bench.forgetting_budget))
     pairs = [
         pair
         for name, (run, _) in sweeps.items()

@@ -30,7 +30,6 @@ from sweep.space import LRFractionRange, MixRange
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from train_entry.mix import MixRatio
-from train_entry.trial_config import base_domain_loss, base_general_loss
 
 STATUS_COLOURS = {
     Status.COMPLETED: "#2b6cb0",
@@ -360,13 +359,12 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
     pick_trials = set(snapshot.summary.pick_trials)
     marks = {Status.PRUNED: "X", Status.DIVERGED: "v", Status.RUNNING: ">"}
     for ax, loss in zip(axes, ("domain_loss", "general_loss")):
-        base = _base_loss(snapshot, loss)
-        # Every trial starts from the base: its loss at 0 tokens.
-        start = [] if base is None else [(0, base)]
         for row in snapshot.rows:
             history = snapshot.histories.get(row.number)
             if not history:
                 continue
+            # Every trial starts from the base: its loss at 0 tokens on the trial's own validation draw.
+            start = [(0, getattr(snapshot.bases[row.number], loss))]
             # A diverged trial's last evaluation may be NaN or inf: it ends at its last finite one.
             finite = [(m.tokens_seen, getattr(m, loss)) for m in history if math.isfinite(getattr(m, loss))]
             if not finite:
@@ -380,7 +378,8 @@ def curves_figure(snapshot: RunSnapshot) -> Figure:
                 ax.plot(tokens[-1], values[-1], marks[row.status], color=colour, markersize=8)
             end = (tokens[-1], values[-1])
             ax.annotate(str(row.number), end, xytext=(3, 0), textcoords="offset points", fontsize=7)
-        if base is not None:
+        # One line per validation draw the trials were measured on (the confirmation rounds' draws differ).
+        for base in sorted({getattr(base, loss) for base in snapshot.bases.values()}):
             ax.axhline(base, color="#4a5568", linestyle=":", linewidth=1.2)
         ax.set_xlabel("tokens")
         ax.set_ylabel(loss)
@@ -449,17 +448,6 @@ def _edges(low: float, high: float, bins: int, *, log: bool) -> list[float]:
 
 def _bin(edges: list[float], value: float) -> int:
     return min(max(int(np.searchsorted(edges, value, side="right")) - 1, 0), len(edges) - 2)
-
-
-def _base_loss(snapshot: RunSnapshot, loss: str) -> float | None:
-    """The base's own loss, read back from any evaluation: domain_gain and forgetting are relative to it."""
-    for history in snapshot.histories.values():
-        for m in history:
-            if loss == "domain_loss" and m.domain_gain < 1.0:
-                return base_domain_loss(m.domain_loss, m.domain_gain)
-            if loss == "general_loss" and math.isfinite(m.forgetting) and m.forgetting > -1.0:
-                return base_general_loss(m.general_loss, m.forgetting)
-    return None
 
 
 def close(figure: Figure) -> None:

@@ -17,14 +17,15 @@ from sweep.choice.best import BestSummary, best_summary_with, trials_expected
 from sweep.choice.observed import Selection, select
 from sweep.choice.surrogate import Surrogate, fit_surrogate
 from sweep.files.rundir import NotARunDirectory, RunDir
+from sweep.files.storage_url import shown_url
 from sweep.files.yaml_file import YamlFileError, read_yaml
 from sweep.space import MixRange, SearchSpace
-from sweep.study.record import history_of
+from sweep.study.record import base_losses_of, history_of
 from sweep.study.row import TrialRow
 from sweep.study.run_study import open_run
 from sweep.study.study import SweepPlan
 from sweep.study.table import rows_of
-from train_entry.trial_config import Metrics
+from train_entry.trial_config import BaseLosses, Metrics
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -40,6 +41,8 @@ class RunSnapshot:
     rows: list[TrialRow]
     histories: dict[int, list[Metrics]]
     """Every evaluation of each trial that kept them, by trial number."""
+    bases: dict[int, BaseLosses]
+    """The base's losses each trial in `histories` stored, by trial number: where its learning curves start."""
     without_history: list[int]
     """Trials recorded before evaluations were kept (a run made by an older cpt-sweep)."""
     selection: Selection
@@ -80,6 +83,8 @@ def load_run(run_dir: Path) -> RunSnapshot:
     frozen_trials = sweep.trials()
     rows = rows_of(frozen_trials, plan)
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
+    study = f"study {record.study_name!r} in {shown_url(record.url(run))}"
+    bases = {frozen.number: base_losses_of(frozen, study=study) for frozen in frozen_trials if histories[frozen.number]}
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     everything = fit_surrogate(rows, plan.space)
     summary = best_summary_with(everything, selection, rows, plan)
@@ -91,6 +96,7 @@ def load_run(run_dir: Path) -> RunSnapshot:
         spec=_spec_as_written(run),
         rows=rows,
         histories={number: history for number, history in histories.items() if history is not None},
+        bases=bases,
         without_history=[number for number, history in histories.items() if history is None],
         selection=selection,
         surrogate=pick_surrogate(summary, rows, plan.space, fitted=everything),

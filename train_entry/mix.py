@@ -56,6 +56,13 @@ class MixRatio:
         return f"{_number(self.general)}:{_number(self.domain)}"
 
 
+def ratio_of(log_ratio: float) -> MixRatio:
+    """A mix on a range's grid (or extrapolated by a ladder), written with its smaller side 1 and 3 significant
+    digits ("1.5:1"), and exactly that ratio: the point promoted is the point shown."""
+    larger = float(f"{math.exp(abs(log_ratio)):.3g}")
+    return MixRatio(larger, 1.0) if log_ratio >= 0 else MixRatio(1.0, larger)
+
+
 def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.4g}"
 

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
 from train_entry.optimizer import OptimizerConfig
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TRIAL_CONFIG_JSON = "trial_config.json"
 """Written by a trial into its output directory before it trains: the config it is a function of."""
@@ -59,11 +62,17 @@ class CorpusPrefixes(StrictConfig):
     non_english: str | None = None
 
 
+MAX_LOSS = 100.0
+"""Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
+
+
 class BaseLosses(StrictConfig):
     """The base's own losses on the fixed validation sets: the reference for gain and forgetting."""
 
-    domain_loss: float
-    general_loss: float
+    domain_loss: float = Field(gt=0.0, le=MAX_LOSS)
+    """Nats per token; above zero, since domain_gain divides by it."""
+    general_loss: float = Field(gt=0.0, le=MAX_LOSS)
+    """Nats per token; above zero, since forgetting divides by it."""
     domain_sequences: list[float] = Field(default_factory=list, max_length=100_000)
     """Each domain validation sequence's mean token loss under the base, in the set's order (empty: not measured
     sequence by sequence): with a trial's own, how much another draw of text would move its figures (TextError)."""
@@ -186,25 +195,19 @@ class TrialStatus(str, enum.Enum):
     DIVERGED = "diverged"
 
 
-def domain_gain(domain_loss: float, base_domain_loss: float) -> float:
+Losses = TypeVar("Losses", float, "np.ndarray")
+"""One loss, or a numpy column of them (the law's table): the two formulas hold elementwise."""
+
+
+def domain_gain(domain_loss: Losses, base_domain_loss: Losses) -> Losses:
     """How much less the domain loss is than the base's, as a share of the base's (DESIGN.md's vocabulary); every
     caller computes it here."""
     return 1.0 - domain_loss / base_domain_loss
 
 
-def forgetting(general_loss: float, base_general_loss: float) -> float:
+def forgetting(general_loss: Losses, base_general_loss: Losses) -> Losses:
     """How much more the general loss is than the base's, as a share of the base's; every caller computes it here."""
     return general_loss / base_general_loss - 1.0
-
-
-def base_domain_loss(domain_loss: float, gain: float) -> float:
-    """The base's domain loss that `gain` was measured against: `domain_gain` solved for it."""
-    return domain_loss / (1.0 - gain)
-
-
-def base_general_loss(general_loss: float, forgot: float) -> float:
-    """The base's general loss that `forgot` was measured against: `forgetting` solved for it."""
-    return general_loss / (1.0 + forgot)
 
 
 class Metrics(StrictConfig):

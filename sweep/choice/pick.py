@@ -34,7 +34,7 @@ from sweep.space import LRFractionRange, MixRange, SearchSpace
 from sweep.study.config import PickConfig
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig
-from train_entry.mix import MixRatio
+from train_entry.mix import ratio_of
 
 LR_GRID = 41
 """Candidate lr_fractions over a range: steps of 3.5 % over the default 0.05-0.20, finer than a proxy
@@ -365,10 +365,3 @@ def _picked(lr_fraction: float, mix: str, domain_share: float, used: list[TrialR
 
 def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
-
-
-def ratio_of(log_ratio: float) -> MixRatio:
-    """A mix on a range's grid (or extrapolated by a ladder), written with its smaller side 1 and 3 significant
-    digits ("1.5:1"), and exactly that ratio: the point promoted is the point shown."""
-    larger = float(f"{math.exp(abs(log_ratio)):.3g}")
-    return MixRatio(larger, 1.0) if log_ratio >= 0 else MixRatio(1.0, larger)

@@ -37,8 +37,8 @@ NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory, or 
 
 RUN_RECORD = FileFormat("run record", 1, RESUME)
 BEST = FileFormat("sweep summary", 3, RESUME)
-LADDER = FileFormat("ladder summary", 2, NEW_RUN)
-LAW_FIT = FileFormat("law fit report", 2, "fit it again with this cpt-sweep: `sweep law fit`")
+LADDER = FileFormat("ladder summary", 3, NEW_RUN)
+LAW_FIT = FileFormat("law fit report", 3, "fit it again with this cpt-sweep: `sweep law fit`")
 PLAN = FileFormat("promotion plan", 3, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
 JOBS = FileFormat(
     "list of job records",
@@ -55,6 +55,7 @@ SPEC = FileFormat(
     "run the sweep again with this one into a new run directory",
 )
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
+TRIAL_BASE = FileFormat("trial's base losses", 1, NEW_RUN)
 
 FILES: dict[str, FileFormat] = {
     "run.json": RUN_RECORD,
@@ -73,6 +74,7 @@ FILES: dict[str, FileFormat] = {
     "promotion/<id>/jobs/<submission>/job.json": JOB,
     "<the job's storage>/<submission>/result.json": JOB_RESULT,
     "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
+    "<the study's storage>: each trial's user attr 'base_losses'": TRIAL_BASE,
     "data/tiny-llama/cpt_sweep_base.json": SHIPPED_BASE,
     "`sweep law fit --output FILE`": LAW_FIT,
 }

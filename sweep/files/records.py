@@ -70,11 +70,28 @@ def read_model(
     except OSError as exc:
         raise CorruptFile(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
     except ValidationError as exc:
-        where, error = _named(exc, text)
-        raise CorruptFile(
-            f"{path} is not a {what} cpt-sweep wrote: {where or '(top level)'}: {error['msg']}"
-            + (f" (got {quoted(error['input'])})" if "input" in error and error["type"] != "json_invalid" else "")
-        ) from None
+        raise _invalid(str(path), what, exc, text) from None
+
+
+def read_stored(place: str, data: Any, model: type[Model], *, fmt: FileFormat) -> Model:
+    """A record kept in another tool's store (a user attr of an Optuna trial) validated as `model`, strictly (a
+    number stored as a string is refused), once its version is checked; CorruptFile naming `place`, the key and the
+    value otherwise."""
+    try:
+        text = json.dumps(fmt.unstamped(place, data)).encode()
+        return model.model_validate_json(text, strict=True)
+    except FormatError as exc:
+        raise CorruptFile(str(exc)) from None
+    except ValidationError as exc:
+        raise _invalid(place, fmt.what, exc, text) from None
+
+
+def _invalid(place: str, what: str, exc: ValidationError, text: bytes) -> CorruptFile:
+    where, error = _named(exc, text)
+    return CorruptFile(
+        f"{place} is not a {what} cpt-sweep wrote: {where or '(top level)'}: {error['msg']}"
+        + (f" (got {quoted(error['input'])})" if "input" in error and error["type"] != "json_invalid" else "")
+    )
 
 
 def _named(exc: ValidationError, text: bytes) -> tuple[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sweep.files.rundir import RunDir, check_run_name
+from sweep.files.storage_url import shown_url
 from sweep.ladder.gpus import rung_gpus
 from sweep.ladder.law_study import study_observations
 from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
@@ -120,10 +121,11 @@ def _start(spec: SweepSpec, run: RunDir, rungs: list[RungSpec], target: LadderTa
 
 def _with_rung(summary: LadderSummary, rung: RungSpec, rung_run: RunDir) -> LadderSummary:
     """The summary with a finished rung's evaluations, read from its study."""
-    _, sweep = open_run(rung_run)
+    record, sweep = open_run(rung_run)
     design = rung.design
+    study = f"study {record.study_name!r} in {shown_url(record.url(rung_run))}"
     rows = study_observations(
-        sweep, rung=rung.name, parameters=design.parameters, pretrain_tokens=design.pretrain_tokens
+        sweep, rung=rung.name, parameters=design.parameters, pretrain_tokens=design.pretrain_tokens, study=study
     )
     result = RungResult(name=rung.name, trials=len({row.trial for row in rows}), evaluations=len(rows))
     return summary.model_copy(

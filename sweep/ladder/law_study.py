@@ -1,5 +1,6 @@
 """A rung's sweep as rows of the law's table: every evaluation of every trial in its study, pruned, guarded and
-replicate trials included up to where they stopped (sweep.record keeps each trial's evaluations in its history).
+replicate trials included up to where they stopped (sweep.record keeps each trial's evaluations in its history),
+each against the base's losses the trial stored, never solved back from its domain_gain and forgetting.
 
 An evaluation with a loss that is not finite (a diverging trial's last) is no observation of the law; its trial's
 earlier evaluations are.
@@ -9,15 +10,18 @@ from __future__ import annotations
 
 import math
 
-from sweep.law.table import MAX_LOSS, Observation, lr_mean
-from sweep.study.record import Attr, history_of
+from sweep.law.table import Observation, lr_mean
+from sweep.study.record import Attr, base_losses_of, history_of
 from sweep.study.study import SweepStudy
 from sweep.study.table import point_params
-from train_entry.trial_config import Metrics
+from train_entry.trial_config import MAX_LOSS, Metrics
 
 
-def study_observations(sweep: SweepStudy, *, rung: str, parameters: int, pretrain_tokens: float) -> list[Observation]:
-    """Every usable evaluation of every trial of `sweep`, the rung's study, as rows of rung `rung`."""
+def study_observations(
+    sweep: SweepStudy, *, rung: str, parameters: int, pretrain_tokens: float, study: str
+) -> list[Observation]:
+    """Every usable evaluation of every trial of `sweep`, the rung's study, as rows of rung `rung`; `study` says
+    where the study is kept, for the error a corrupt stored base loss is (CorruptFile)."""
     plan = sweep.plan
     rows = []
     for frozen in sweep.trials():
@@ -26,6 +30,7 @@ def study_observations(sweep: SweepStudy, *, rung: str, parameters: int, pretrai
         if not history:
             continue
         point = plan.space.point(params)
+        base = base_losses_of(frozen, study=study)
         for metrics in history:
             if not _usable(metrics):
                 continue
@@ -42,17 +47,17 @@ def study_observations(sweep: SweepStudy, *, rung: str, parameters: int, pretrai
                     domain_share=point.mix.domain_share,
                     general_loss=metrics.general_loss,
                     domain_loss=metrics.domain_loss,
-                    base_general_loss=metrics.general_loss / (1.0 + metrics.forgetting),
-                    base_domain_loss=metrics.domain_loss / (1.0 - metrics.domain_gain),
+                    base_general_loss=base.general_loss,
+                    base_domain_loss=base.domain_loss,
                 )
             )
     return rows
 
 
 def _usable(metrics: Metrics) -> bool:
-    values = (metrics.general_loss, metrics.domain_loss, metrics.forgetting, metrics.domain_gain)
-    if not all(math.isfinite(value) for value in values) or metrics.domain_gain >= 1.0 or metrics.forgetting <= -1.0:
-        return False
-    bases = (metrics.general_loss / (1.0 + metrics.forgetting), metrics.domain_loss / (1.0 - metrics.domain_gain))
-    losses = (metrics.general_loss, metrics.domain_loss, *bases)
-    return metrics.step > 0 and metrics.tokens_seen > 0 and all(0.0 < loss <= MAX_LOSS for loss in losses)
+    losses = (metrics.general_loss, metrics.domain_loss)
+    return (
+        metrics.step > 0
+        and metrics.tokens_seen > 0
+        and all(math.isfinite(loss) and 0.0 < loss <= MAX_LOSS for loss in losses)
+    )

@@ -96,7 +96,7 @@ def ensemble_answer(
 class _Rule:
     laws: Sequence[Surface]
     target: TargetScale
-    budget: float
+    forgetting_budget: float
     pick: PickConfig
     limits: tuple[float, float]
     """Of log lr_fraction: where the optimum is looked for."""
@@ -119,7 +119,7 @@ class _Rule:
     def scores(self, gain: np.ndarray, forgetting: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """P(forgetting <= budget) and the lower-confidence gain at each point; a law that overflows there counts
         as over the budget and sends the gain's bound to -inf."""
-        probability = np.mean(np.nan_to_num(forgetting, nan=np.inf) <= self.budget, axis=0)
+        probability = np.mean(np.nan_to_num(forgetting, nan=np.inf) <= self.forgetting_budget, axis=0)
         with np.errstate(invalid="ignore", over="ignore"):
             lower = np.mean(gain, axis=0) - self.pick.gain_lower_sd * np.std(gain, axis=0)
         return probability, np.where(np.all(np.isfinite(gain), axis=0), lower, -np.inf)

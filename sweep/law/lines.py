@@ -83,7 +83,9 @@ def _prediction_lines(prediction: TargetPrediction) -> list[str]:
         f"N {target.parameters:.4g}, {target.tokens:.4g} tokens after {target.pretrain_tokens:.4g} of pretraining, "
         f"mean LR {target.lr_mean:.3g} of the peak"
     )
-    lines = [f"target {target.name}: {scale}; forgetting budget {prediction.budget:.4g}; searched {searched}"]
+    lines = [
+        f"target {target.name}: {scale}; forgetting budget {prediction.forgetting_budget:.4g}; searched {searched}"
+    ]
     intervals = prediction.intervals
 
     def span(value: float, name: str, digits: str) -> str:

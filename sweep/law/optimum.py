@@ -15,11 +15,10 @@ import numpy as np
 from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
-from sweep.choice.pick import ratio_of
 from sweep.law.model import Law, LossLaw, Values
 from sweep.law.table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
 from train_entry.config import StrictConfig
-from train_entry.mix import MixRatio
+from train_entry.mix import MixRatio, ratio_of
 
 WIDENING = 4.0
 """How far beyond the box's lr_fraction range the optimum is looked for: far enough to tell "the law's optimum

@@ -81,7 +81,7 @@ class TargetPrediction(StrictConfig):
     """What the law says at one target."""
 
     target: TargetScale
-    budget: float = Field(ge=0.0)
+    forgetting_budget: float = Field(ge=0.0)
     box: SearchBox
     pick: PickConfig
     """The rule the answer follows: the spec's objective.pick (a ladder), or --min-probability (sweep law fit)."""
@@ -127,7 +127,7 @@ def predict(
 ) -> TargetPrediction:
     """The law's answer at `target` by the pick's rule, with intervals, or a refusal saying why there is none."""
     mean = laws.stacked()
-    base = {"target": target, "budget": budget, "box": box, "pick": pick}
+    base = {"target": target, "forgetting_budget": budget, "box": box, "pick": pick}
     refused = credibility(laws.best.law, target, table)
     if refused is not None:
         return TargetPrediction(
@@ -336,7 +336,7 @@ def _refusal(
 
 
 def _below_threshold(prediction: TargetPrediction, least: float) -> str:
-    name, pick, budget = prediction.target.name, prediction.pick, prediction.budget
+    name, pick, budget = prediction.target.name, prediction.pick, prediction.forgetting_budget
     mean = prediction.mean_optimum
     if mean is None:
         return (

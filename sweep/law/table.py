@@ -3,8 +3,9 @@ trials included up to where they stopped, so that no argmax and no survivor is e
 
 A row says where a trial stood when it was evaluated (its rung's N, the continued-pretraining tokens it had read,
 its peak LR and mix, the mean of its LR schedule so far) and what both validation losses and its base's losses
-were. A ladder builds its table from its rungs' studies; `sweep law fit` reads one from a CSV (sweep.ladder.
-law_csv). Both arrive here as typed rows, and the law reads them as numpy arrays.
+were. A ladder builds its table from its rungs' studies (sweep.ladder.law_study, with the base's losses each trial
+stored); `sweep law fit` reads one from a CSV (sweep.law.csv). Both arrive here as typed rows, and the law reads them
+as numpy arrays.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from pydantic import Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.optimizer import OptimizerConfig
+from train_entry.trial_config import MAX_LOSS, domain_gain, forgetting
 
 MIN_PARAMETERS = 1e3
 MAX_PARAMETERS = 1e13
 """N between a thousand and ten trillion non-embedding parameters: any real model, far from a typo in the exponent."""
 MAX_TOKENS = 1e15
 """A quadrillion continued-pretraining tokens: a hundred times the largest pretraining runs."""
-MAX_LOSS = 100.0
-"""Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
 MAX_RATIO = 11.0
 """A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
 allows (sweep.law.forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
@@ -146,12 +146,12 @@ class ObservationTable:
     @cached_property
     def forgetting(self) -> np.ndarray:
         """general_loss / base_general_loss - 1 per row."""
-        return self.general_loss / self.base_general_loss - 1.0
+        return forgetting(self.general_loss, self.base_general_loss)
 
     @cached_property
     def domain_gain(self) -> np.ndarray:
         """1 - domain_loss / base_domain_loss per row."""
-        return 1.0 - self.domain_loss / self.base_domain_loss
+        return domain_gain(self.domain_loss, self.base_domain_loss)
 
     @cached_property
     def trial_key(self) -> np.ndarray:

@@ -73,7 +73,7 @@ def proxy_trainable(
         return run_trial(trial_config, logged)
 
     with tracked:
-        run_study_trial(sweep, number, run, on_report=lambda metrics: tune.report(metrics.model_dump()))
+        run_study_trial(sweep, number, run, base=trial_config.base_losses, on_report=_to_tune)
         # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
         row = trial_row(sweep.frozen(number), sweep.plan)
         within = is_feasible(row.forgetting, sweep.plan.forgetting_budget) if row.status is Status.COMPLETED else None
@@ -81,3 +81,7 @@ def proxy_trainable(
     # Ray's last result of the trial says how it ended. A trial that diverged before its first evaluation
     # reported nothing, and Tune's console reporter prints "Trial ... completed. Last result: " for it.
     tune.report({"status": row.status.value})
+
+
+def _to_tune(metrics: Metrics) -> None:
+    tune.report(metrics.model_dump())

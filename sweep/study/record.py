@@ -14,7 +14,9 @@ import enum
 import optuna
 from optuna.trial import TrialState
 
-from train_entry.trial_config import Metrics
+from sweep.files.compat import TRIAL_BASE
+from sweep.files.records import CorruptFile, read_stored
+from train_entry.trial_config import BaseLosses, Metrics
 
 
 class Status(str, enum.Enum):
@@ -63,6 +65,10 @@ class Attr(str, enum.Enum):
     TextError dict): the validation sample's share of the noise, which the surrogate adds to its P."""
     REPLICATE_OF = "replicate_of"
     """The number of the trial whose point a replicate re-runs with another seed."""
+    BASE_LOSSES = "base_losses"
+    """The base's domain and general losses on the trial's validation draw (with their format version), written
+    when the trial starts: what its domain_gain and forgetting are relative to, kept so that no reader (the ladder's
+    law, the report's curves) solves the two formulas back for them."""
 
 
 def best_of(history: list[Metrics]) -> Metrics:
@@ -90,3 +96,20 @@ def status_of(frozen: optuna.trial.FrozenTrial) -> Status:
         return Status(recorded)
     # Told by something other than this tool (e.g. by hand from optuna-dashboard).
     return {TrialState.COMPLETE: Status.COMPLETED, TrialState.PRUNED: Status.PRUNED}.get(frozen.state, Status.FAILED)
+
+
+def base_attr(base: BaseLosses) -> dict:
+    """The base's two losses as a trial stores them (the per-sequence losses stay in its trial_config.json)."""
+    return TRIAL_BASE.stamped(base.model_dump(mode="json", include={"domain_loss", "general_loss"}))
+
+
+def base_losses_of(frozen: optuna.trial.FrozenTrial, *, study: str) -> BaseLosses:
+    """The base's losses a trial was measured against, as it stored them; CorruptFile naming `study` (where the
+    study is kept), the trial and the key when they are missing or not what cpt-sweep writes there."""
+    place = f"{study}: trial {frozen.number}'s user attr {Attr.BASE_LOSSES.value!r}"
+    if Attr.BASE_LOSSES.value not in frozen.user_attrs:
+        raise CorruptFile(
+            f"{place} is missing: the trial was recorded by an earlier cpt-sweep, before trials kept their base's "
+            f"losses; {TRIAL_BASE.remedy}"
+        )
+    return read_stored(place, frozen.user_attrs[Attr.BASE_LOSSES.value], BaseLosses, fmt=TRIAL_BASE)

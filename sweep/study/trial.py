@@ -15,9 +15,9 @@ from typing import Any
 from optuna.trial import TrialState
 
 from sweep.study.pruning import PruningReporter
-from sweep.study.record import Attr, Status, best_of, status_of
+from sweep.study.record import Attr, Status, base_attr, best_of, status_of
 from sweep.study.study import SweepStudy
-from train_entry.trial_config import Metrics, TrialResult, TrialStatus
+from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus
 
 Report = Callable[[Metrics], bool]
 """What a proxy trial calls at each evaluation; True stops it."""
@@ -34,9 +34,12 @@ def run_study_trial(
     number: int,
     run: Callable[[Report], TrialResult],
     *,
+    base: BaseLosses,
     on_report: Callable[[Metrics], None] = lambda metrics: None,
 ) -> Status:
-    """Runs `run(report)` as Optuna trial `number` and records its outcome; returns its status.
+    """Runs `run(report)` as Optuna trial `number` and records its outcome; returns its status. `base`, the base's
+    losses its metrics are measured against, is stored with it before it runs, as a pruned or failed trial's
+    evaluations are too.
 
     An exception is stored on the trial (so that its FAILED reason survives the retries) and
     raised again for Ray Tune to retry the trial.
@@ -46,6 +49,7 @@ def run_study_trial(
         return status_of(frozen)
     trial = sweep.trial(number)
     trial.set_user_attr(Attr.ATTEMPTS.value, frozen.user_attrs.get(Attr.ATTEMPTS.value, 0) + 1)
+    trial.set_user_attr(Attr.BASE_LOSSES.value, base_attr(base))
     plan = sweep.plan
     reporter = PruningReporter(
         trial=trial,

@@ -11,12 +11,15 @@ import optuna
 import pytest
 
 from cli import main
-from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, STUDY_PLAN, TRIAL_CONFIG
+from sweep.files.compat import BEST, FORMAT_KEY, PLAN, RUN_RECORD, STUDY_PLAN, TRIAL_BASE, TRIAL_CONFIG
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.promote.plan.plan import Plan
-from sweep.study.study import PLAN_ATTR
+from sweep.study.record import Attr
+from sweep.study.study import PLAN_ATTR, open_study
+from sweep.study.trial import run_study_trial
 from tests.sweep.promote.promote_runs import write_run
+from tests.sweep.scripted import BASE, STEPS, scripted, spec_with
 
 CORRUPT_JSON = {
     "not JSON": "{study_name: oops",
@@ -143,3 +146,25 @@ def test_a_file_of_another_format_version_is_exit_2_naming_it_and_left_as_it_was
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {path}: ") and f"reads {fmt.what} format {fmt.version} only: {fmt.remedy}" in line
     assert snapshot(tmp_path) == before and path.read_bytes() == content
+
+
+def test_a_corrupt_base_loss_a_trial_stored_is_exit_2_naming_the_study_file_trial_and_key(tmp_path, capsys):
+    """The report's curves start at each trial's stored base: a base loss of -1 there is refused, not drawn."""
+    run = RunDir(tmp_path / "runs" / "r")
+    run.path.mkdir(parents=True)
+    record = RunRecord(study_name="r", storage=None)
+    run.write_record(record)
+    sweep = open_study(spec_with(sampler="random").plan(), url=record.url(run), name="r")
+    number = sweep.ask().number
+
+    def overwritten(report):
+        sweep.trial(number).set_user_attr(Attr.BASE_LOSSES.value, TRIAL_BASE.stamped({"domain_loss": -1.0}))
+        return scripted([0.1] * len(STEPS))(report)
+
+    run_study_trial(sweep, number, overwritten, base=BASE)
+    before = snapshot(tmp_path)
+    assert main(["report", str(run.path)]) == 2
+    error = capsys.readouterr().err
+    assert str(run.study_db) in error and "trial 0's user attr 'base_losses'" in error
+    assert "domain_loss: Input should be greater than 0 (got -1.0)" in error and len(error.strip().splitlines()) == 1
+    assert snapshot(tmp_path) == before

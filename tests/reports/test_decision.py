@@ -54,7 +54,7 @@ def snapshot_of(rows: list, plan: SweepPlan = PLAN) -> RunSnapshot:
     summary = best_summary(selection, rows, plan)
     return RunSnapshot(
         name="scripted", run_dir=Path("runs/scripted"), taken_at=dt.datetime.now(dt.UTC), plan=plan, spec={},
-        rows=rows, histories={}, without_history=[], selection=selection,
+        rows=rows, histories={}, bases={}, without_history=[], selection=selection,
         surrogate=pick_surrogate(summary, rows, plan.space, fitted=everything), summary=summary,
     )  # fmt: skip
 

@@ -32,7 +32,7 @@ from sweep.study.record import Attr
 from sweep.study.run_study import open_run
 from sweep.study.study import open_study
 from sweep.study.trial import run_study_trial
-from tests.sweep.scripted import DEFAULT_SPEC, STEPS, scripted, spec_with
+from tests.sweep.scripted import BASE, DEFAULT_SPEC, STEPS, scripted, spec_with
 
 PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "surrogate.png", "curves.png")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -66,13 +66,13 @@ def make_run(runs: Path, name: str, *, finish_all: bool = True, seed: int = 0, c
     sweep = open_study(spec.plan(), url=record.url(run), name=name)
     for top, forgetting in curves:
         gains = [top * (k + 1) / len(STEPS) for k in range(len(STEPS))]
-        run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting))
-    run_study_trial(sweep, sweep.ask().number, scripted([0.05] * len(STEPS), forgetting=0.3))
-    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), diverge_after=STEPS[3]))
+        run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=forgetting), base=BASE)
+    run_study_trial(sweep, sweep.ask().number, scripted([0.05] * len(STEPS), forgetting=0.3), base=BASE)
+    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), diverge_after=STEPS[3]), base=BASE)
     if not finish_all:
         sweep.ask()  # asked and never told: RUNNING, as in a sweep under way
     else:
-        run_study_trial(sweep, sweep.ask().number, scripted([0.02] * len(STEPS), forgetting=0.001))
+        run_study_trial(sweep, sweep.ask().number, scripted([0.02] * len(STEPS), forgetting=0.001), base=BASE)
     return run_dir
 
 

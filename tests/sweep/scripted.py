@@ -10,11 +10,13 @@ from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.trial import Report
 from train_entry.mix import MixRatio
-from train_entry.trial_config import Metrics, TrialResult, TrialStatus
+from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus
 
 DEFAULT_SPEC = Path(__file__).parents[2] / "search_spaces" / "lr_mix.yaml"
 STEPS = tuple(range(25, 201, 25))
 """Evaluations of the test spec: every 25 of the default spec's 200 steps."""
+BASE = BaseLosses(domain_loss=3.0, general_loss=3.0)
+"""The base's losses a scripted trial is measured against, as run_study_trial stores them."""
 
 
 BUDGET = 0.02
@@ -48,8 +50,8 @@ def scripted(gains, *, forgetting=0.0, diverge_after: int | None = None) -> Call
             metrics = Metrics(
                 step=step,
                 tokens_seen=step * 1024,
-                domain_loss=3.0 * (1 - gain),
-                general_loss=3.0 * (1 + forget),
+                domain_loss=BASE.domain_loss * (1 - gain),
+                general_loss=BASE.general_loss * (1 + forget),
                 domain_gain=gain,
                 forgetting=forget,
                 train_loss=3.0,

@@ -119,7 +119,7 @@ def _ladder_point(
         reason=(
             f"the loss law over rungs {', '.join(point.laws.rungs)} ({point.laws.rows} evaluations of "
             f"{point.laws.trials} trials; forms {_weights(point)}): its highest lower-confidence domain_gain with "
-            f"P(forgetting <= {prediction.budget:g}) >= {prediction.pick.min_probability:g} at {target.name}'s "
+            f"P(forgetting <= {prediction.forgetting_budget:g}) >= {prediction.pick.min_probability:g} at {target.name}'s "
             f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens "
             f"(P {prediction.within_budget:.2f}); 90 % intervals over {prediction.refits} bootstrap refits"
         ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from ray.tune.search import Searcher
-from scripted import STEPS, scripted, smooth_rows
+from scripted import BASE, STEPS, scripted, smooth_rows
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, trials_expected
@@ -103,7 +103,7 @@ def test_a_confirmation_trial_that_diverged_does_not_confirm_the_pick():
 
 
 def _finish(sweep, number, *, gain, forgetting):
-    return run_study_trial(sweep, number, scripted([gain] * len(STEPS), forgetting=forgetting))
+    return run_study_trial(sweep, number, scripted([gain] * len(STEPS), forgetting=forgetting), base=BASE)
 
 
 def test_the_searcher_confirms_the_pick_after_the_main_trials_never_prunes_it_and_resumes_it(open_sweep):

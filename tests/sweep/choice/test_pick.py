@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from scripted import STEPS, scripted, spec_with
+from scripted import BASE, STEPS, scripted, spec_with
 from scripted import trial_row as row
 
 from sweep.choice.best import best_summary, read_best, write_best
@@ -199,7 +199,7 @@ def test_best_json_carries_the_pick_from_a_scripted_sweep_and_reads_back_unchang
         trial = sweep.ask()
         lr, share = trial.params["lr_fraction"], MixRatio.parse(trial.params["mix"]).domain_share
         gains = [true_gain(lr, share) * (k + 1) / len(STEPS) for k in range(len(STEPS))]
-        run_study_trial(sweep, trial.number, scripted(gains, forgetting=true_forgetting(lr, share)))
+        run_study_trial(sweep, trial.number, scripted(gains, forgetting=true_forgetting(lr, share)), base=BASE)
     rows = trial_rows(sweep)
     summary = best_summary(select(rows, forgetting_budget=BUDGET, space=sweep.plan.space), rows, sweep.plan)
     run = RunDir(tmp_path)

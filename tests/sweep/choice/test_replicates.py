@@ -3,7 +3,7 @@
 import pytest
 from ray.tune.search import Searcher
 from rich.console import Console
-from scripted import STEPS, scripted, trial_row
+from scripted import BASE, STEPS, scripted, trial_row
 
 from reports.tables import print_outcome
 from sweep.choice.observed import select
@@ -19,7 +19,7 @@ OUTCOMES = {0: (0.20, 0.010), 1: (0.30, 0.050), 2: (0.25, 0.015)}
 
 
 def _finish(sweep, number: int, *, gain: float, forgetting: float) -> Status:
-    return run_study_trial(sweep, number, scripted([gain] * len(STEPS), forgetting=forgetting))
+    return run_study_trial(sweep, number, scripted([gain] * len(STEPS), forgetting=forgetting), base=BASE)
 
 
 def test_the_best_feasible_points_are_re_run_with_the_next_seeds_once_every_main_trial_has_ended(open_sweep):

@@ -27,7 +27,10 @@ from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
-from train_entry.trial_config import Metrics, TrialResult, TrialStatus
+from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus
+
+BASE_LOSSES = BaseLosses(domain_loss=BASE_DOMAIN, general_loss=BASE_GENERAL)
+"""What every rung's trials are measured against, as a trial stores it."""
 
 GRID = {"lr_fraction": [0.05, 0.14, 0.4], "mix": ["8:1", "1:1", "1:3"]}
 """The bundled ladder's box on a 3 x 3 grid: a scripted trial costs a few SQLite writes per evaluation."""
@@ -81,7 +84,7 @@ class LawRungs:
             trial = sweep.ask()
             point = sweep.plan.space.point(trial.params)
             curve = self.curve(rung, trial.number, point.lr_fraction, point.mix.domain_share)
-            run_study_trial(sweep, trial.number, lambda report, curve=curve: _reported(curve, report))
+            run_study_trial(sweep, trial.number, lambda report, curve=curve: _reported(curve, report), base=BASE_LOSSES)
         rows = trial_rows(sweep)
         plan = rung.spec.plan()
         selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)

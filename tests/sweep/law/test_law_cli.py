@@ -52,7 +52,8 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
     report = LAW_FIT.read(output, LawFitReport)
-    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 2
+    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 3
+    assert json.loads(output.read_text())["prediction"]["forgetting_budget"] == 0.01  # the budget's one name
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
     prediction, rule = report.prediction, "highest lower-confidence domain_gain with P(forgetting <= budget) >= 0.9"
     chance = prediction.optimum

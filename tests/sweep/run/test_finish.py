@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scripted import STEPS, scripted
+from scripted import BASE, STEPS, scripted
 
 from sweep.choice.confirmation import Outcome
 from sweep.files.rundir import RunDir
@@ -15,7 +15,7 @@ def test_a_sweep_with_no_feasible_trial_and_nothing_to_confirm_has_finished(open
     sweep = open_sweep(num_trials=4, confirmation={"seeds": 2, "candidates": 2}, pruner={"type": "none"})
     for _ in range(4):
         trial = sweep.ask()
-        run_study_trial(sweep, trial.number, scripted([0.2] * len(STEPS), forgetting=0.1))  # 5 x the budget
+        run_study_trial(sweep, trial.number, scripted([0.2] * len(STEPS), forgetting=0.1), base=BASE)  # 5 x the budget
     run = RunDir(tmp_path / "runs" / "test")
     run.path.mkdir(parents=True)
 
@@ -30,7 +30,7 @@ def test_the_study_names_the_pick_for_optuna_dashboard_and_best_trial_is_the_bes
     sweep = open_sweep(num_trials=5, pruner={"type": "none"}, sampler="random")
     for k in range(5):
         trial = sweep.ask()  # gain and forgetting rise together: the last one is over the 0.02 budget
-        run_study_trial(sweep, trial.number, scripted([0.1 + 0.02 * k] * len(STEPS), forgetting=0.006 * k))
+        run_study_trial(sweep, trial.number, scripted([0.1 + 0.02 * k] * len(STEPS), forgetting=0.006 * k), base=BASE)
     run = RunDir(tmp_path / "runs" / "test")
     run.path.mkdir(parents=True)
 

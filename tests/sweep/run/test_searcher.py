@@ -3,7 +3,7 @@
 import pytest
 from optuna.trial import TrialState
 from ray.tune.search import Searcher
-from scripted import STEPS, scripted
+from scripted import BASE, STEPS, scripted
 
 from sweep.run.searcher import StudySearcher
 from sweep.study.record import Attr
@@ -25,7 +25,7 @@ def test_a_new_sweep_asks_exactly_the_planned_trials(open_sweep):
 def test_a_rerun_first_reruns_interrupted_trials_under_their_number_then_asks_the_rest(open_sweep):
     sweep = open_sweep(num_trials=4)
     done, interrupted = sweep.ask(), sweep.ask()
-    run_study_trial(sweep, done.number, scripted([0.1] * len(STEPS)))
+    run_study_trial(sweep, done.number, scripted([0.1] * len(STEPS)), base=BASE)
     # What a driver killed with -9 leaves behind: `interrupted` is RUNNING for ever.
     searcher = StudySearcher(open_sweep(num_trials=4))
     assert searcher.to_run == 3
@@ -81,7 +81,7 @@ def test_a_trial_that_told_its_own_outcome_is_left_as_it_is(open_sweep):
     sweep = open_sweep(num_trials=2)
     searcher = StudySearcher(sweep)
     number = searcher.suggest("a")[NUMBER]
-    run_study_trial(sweep, number, scripted([0.1] * len(STEPS)))
+    run_study_trial(sweep, number, scripted([0.1] * len(STEPS)), base=BASE)
     searcher.on_trial_complete("a", result={"domain_gain": 0.1})
     assert sweep.frozen(number).state is TrialState.COMPLETE
 
@@ -92,7 +92,7 @@ def test_a_sweep_resumed_after_each_trial_never_runs_a_point_again(open_sweep, s
     alone would start its stream over each time and draw trial 0's point again at the same seed."""
     for _ in range(3):
         sweep = open_sweep(num_trials=3, sampler=sampler)
-        run_study_trial(sweep, StudySearcher(sweep).suggest("next")[NUMBER], scripted([0.1] * len(STEPS)))
+        run_study_trial(sweep, StudySearcher(sweep).suggest("next")[NUMBER], scripted([0.1] * len(STEPS)), base=BASE)
     rows = trial_rows(open_sweep(num_trials=3, sampler=sampler))
     assert len(rows) == 3
     assert len({(row.lr_fraction, row.mix, row.seed) for row in rows}) == 3, [(r.lr_fraction, r.mix) for r in rows]

@@ -245,7 +245,7 @@ def test_trials_on_other_ray_nodes_logged_with_the_key_only_the_driver_had(wandb
 
 
 def test_a_rerun_of_a_finished_sweep_resumes_its_sweep_run_and_a_fresh_sweep_gets_another(open_sweep, tmp_path):
-    from scripted import STEPS, scripted
+    from scripted import BASE, STEPS, scripted
 
     from sweep.choice.best import best_summary
     from sweep.choice.observed import select
@@ -254,7 +254,7 @@ def test_a_rerun_of_a_finished_sweep_resumes_its_sweep_run_and_a_fresh_sweep_get
     from sweep.study.trial import run_study_trial
 
     sweep = open_sweep(sampler="random", pruner={"type": "none"})
-    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), forgetting=0.01))
+    run_study_trial(sweep, sweep.ask().number, scripted([0.1] * len(STEPS), forgetting=0.01), base=BASE)
     rows = trial_rows(sweep)
     summary = best_summary(select(rows, forgetting_budget=0.02, space=sweep.plan.space), rows, sweep.plan)
     target = WandbTarget(mode="offline", project="cpt-sweep-tests", entity=None)

@@ -2,7 +2,7 @@
 
 import pytest
 from optuna.trial import TrialState
-from scripted import STEPS, scripted
+from scripted import BASE, STEPS, scripted
 
 from sweep.study.record import Attr, Status
 from sweep.study.trial import run_study_trial
@@ -20,7 +20,7 @@ def pruner(kind):
 
 def run_good_trials(sweep):
     for gains in GOOD:
-        assert run_study_trial(sweep, sweep.ask().number, scripted(gains)) is Status.COMPLETED
+        assert run_study_trial(sweep, sweep.ask().number, scripted(gains), base=BASE) is Status.COMPLETED
 
 
 @pytest.mark.parametrize("kind", PRUNERS)
@@ -28,7 +28,7 @@ def test_a_trial_far_below_the_others_is_pruned_with_its_intermediate_values(ope
     sweep = open_sweep(sampler="random", pruner=pruner(kind), forgetting_guard=None)
     run_good_trials(sweep)
     number = sweep.ask().number
-    status = run_study_trial(sweep, number, scripted([-0.2] * len(STEPS)))
+    status = run_study_trial(sweep, number, scripted([-0.2] * len(STEPS)), base=BASE)
     frozen = sweep.frozen(number)
     assert status is Status.PRUNED
     assert frozen.state is TrialState.PRUNED
@@ -43,7 +43,10 @@ def test_a_trial_better_than_all_others_runs_its_full_budget(open_sweep, kind):
     sweep = open_sweep(sampler="random", pruner=pruner(kind), forgetting_guard=None)
     run_good_trials(sweep)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted([0.5 + 0.05 * k for k in range(len(STEPS))])) is Status.COMPLETED
+    assert (
+        run_study_trial(sweep, number, scripted([0.5 + 0.05 * k for k in range(len(STEPS))]), base=BASE)
+        is Status.COMPLETED
+    )
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.COMPLETE
     assert frozen.value == pytest.approx(0.5 + 0.05 * (len(STEPS) - 1))  # the final domain_gain is the objective
@@ -52,7 +55,7 @@ def test_a_trial_better_than_all_others_runs_its_full_budget(open_sweep, kind):
 def test_pruner_none_never_prunes(open_sweep):
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard=None)
     run_good_trials(sweep)
-    assert run_study_trial(sweep, sweep.ask().number, scripted([-0.2] * len(STEPS))) is Status.COMPLETED
+    assert run_study_trial(sweep, sweep.ask().number, scripted([-0.2] * len(STEPS)), base=BASE) is Status.COMPLETED
 
 
 def test_median_pruner_waits_for_warmup_steps(open_sweep):
@@ -61,7 +64,7 @@ def test_median_pruner_waits_for_warmup_steps(open_sweep):
     )
     run_good_trials(sweep)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted([-0.2] * len(STEPS))) is Status.PRUNED
+    assert run_study_trial(sweep, number, scripted([-0.2] * len(STEPS)), base=BASE) is Status.PRUNED
     assert sweep.frozen(number).user_attrs[Attr.STEPS.value] == 150  # not before the warmup ends
 
 
@@ -80,7 +83,7 @@ def test_the_final_evaluation_is_never_pruned(open_sweep, guard):
         return 0.5 if step == STEPS[-1] else 0.0
 
     trial = scripted([-0.2] * len(STEPS), forgetting=over_budget_at_the_end)
-    assert run_study_trial(sweep, number, trial) is Status.COMPLETED
+    assert run_study_trial(sweep, number, trial, base=BASE) is Status.COMPLETED
     assert sweep.frozen(number).state is TrialState.COMPLETE
 
 
@@ -88,7 +91,7 @@ def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.05, "min_steps": 100})
     # 0.2 forgetting from the start: the guard may act only from step 100 on.
     number = sweep.ask().number
-    status = run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=0.2))
+    status = run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=0.2), base=BASE)
     frozen = sweep.frozen(number)
     assert status is Status.PRUNED and frozen.state is TrialState.PRUNED
     assert frozen.user_attrs[Attr.STEPS.value] == 100
@@ -99,13 +102,16 @@ def test_forgetting_guard_stops_a_trial_over_budget_plus_margin_after_min_steps(
 @pytest.mark.parametrize(("forgetting", "expected"), [(0.069, Status.COMPLETED), (0.071, Status.PRUNED)])
 def test_forgetting_guard_lets_a_trial_within_the_margin_run(open_sweep, forgetting, expected):
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.05, "min_steps": 1})
-    assert run_study_trial(sweep, sweep.ask().number, scripted([0.3] * len(STEPS), forgetting=forgetting)) is expected
+    assert (
+        run_study_trial(sweep, sweep.ask().number, scripted([0.3] * len(STEPS), forgetting=forgetting), base=BASE)
+        is expected
+    )
 
 
 def test_the_guarded_pruner_is_the_studys_one_decider_and_optuna_sees_its_decision(open_sweep):
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.0, "min_steps": 1})
     trial = sweep.ask()
-    run_study_trial(sweep, trial.number, scripted([0.3] * len(STEPS), forgetting=0.5))
+    run_study_trial(sweep, trial.number, scripted([0.3] * len(STEPS), forgetting=0.5), base=BASE)
     frozen = sweep.frozen(trial.number)
     assert sweep.study.pruner.prune(sweep.study, frozen) is True  # what optuna-dashboard and should_prune see
     assert sweep.study.pruner.stop_reason(sweep.study, frozen).startswith("forgetting guard")
@@ -114,7 +120,7 @@ def test_the_guarded_pruner_is_the_studys_one_decider_and_optuna_sees_its_decisi
 def test_a_diverged_trial_is_diverged_in_the_table_and_pruned_for_the_sampler(open_sweep):
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard=None)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted([0.1] * len(STEPS), diverge_after=100)) is Status.DIVERGED
+    assert run_study_trial(sweep, number, scripted([0.1] * len(STEPS), diverge_after=100), base=BASE) is Status.DIVERGED
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.PRUNED
     assert frozen.user_attrs[Attr.REASON.value] == "loss is nan at step 100"
@@ -132,8 +138,12 @@ def test_the_pruner_prefers_a_feasible_trial_to_higher_gain_over_budget(open_swe
     )
     for i in range(6):
         gains = [0.3 + 0.01 * i] * len(STEPS)
-        assert run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=0.05)) is Status.COMPLETED
-    assert run_study_trial(sweep, sweep.ask().number, scripted([0.2] * len(STEPS), forgetting=0.01)) is expected
+        assert (
+            run_study_trial(sweep, sweep.ask().number, scripted(gains, forgetting=0.05), base=BASE) is Status.COMPLETED
+        )
+    assert (
+        run_study_trial(sweep, sweep.ask().number, scripted([0.2] * len(STEPS), forgetting=0.01), base=BASE) is expected
+    )
 
 
 def peaking(final: float):
@@ -152,7 +162,7 @@ def run_calibration_trials(sweep, finals=(0.008, 0.010, 0.012, 0.014)):
     """Completed trials gaining up to 0.3, whose forgetting peaks mid-course and ends at `finals`."""
     for final in finals:
         trial = scripted(rising(0.3), forgetting=peaking(final))
-        assert run_study_trial(sweep, sweep.ask().number, trial) is Status.COMPLETED
+        assert run_study_trial(sweep, sweep.ask().number, trial, base=BASE) is Status.COMPLETED
 
 
 @pytest.mark.parametrize(
@@ -169,7 +179,7 @@ def test_the_penalty_judges_the_forgetting_a_trial_is_predicted_to_end_at(open_s
     )
     run_calibration_trials(sweep)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted(rising(0.31), forgetting=peaking(0.8 * peak))) is expected
+    assert run_study_trial(sweep, number, scripted(rising(0.31), forgetting=peaking(0.8 * peak)), base=BASE) is expected
     frozen = sweep.frozen(number)
     forecast = frozen.user_attrs[Attr.FORECAST.value]  # recorded with the evaluation it judged
     assert forecast["predicted"] == pytest.approx(predicted) and forecast["trials"] == 4
@@ -185,7 +195,10 @@ def test_the_forgetting_guard_judges_the_predicted_end_too(open_sweep, peak, exp
     sweep = open_sweep(sampler="random", pruner=pruner("none"), forgetting_guard={"margin": 0.0, "min_steps": 100})
     run_calibration_trials(sweep)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=peaking(0.8 * peak))) is expected
+    assert (
+        run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=peaking(0.8 * peak)), base=BASE)
+        is expected
+    )
     if expected is Status.PRUNED:
         reason = sweep.frozen(number).user_attrs[Attr.REASON.value]
         assert reason.startswith(
@@ -199,7 +212,8 @@ def test_before_three_completed_trials_the_raw_forgetting_is_judged_and_said_so(
     number = sweep.ask().number
     # Predicted within the budget by the two curves, but two trials are no calibration.
     assert (
-        run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=peaking(0.8 * 0.0216))) is Status.PRUNED
+        run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=peaking(0.8 * 0.0216)), base=BASE)
+        is Status.PRUNED
     )
     frozen = sweep.frozen(number)
     assert frozen.user_attrs[Attr.REASON.value].startswith(
@@ -214,9 +228,9 @@ def test_completed_curves_with_no_rising_trend_leave_the_raw_value(open_sweep):
     # The more a trial forgot at step 100, the less it ended at: no line to extrapolate a trial along.
     for mid, final in ((0.010, 0.014), (0.015, 0.010), (0.020, 0.006)):
         trial = scripted([0.3] * len(STEPS), forgetting=lambda step, mid=mid, final=final: mid if step < 200 else final)
-        run_study_trial(sweep, sweep.ask().number, trial)
+        run_study_trial(sweep, sweep.ask().number, trial, base=BASE)
     number = sweep.ask().number
-    assert run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=0.03)) is Status.PRUNED
+    assert run_study_trial(sweep, number, scripted([0.3] * len(STEPS), forgetting=0.03), base=BASE) is Status.PRUNED
     assert (
         "not predicted (no rising trend over the 3 completed trials)"
         in sweep.frozen(number).user_attrs[Attr.REASON.value]

@@ -2,7 +2,7 @@
 
 import pytest
 from optuna.trial import TrialState
-from scripted import STEPS, scripted
+from scripted import BASE, STEPS, scripted
 
 from sweep.study.record import Attr, history_of
 from sweep.study.trial import run_study_trial
@@ -25,7 +25,7 @@ def test_history_grows_with_each_report_and_holds_every_evaluation_at_the_end(op
 
         return run(spying)
 
-    run_study_trial(sweep, number, watched)
+    run_study_trial(sweep, number, watched, base=BASE)
     assert seen == [list(STEPS[: k + 1]) for k in range(len(STEPS))]
     history = history_of(sweep.frozen(number))
     assert [m.domain_gain for m in history] == pytest.approx(GAINS)
@@ -45,7 +45,7 @@ def test_a_retry_replaces_the_failed_attempts_evaluations_instead_of_appending_t
         return scripted(GAINS)(report_then_crash)
 
     with pytest.raises(RuntimeError):
-        run_study_trial(sweep, number, crashes_at_the_third_evaluation)
+        run_study_trial(sweep, number, crashes_at_the_third_evaluation, base=BASE)
     assert [m.step for m in history_of(sweep.frozen(number))] == list(STEPS[:3])
 
     steps_during_retry = []
@@ -58,7 +58,7 @@ def test_a_retry_replaces_the_failed_attempts_evaluations_instead_of_appending_t
 
         return scripted(GAINS)(spying)
 
-    run_study_trial(sweep, number, retry)
+    run_study_trial(sweep, number, retry, base=BASE)
     assert steps_during_retry[0] == [STEPS[0]]  # the earlier attempt's later steps are gone
     assert [m.step for m in history_of(sweep.frozen(number))] == list(STEPS)
     assert sweep.frozen(number).state is TrialState.COMPLETE

@@ -5,7 +5,7 @@ from typing import get_args
 import pytest
 from optuna.distributions import CategoricalDistribution
 from optuna.trial import TrialState
-from scripted import STEPS, scripted, spec_with
+from scripted import BASE, STEPS, scripted, spec_with
 
 from sweep.study.config import SearchConfig
 from sweep.study.sampling import SamplerConfig
@@ -30,7 +30,7 @@ def run_trials(sweep, count):
         trial = sweep.ask()
         points.append(trial.params)
         # Forgetting rises with the trial number: early trials feasible, later ones not.
-        run_study_trial(sweep, trial.number, scripted([0.1 * k] * len(STEPS), forgetting=0.01 * k))
+        run_study_trial(sweep, trial.number, scripted([0.1 * k] * len(STEPS), forgetting=0.01 * k), base=BASE)
     return points
 
 

@@ -7,7 +7,7 @@ import optuna
 import pandas as pd
 import pytest
 from optuna.trial import TrialState
-from scripted import STEPS, scripted
+from scripted import BASE, STEPS, scripted
 
 from sweep.choice.best import best_summary, write_best
 from sweep.choice.observed import select
@@ -25,12 +25,12 @@ GAINS = [0.1 + 0.02 * k for k in range(len(STEPS))]
 
 def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path):
     sweep = open_sweep(sampler="random", pruner={"type": "none"}, forgetting_guard={"margin": 0.05, "min_steps": 50})
-    completed = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01))
-    guarded = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.3))
-    diverged = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, diverge_after=75))
+    completed = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01), base=BASE)
+    guarded = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.3), base=BASE)
+    diverged = run_study_trial(sweep, sweep.ask().number, scripted(GAINS, diverge_after=75), base=BASE)
     failed = sweep.ask().number
     with pytest.raises(RuntimeError):
-        run_study_trial(sweep, failed, lambda report: (_ for _ in ()).throw(RuntimeError("out of memory")))
+        run_study_trial(sweep, failed, lambda report: (_ for _ in ()).throw(RuntimeError("out of memory")), base=BASE)
     record_failure(sweep, failed, "RuntimeError: out of memory")
     running = sweep.ask().number
 
@@ -67,7 +67,7 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
 def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):
     sweep = open_sweep(sampler="tpe")
     number = sweep.ask().number
-    run_study_trial(sweep, number, scripted(GAINS, forgetting=0.05))
+    run_study_trial(sweep, number, scripted(GAINS, forgetting=0.05), base=BASE)
     assert sweep.frozen(number).constraints == {"forgetting": pytest.approx(0.05 - 0.02)}
 
 
@@ -80,7 +80,7 @@ def test_a_trial_that_diverges_before_its_first_evaluation_is_shown_to_the_sampl
     result = TrialResult(
         status=TrialStatus.DIVERGED, reason=reason, steps=3, tokens_seen=768, wall_seconds=0.1, history=[]
     )
-    assert run_study_trial(sweep, number, lambda report: result) is Status.DIVERGED
+    assert run_study_trial(sweep, number, lambda report: result, base=BASE) is Status.DIVERGED
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.PRUNED and frozen.intermediate_values == {}
     assert frozen.constraints == {"forgetting": math.inf}
@@ -99,7 +99,7 @@ def test_a_raising_trial_keeps_its_error_and_attempts_then_fails_with_that_reaso
 
     for _ in range(2):  # the first run and one retry
         with pytest.raises(ValueError):
-            run_study_trial(sweep, number, broken)
+            run_study_trial(sweep, number, broken, base=BASE)
     frozen = sweep.frozen(number)
     assert frozen.state is TrialState.RUNNING
     assert frozen.user_attrs[Attr.ATTEMPTS.value] == 2
@@ -112,9 +112,9 @@ def test_a_raising_trial_keeps_its_error_and_attempts_then_fails_with_that_reaso
 def test_a_finished_trial_is_not_run_again(open_sweep):
     sweep = open_sweep(sampler="random")
     number = sweep.ask().number
-    run_study_trial(sweep, number, scripted(GAINS))
+    run_study_trial(sweep, number, scripted(GAINS), base=BASE)
     calls = []
-    assert run_study_trial(sweep, number, lambda report: calls.append(1)) is Status.COMPLETED
+    assert run_study_trial(sweep, number, lambda report: calls.append(1), base=BASE) is Status.COMPLETED
     assert calls == []
 
 
@@ -140,8 +140,8 @@ def test_a_study_made_for_another_plan_is_not_resumed(open_sweep):
 
 def test_best_json_has_optimum_front_and_tokens_saved_by_pruning(open_sweep, tmp_path):
     sweep = open_sweep(sampler="random", pruner={"type": "none"}, forgetting_guard={"margin": 0.0, "min_steps": 50})
-    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01))
-    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.5))  # guarded at step 50
+    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.01), base=BASE)
+    run_study_trial(sweep, sweep.ask().number, scripted(GAINS, forgetting=0.5), base=BASE)  # guarded at step 50
     rows = trial_rows(sweep)
     selection = select(rows, forgetting_budget=0.02, space=sweep.plan.space)
     write_best(best_summary(selection, rows, sweep.plan), RunDir(tmp_path))
