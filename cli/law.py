@@ -45,6 +45,31 @@ def add_parser(verbs) -> None:
         ),
     )
     fit.add_argument("runs", type=Path, metavar="RUNS.csv", help="one row per evaluation of each run")
+    _add_target_arguments(fit)
+    fit.add_argument("--budget", type=fraction, default=DEFAULT_BUDGET, help="forgetting budget (default 0.01)")
+    least = PickConfig.model_fields["min_probability"].default
+    fit.add_argument(
+        "--min-probability",
+        type=probability,
+        default=least,
+        help=f"the pick's rule: the answer keeps P(forgetting <= budget) at least this (default {least:g}, as a "
+        "spec's objective.pick.min_probability)",
+    )
+    fit.add_argument("--refits", type=refits, default=200, help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)")
+    fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
+    fit.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="also write the report as JSON to this new file (checked before the fit: never a folder, a device or "
+        "the runs file itself)",
+    )
+    fit.add_argument("--force", action="store_true", help="let --output replace an existing regular file")
+    fit.set_defaults(func=run)
+
+
+def _add_target_arguments(fit: argparse.ArgumentParser) -> None:
+    """The target the law answers at, and the full run's tokens and schedule there."""
     counted = [name for name, target in PRESETS.items() if target.pretrain_tokens is not None]
     fit.add_argument(
         "--target",
@@ -70,26 +95,6 @@ def add_parser(verbs) -> None:
         default=None,
         help="the full run's mean LR as a fraction of its peak (default: 1 %% warmup, cosine to 0.1 of the peak)",
     )
-    fit.add_argument("--budget", type=fraction, default=DEFAULT_BUDGET, help="forgetting budget (default 0.01)")
-    least = PickConfig.model_fields["min_probability"].default
-    fit.add_argument(
-        "--min-probability",
-        type=probability,
-        default=least,
-        help=f"the pick's rule: the answer keeps P(forgetting <= budget) at least this (default {least:g}, as a "
-        "spec's objective.pick.min_probability)",
-    )
-    fit.add_argument("--refits", type=refits, default=200, help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)")
-    fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
-    fit.add_argument(
-        "--output",
-        type=Path,
-        default=None,
-        help="also write the report as JSON to this new file (checked before the fit: never a folder, a device or "
-        "the runs file itself)",
-    )
-    fit.add_argument("--force", action="store_true", help="let --output replace an existing regular file")
-    fit.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
