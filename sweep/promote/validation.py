@@ -10,20 +10,8 @@ in its log lines ("validation-0 loss at iteration ...").
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
 from sweep.promote.config import ValidationPrefixes
-from train_entry.config import StrictConfig
-
-Side = Literal["general", "domain", "non_english"]
-
-
-class ValidationSet(StrictConfig):
-    side: Side
-    prefix: str = Field(min_length=1)
-    """A Megatron indexed dataset (.bin/.idx without the suffix) on the cluster's file system."""
+from train_entry.megatron.validation import Side, ValidationSet
 
 
 def validation_sets(

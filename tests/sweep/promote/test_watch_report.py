@@ -10,7 +10,7 @@ from sweep.promote.rehearse import JOB_LOG
 from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.config import JOB_JSON, JobConfig, MegatronTrainer
 from train_entry.fullrun.evaluations import WatchConfig
-from train_entry.fullrun.megatron_log import validation_line
+from train_entry.megatron.megatron_log import validation_line
 
 WATCH = WatchConfig(
     sets=["general", "domain"],
