@@ -3,7 +3,10 @@
 The job's own job.json says what its watch held it to (the validation sets, the non-English share, the tokens per
 iteration, the predicted trajectory); its log, read from the cluster's Jobs API for a submission or from the
 rehearsal's job.log, gives the evaluations in Megatron-LM's lines. Both are read back as untrusted input: job.json
-through its versioned model, the log line by line through the same reader the job's watch uses.
+through its versioned model, the log line by line through the same reader the job's watch uses. A team that launched
+the plan's pretrain_gpt.sh itself gives its Megatron-LM stdout log (`--log FILE`): the plan says what the watch holds
+it to, as it would have told the job, and a validation line that does not read as one of the plan's sets' losses
+stops the reading at that file and line.
 """
 
 from __future__ import annotations
@@ -17,10 +20,14 @@ from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.job_records import read_records
+from sweep.promote.plan import Plan
 from sweep.promote.rehearse import JOB_LOG
+from sweep.promote.watching import watch_config
+from train_entry.config import shown
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
+from train_entry.megatron.megatron_log import read_validation
 from train_entry.trial_config import BaseLosses
 
 MOST_LOG_BYTES = 1 << 30
@@ -55,6 +62,56 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
     for line in text.splitlines():
         evaluations.read(line)
     return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched)
+
+
+def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
+    """The evaluations in Megatron-LM stdout logs (read in the order given: a --skip-train launch's base evaluation
+    first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
+    plan = _plan(RunDir(run_dir), plan_id)
+    watch = watch_config(plan, stop_on_forgetting=False)
+    evaluations = Evaluations(watch)
+    for path in logs:
+        for number, line in enumerate(_log_lines(path), 1):
+            try:
+                found = read_validation(line)
+            except ValueError as error:
+                raise PromotionError(f"{path}, line {number}: {error}: {shown(line.strip(), 160)}") from None
+            if found is not None and found.set_index >= len(watch.sets):
+                raise PromotionError(
+                    f"{path}, line {number}: validation set {found.set_index}, where plan {plan.id} has "
+                    f"{len(watch.sets)} ({', '.join(watch.sets)}): not a log of the plan's launch"
+                )
+            evaluations.read(line)
+    source = ", ".join(str(path) for path in logs)
+    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched)
+
+
+def _plan(run: RunDir, plan_id: str | None) -> Plan:
+    plans = run.plans()
+    if plan_id is not None:
+        plans = [plan for plan in plans if plan.path.name == plan_id]
+    if len(plans) != 1:
+        known = ", ".join(plan.path.name for plan in run.plans()) or "none"
+        wanted = f"no plan {plan_id!r}" if plan_id is not None else f"{len(plans)} plans, not one"
+        raise PromotionError(f"{run.promotion} holds {wanted} (plans: {known}): name the log's plan with --plan")
+    try:
+        return Plan.read(plans[0].path)
+    except CorruptFile as error:
+        raise PromotionError(str(error)) from None
+
+
+def _log_lines(path: Path) -> list[str]:
+    """The log's lines, read as untrusted input: a regular file of at most MOST_LOG_BYTES, undecodable bytes replaced
+    (a validation line holding any then fails to read as one)."""
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise PromotionError(f"--log {path}: not a regular file")
+        if size > MOST_LOG_BYTES:
+            raise PromotionError(f"--log {path}: {size:,} bytes, over the {MOST_LOG_BYTES:,} a run's log is read to")
+        return path.read_bytes().decode("utf-8", errors="replace").split("\n")  # numbered as an editor numbers them
+    except OSError as error:
+        raise PromotionError(f"--log {path}: cannot read it ({error.strerror})") from None
 
 
 def _job_dirs(plan: PlanDir) -> list[Path]:
