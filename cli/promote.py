@@ -330,7 +330,7 @@ def config_from_args(args: argparse.Namespace):
 
 def run_watch(args: argparse.Namespace) -> int:
     from sweep.promote.errors import PromotionError
-    from sweep.promote.watch_report import watch_table, watched_job, watched_log
+    from sweep.promote.watch_report import keep_record, watch_table, watched_job, watched_log
 
     if args.plan is not None and not args.log:
         raise PromotionError("--plan names the plan a --log ran; a job's own job.json says what it was held to")
@@ -339,6 +339,7 @@ def run_watch(args: argparse.Namespace) -> int:
     else:
         watched = watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)
     print(watch_table(watched))
+    print(f"kept in {keep_record(watched)} for the sweep's report (`sweep report {args.run}`)")
     return 0
 
 

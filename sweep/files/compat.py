@@ -55,6 +55,7 @@ SPEC = FileFormat(
     "run the sweep again with this one into a new run directory",
 )
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
+WATCH = FileFormat("watch record", 1, "watch the job again with this cpt-sweep: `sweep promote watch RUN`")
 
 FILES: dict[str, FileFormat] = {
     "run.json": RUN_RECORD,
@@ -71,6 +72,8 @@ FILES: dict[str, FileFormat] = {
     "promotion/<id>/full_run.json": FULL_RUN,
     "promotion/<id>/jobs.json": JOBS,
     "promotion/<id>/jobs/<submission>/job.json": JOB,
+    "promotion/<id>/jobs/<submission>/watch.json": WATCH,  # and a rehearsal's job's, and the plan's own for a --log
+    "promotion/<id>/watch.json": WATCH,
     "<the job's storage>/<submission>/result.json": JOB_RESULT,
     "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
     "data/tiny-llama/cpt_sweep_base.json": SHIPPED_BASE,
@@ -107,6 +110,7 @@ __all__ = [
     "TRIALS_TABLE",
     "TRIAL_CONFIG",
     "TRIAL_RESULT",
+    "WATCH",
     "WRITTEN_BY",
     "FileFormat",
     "FormatError",

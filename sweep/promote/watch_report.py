@@ -14,16 +14,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ConfigDict, Field
+
 from sweep.address import AddressError, jobs_client, parse_address
-from sweep.files.compat import JOB
-from sweep.files.records import CorruptFile, read_model
+from sweep.files.compat import JOB, WATCH
+from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.job_records import read_records
 from sweep.promote.plan import Plan
 from sweep.promote.rehearse import JOB_LOG
 from sweep.promote.watching import watch_config
-from train_entry.config import shown
+from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
@@ -32,16 +34,88 @@ from train_entry.trial_config import BaseLosses
 
 MOST_LOG_BYTES = 1 << 30
 """A job log read whole: a month-long run's log at Megatron-LM's default log interval is tens of MB."""
+WATCH_JSON = "watch.json"
+"""What `sweep promote watch` last read, kept beside the job's job.json (a --log's beside its plan's plan.json): the
+report's watch plot draws it without reading a cluster's log."""
 
 
 @dataclass(frozen=True)
 class WatchedJob:
     job_id: str
     source: str
-    """Where the log was read: the rehearsal's job.log, or the cluster's Jobs API."""
+    """Where the log was read: the rehearsal's job.log, the cluster's Jobs API, or --log files."""
     watch: WatchConfig
     base: BaseLosses | None
     evaluations: list[WatchedEvaluation]
+    run_tokens: int
+    """The whole run's training tokens (the job's steps, or the plan's tokens): where the prediction ends."""
+    directory: Path
+    """Where its watch.json is kept: the job's folder, or the plan's for a --log."""
+
+
+class WatchedRow(StrictConfig):
+    """One evaluation as watched: what a WatchedEvaluation measured and what it was held to."""
+
+    # Measured: a diverged run's forgetting may be non-finite, and is kept as it is.
+    model_config = ConfigDict(allow_inf_nan=True, ser_json_inf_nan="constants")
+
+    step: int = Field(ge=0)
+    tokens_seen: int = Field(ge=0)
+    domain_gain: float
+    forgetting: float
+    upper: float | None
+    """The predicted upper bound at these tokens; None: no credible prediction there."""
+    overshoots: int = Field(ge=0)
+
+
+class WatchRecord(StrictConfig):
+    """watch.json: a job's evaluations as `sweep promote watch` last read them."""
+
+    job_id: str = Field(min_length=1, max_length=300)
+    source: str = Field(max_length=10_000)
+    run_tokens: int = Field(gt=0)
+    watch: WatchConfig
+    base: BaseLosses | None
+    evaluations: list[WatchedRow] = Field(max_length=1_000_000)
+
+    @classmethod
+    def of(cls, job: WatchedJob) -> WatchRecord:
+        rows = [
+            WatchedRow(
+                step=e.metrics.step,
+                tokens_seen=e.metrics.tokens_seen,
+                domain_gain=e.metrics.domain_gain,
+                forgetting=e.metrics.forgetting,
+                upper=e.upper,
+                overshoots=e.overshoots,
+            )
+            for e in job.evaluations
+        ]
+        return cls(job_id=job.job_id, source=job.source, run_tokens=job.run_tokens, watch=job.watch, base=job.base,
+                   evaluations=rows)  # fmt: skip
+
+
+def keep_record(job: WatchedJob) -> Path:
+    """Writes the job's watch.json; its path."""
+    path = job.directory / WATCH_JSON
+    write_model(path, WatchRecord.of(job), WATCH)
+    return path
+
+
+def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
+    """The run's most recently written watch.json (any plan's, any job's), read back as untrusted input (CorruptFile);
+    None when no job of the run was watched."""
+    run = RunDir(run_dir)
+    found = [
+        path
+        for plan in run.plans()
+        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(plan))]
+        if path.is_file()
+    ]
+    if not found:
+        return None
+    path = max(found, key=lambda item: item.stat().st_mtime)
+    return path, read_model(path, WatchRecord, fmt=WATCH)
 
 
 def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool = False) -> WatchedJob:
@@ -61,7 +135,8 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
     evaluations = Evaluations(job.watch)
     for line in text.splitlines():
         evaluations.read(line)
-    return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched)
+    tokens = job.steps * job.watch.tokens_per_iteration
+    return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched, tokens, job_dir)
 
 
 def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
@@ -83,7 +158,8 @@ def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) 
                 )
             evaluations.read(line)
     source = ", ".join(str(path) for path in logs)
-    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched)
+    plan_dir = RunDir(run_dir).plan(plan.id).path
+    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir)
 
 
 def _plan(run: RunDir, plan_id: str | None) -> Plan:
