@@ -108,9 +108,14 @@ def load_resume(
     optimizer.load_state_dict(loaded["optimizer"])
     finish_load(optimizer)
     scheduler.load_state_dict(loaded["opt_param_scheduler"])
-    evaluations = json.loads(loaded["evaluations"])
+    # A checkpoint that kept no evaluator state (one Megatron-LM wrote) resumes without the base's losses: the
+    # evaluations after it are logged, and say there is nothing to measure them against.
+    try:
+        evaluations = json.loads(loaded.get("evaluations", "{}"))
+    except (TypeError, ValueError):
+        evaluations = None
     if not isinstance(evaluations, dict):
-        raise CheckpointError(f"{directory}: its evaluations are not an object of keys")
+        raise CheckpointError(f"{directory}: its evaluations are not a JSON object of keys")
     return int(loaded["iteration"]), evaluations
 
 
