@@ -81,7 +81,17 @@ def _add_watch_parser(modes: argparse._SubParsersAction) -> None:
         "watch", help="a submitted or rehearsed job's forgetting, measured against the plan's prediction"
     )
     watch.add_argument("run", type=Path, help="the sweep's run directory the plan was promoted from")
-    watch.add_argument("--job", help="the job's submission id (default: the latest submitted or rehearsed job)")
+    source = watch.add_mutually_exclusive_group()
+    source.add_argument("--job", help="the job's submission id (default: the latest submitted or rehearsed job)")
+    source.add_argument(
+        "--log",
+        type=Path,
+        action="append",
+        metavar="FILE",
+        help="a Megatron-LM stdout log of the plan's own launch (pretrain_gpt.sh) in place of a job's; repeat it to "
+        "read several in order (the --skip-train launch's base evaluation first)",
+    )
+    watch.add_argument("--plan", help="the plan a --log ran (default: the run's only plan)")
     watch.add_argument(
         "--allow-remote", action="store_true", help="read a submitted job's log from a non-loopback cluster"
     )
@@ -331,9 +341,17 @@ def config_from_args(args: argparse.Namespace):
 
 
 def run_watch(args: argparse.Namespace) -> int:
-    from sweep.promote.launch.watch_report import watch_table, watched_job
+    from sweep.promote.errors import PromotionError
+    from sweep.promote.launch.watch_report import keep_record, watch_table, watched_job, watched_log
 
-    print(watch_table(watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)))
+    if args.plan is not None and not args.log:
+        raise PromotionError("--plan names the plan a --log ran; a job's own job.json says what it was held to")
+    if args.log:
+        watched = watched_log(args.run, args.log, plan_id=args.plan)
+    else:
+        watched = watched_job(args.run, job_id=args.job, allow_remote=args.allow_remote)
+    print(watch_table(watched))
+    print(f"kept in {keep_record(watched)} for the sweep's report (`sweep report {args.run}`)")
     return 0
 
 

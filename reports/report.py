@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from matplotlib.figure import Figure
@@ -28,6 +28,9 @@ from sweep.choice.feasible import is_feasible
 from sweep.choice.verdict import numbers, spread
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
+
+if TYPE_CHECKING:
+    from sweep.promote.launch.watch_report import WatchRecord
 
 REPORT_DIR = "report"
 INDEX_HTML = "index.html"
@@ -178,7 +181,28 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
                 lambda: plots.curves_figure(snapshot),
             )
         )
+    # Imported here: the watch record's types are the job's (train_entry's torch), which `sweep status` must not load.
+    from sweep.promote.launch.watch_report import latest_record
+
+    watched = latest_record(snapshot.run_dir)
+    if watched is not None:
+        plot_list.append(_watch_plot(snapshot, *watched))
     return plot_list
+
+
+def _watch_plot(snapshot: RunSnapshot, path: Path, record: WatchRecord) -> Plot:
+    from reports import watch_plot
+
+    over = sum(1 for row in record.evaluations if row.overshoots)
+    return make_plot(
+        "watch",
+        "the full run's forgetting against the proxies and the prediction",
+        f"Job {record.job_id}'s forgetting at its {len(record.evaluations)} evaluation(s) after the base's (black; "
+        f"red X: the {over} over the predicted upper bound), the plan's predicted trajectory (dashed) and its upper "
+        "bound (band), and the completed proxy trials (blue; the pick's in orange), each against the share of its "
+        f"own run's tokens. As `sweep promote watch` last read the job's log, kept in {path}.",
+        lambda: watch_plot.watch_figure(snapshot, record),
+    )
 
 
 def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:

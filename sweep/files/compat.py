@@ -39,7 +39,7 @@ RUN_RECORD = FileFormat("run record", 1, RESUME)
 BEST = FileFormat("sweep summary", 3, RESUME)
 LADDER = FileFormat("ladder summary", 3, NEW_RUN)
 LAW_FIT = FileFormat("law fit report", 3, "fit it again with this cpt-sweep: `sweep law fit`")
-PLAN = FileFormat("promotion plan", 3, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
+PLAN = FileFormat("promotion plan", 4, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
 JOBS = FileFormat(
     "list of job records",
     1,
@@ -56,6 +56,7 @@ SPEC = FileFormat(
 )
 STUDY_PLAN = FileFormat("sweep plan", 1, NEW_RUN)
 TRIAL_BASE = FileFormat("trial's base losses", 1, NEW_RUN)
+WATCH = FileFormat("watch record", 1, "watch the job again with this cpt-sweep: `sweep promote watch RUN`")
 
 FILES: dict[str, FileFormat] = {
     "run.json": RUN_RECORD,
@@ -72,6 +73,8 @@ FILES: dict[str, FileFormat] = {
     "promotion/<id>/full_run.json": FULL_RUN,
     "promotion/<id>/jobs.json": JOBS,
     "promotion/<id>/jobs/<submission>/job.json": JOB,
+    "promotion/<id>/jobs/<submission>/watch.json": WATCH,  # and a rehearsal's job's, and the plan's own for a --log
+    "promotion/<id>/watch.json": WATCH,
     "<the job's storage>/<submission>/result.json": JOB_RESULT,
     "<the study's storage>: the user attr 'plan'": STUDY_PLAN,
     "<the study's storage>: each trial's user attr 'base_losses'": TRIAL_BASE,
@@ -109,6 +112,7 @@ __all__ = [
     "TRIALS_TABLE",
     "TRIAL_CONFIG",
     "TRIAL_RESULT",
+    "WATCH",
     "WRITTEN_BY",
     "FileFormat",
     "FormatError",

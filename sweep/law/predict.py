@@ -31,6 +31,7 @@ from sweep.law.optimum import (
     Point,
     Refusal,
     SearchBox,
+    Surface,
     TargetScale,
     at,
     constrained_optimum,
@@ -274,9 +275,7 @@ def _intervals(
     moved = [optimum for _, optimum in alternatives if optimum is not None]
 
     def hull(values: list[float], others: list[float], scale: Scale = LINEAR) -> Interval:
-        interval = _interval(values, level, widen, scale)
-        finite = [value for value in others if np.isfinite(value)]
-        return Interval(low=min([interval.low, *finite]), high=max([interval.high, *finite]))
+        return _hull(values, others, level, widen, scale)
 
     # lr_fraction and the share are widened on the scales where their ends stay values a plan can have: widened
     # linearly, the bundled ladder's folds reached below 0 in lr_fraction and were cut at 0, an interval that held
@@ -288,6 +287,60 @@ def _intervals(
         domain_gain=hull([p.domain_gain for p in there], [p.domain_gain for p in elsewhere]),
         forgetting=hull([p.forgetting for p in there], [p.forgetting for p in elsewhere]),
     )
+
+
+def _hull(values: list[float], others: list[float], level: float, widen: float, scale: Scale = LINEAR) -> Interval:
+    """The central `level` interval of `values` widened by `widen` on `scale`, and again to hold every finite one of
+    `others`."""
+    interval = _interval(values, level, widen, scale)
+    finite = [value for value in others if np.isfinite(value)]
+    return Interval(low=min([interval.low, *finite]), high=max([interval.high, *finite]))
+
+
+class TrajectoryPoint(StrictConfig):
+    """The law's forgetting at one point of the full run, part-way through it."""
+
+    tokens: float = Field(gt=0.0)
+    """The run's tokens so far."""
+    forgetting: float
+    """The answer's mean law at the promoted point, at these tokens and the LR area so far."""
+    interval: Interval
+    """As predict() bounds forgetting at the end, evaluated here (its level is the settings')."""
+
+
+def trajectory(
+    table: ObservationTable,
+    laws: Laws,
+    targets: list[TargetScale],
+    lr_fraction: float,
+    domain_share: float,
+    settings: LawSettings,
+) -> list[TrajectoryPoint]:
+    """The law's forgetting at the point along the run, one entry per target (the same run at fewer tokens, with the
+    LR area its schedule has reached there): the mean law's value and the interval predict() gives at the end, the
+    refits' central interval (the same refits: same seed) widened for few rungs and to every credible form's fits and
+    fits without a rung, each evaluated at that target. Empty when no refit fits."""
+    ensemble = [law for _, law in _refits(table, laws, settings, None)[0]]
+    if not ensemble:
+        return []
+    mean = laws.stacked()
+    alternatives = [law for fit in laws.credible for law in [fit.law, *fit.without_rung]]
+    widen = few_rungs(len(set(table.parameters.tolist())), settings.level)
+    points = []
+    for target in targets:
+
+        def forgetting(law: Surface, target: TargetScale = target) -> float:
+            return at(law, target, lr_fraction, domain_share).forgetting
+
+        values, others = [forgetting(law) for law in ensemble], [forgetting(law) for law in alternatives]
+        points.append(
+            TrajectoryPoint(
+                tokens=target.tokens,
+                forgetting=forgetting(mean),
+                interval=_hull(values, others, settings.level, widen),
+            )
+        )
+    return points
 
 
 def _form_answers(

@@ -1,9 +1,8 @@
 """The full run's evaluations as its log reports them, measured in the proxies' definitions and watched.
 
-Each of Megatron-LM's validation lines (train_entry/fullrun/megatron_log.py) gives one set's loss at one iteration;
+Each of Megatron-LM's validation lines (train_entry/megatron/megatron_log.py) gives one set's loss at one iteration;
 once an iteration has every set, it is one evaluation: the domain set's loss, and the general loss as the proxies
-measure it, over general and non-English sequences blended (1 - share) : share (train_entry.data.blend), whose mean
-is that mix of the two sets' means. The first complete evaluation at iteration 0 is the base's (Megatron-LM's
+measure it (train_entry/megatron/validation.py). The first complete evaluation at iteration 0 is the base's (Megatron-LM's
 --skip-train launch, or the rehearsal's evaluation before its first step): domain_gain and forgetting are measured
 against it. Until it is read, later evaluations are kept but not measured: there is nothing to measure them against.
 """
@@ -11,16 +10,14 @@ against it. Until it is read, later evaluations are kept but not measured: there
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from pydantic import Field, model_validator
 
 from train_entry.config import StrictConfig
-from train_entry.fullrun.megatron_log import parse_validation
 from train_entry.fullrun.watch import ForgettingWatch, PredictedTrajectory, WatchedEvaluation
+from train_entry.megatron.megatron_log import parse_validation
+from train_entry.megatron.validation import Side, check_sides, side_losses
 from train_entry.trial_config import BaseLosses, Metrics
-
-Side = Literal["general", "domain", "non_english"]
 
 
 class WatchConfig(StrictConfig):
@@ -39,13 +36,7 @@ class WatchConfig(StrictConfig):
 
     @model_validator(mode="after")
     def _one_set_per_side(self) -> WatchConfig:
-        if len(set(self.sets)) != len(self.sets) or not {"general", "domain"} <= set(self.sets):
-            raise ValueError(f"sets must name general and domain once each (non_english at most once), got {self.sets}")
-        if ("non_english" in self.sets) != (self.non_english_share > 0):
-            raise ValueError(
-                f"a non_english set goes with a non-English share and only with one, got {self.sets} and "
-                f"non_english_share {self.non_english_share}"
-            )
+        check_sides(self.sets, self.non_english_share)
         return self
 
 
@@ -70,7 +61,8 @@ class Evaluations:
         if len(losses) < len(self.config.sets):
             return None
         del self._pending[found.iteration]
-        domain, general = self._sides(losses)
+        ordered = [losses[index] for index in range(len(self.config.sets))]
+        domain, general = side_losses(self.config.sets, ordered, self.config.non_english_share)
         if self.base is None:
             if found.iteration != 0:
                 return None  # no base to measure against yet
@@ -88,14 +80,6 @@ class Evaluations:
         if self.config.prediction is not None:
             self._watch = ForgettingWatch(self.config.prediction, base)
             self._watch.overshoots = overshoots
-
-    def _sides(self, losses: dict[int, float]) -> tuple[float, float]:
-        by_side = {side: losses[index] for index, side in enumerate(self.config.sets)}
-        share = self.config.non_english_share
-        general = (
-            by_side["general"] if share == 0 else (1 - share) * by_side["general"] + share * by_side["non_english"]
-        )
-        return by_side["domain"], general
 
     def _observe(self, iteration: int, domain: float, general: float) -> WatchedEvaluation:
         tokens = iteration * self.config.tokens_per_iteration

@@ -16,8 +16,8 @@ from typing import Any
 
 from train_entry.fullrun.config import JobWandb
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
-from train_entry.fullrun.megatron_log import validation_line
 from train_entry.fullrun.watch import WatchedEvaluation
+from train_entry.megatron.megatron_log import validation_line
 from train_entry.trial_config import BaseLosses
 
 FULL_RUN_JOB = "full-run"

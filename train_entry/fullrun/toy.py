@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -24,6 +24,7 @@ from train_entry.data.blend import Batch, build_stream, build_validation_sets
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.fullrun.config import ToyTrainer
 from train_entry.loop import sequence_losses, train_step
+from train_entry.megatron.evaluation import Evaluator
 from train_entry.model import Runtime, load_causal_lm
 from train_entry.trial_config import CorpusPrefixes
 
@@ -31,20 +32,6 @@ STATE_FILE = "state.pt"
 
 OnCheckpoint = Callable[[int, float, Path | None], None]
 """on_checkpoint(step, loss, directory): directory on rank 0, None on the other ranks; called on every rank."""
-
-
-class Evaluator(Protocol):
-    """What the trainer hands each evaluation to (the job's forgetting watch), on rank 0 only."""
-
-    def evaluate(self, step: int, losses: list[float]) -> bool:
-        """The validation sets' losses at `step`, in order; True to checkpoint and stop."""
-        ...
-
-    def state(self) -> dict[str, Any]:
-        """Plain data kept in each checkpoint and handed back to restore() on a resume."""
-        ...
-
-    def restore(self, state: dict[str, Any]) -> None: ...
 
 
 @dataclass(frozen=True)

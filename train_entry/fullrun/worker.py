@@ -108,17 +108,23 @@ def _run_megatron(job: JobConfig, trainer: MegatronTrainer) -> None:
     from train_entry.megatron.train import train
 
     config = FullRunConfig.model_validate(trainer.run)
-    if job.watch is not None:
-        log_rank0(
-            "watch: this entry evaluates one blended validation loss, not the plan's sets apart, so the forgetting "
-            "watch has nothing to read (the plan's Megatron-LM arguments log each set)"
-        )
+    watch = _job_watch(job)
 
     def on_checkpoint(iteration: int, directory: Path) -> None:
         # The checkpoint stays in the entry's save_dir on shared storage (a 70B one is ~1 TB): Ray is
         # told where it is, and a restarted worker group resumes from it through the entry's tracker.
-        ray.train.report({"step": iteration, "checkpoint_dir": str(directory)})
+        metrics: dict[str, Any] = {"step": iteration, "checkpoint_dir": str(directory)}
+        if watch is not None and watch.stop_reason is not None:
+            metrics[STOPPED_KEY] = watch.stop_reason
+        ray.train.report(metrics)
         log_rank0(f"checkpoint at step {iteration}: {directory}")
 
-    result = train(config, on_checkpoint=on_checkpoint)
-    log_rank0(f"finished at step {result.iteration}, started at step {result.start_iteration} ({result.start.value})")
+    try:
+        # The watch is the entry's evaluator on rank 0: it logs each set's loss as Megatron-LM does, measures, logs
+        # to W&B and may stop the run; without a watch (no sets in the plan) the entry's own evaluator logs them.
+        result = train(config, on_checkpoint=on_checkpoint, evaluator=watch)
+    finally:
+        if watch is not None:
+            watch.close()
+    ended = "stopped" if result.stopped else "finished"
+    log_rank0(f"{ended} at step {result.iteration}, started at step {result.start_iteration} ({result.start.value})")

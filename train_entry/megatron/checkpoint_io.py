@@ -2,7 +2,8 @@
 
 A checkpoint holds the model chunks' weights (under Megatron-LM's keys: "model", or "model0",
 "model1", ... with virtual pipeline stages), the distributed optimizer's sharded state, the LR
-scheduler's state, the iteration, and the run config it was written by. Every data-parallel rank
+scheduler's state, the iteration, the run config it was written by, and what its evaluator keeps (the base's
+validation losses, train_entry/megatron/evaluation.py). Every data-parallel rank
 writes and reads its own part (fully parallel save and load), and the layout may change between
 save and load in the data-parallel dimension.
 """
@@ -51,8 +52,11 @@ def save(
     optimizer: MegatronOptimizer,
     scheduler: OptimizerParamScheduler,
     config: FullRunConfig,
+    evaluations: dict[str, Any] | None = None,
 ) -> Path:
-    """Write the run's state as `root`/iter_NNNNNNN and then name it in the tracker. Collective."""
+    """Write the run's state as `root`/iter_NNNNNNN and then name it in the tracker. Collective.
+
+    evaluations: the evaluator's state (plain JSON data), the same on every rank."""
     directory = iteration_dir(root, iteration)
     if dist.get_rank() == 0:
         directory.mkdir(parents=True, exist_ok=True)
@@ -66,6 +70,7 @@ def save(
     state["opt_param_scheduler"] = scheduler.state_dict()
     state["iteration"] = iteration
     state["run_config"] = config.model_dump_json()
+    state["evaluations"] = json.dumps(evaluations or {})
     dp_cp = parallel_state.get_data_parallel_group(with_context_parallel=True)
     dist_checkpointing.save(
         state,
@@ -90,8 +95,9 @@ def load_resume(
     optimizer: ChainedOptimizer,
     scheduler: OptimizerParamScheduler,
     shape: ModelShape,
-) -> int:
-    """Restore weights, optimizer, LR schedule from one of the run's own checkpoints; returns its iteration."""
+) -> tuple[int, dict[str, Any]]:
+    """Restore weights, optimizer, LR schedule from one of the run's own checkpoints; returns its iteration and the
+    evaluator's state it holds."""
     loaded = read_resume(directory, model=model, optimizer=optimizer)
     saved_shape = ModelShape.model_validate(json.loads(loaded["run_config"])["model"])
     if saved_shape != shape:
@@ -102,7 +108,15 @@ def load_resume(
     optimizer.load_state_dict(loaded["optimizer"])
     finish_load(optimizer)
     scheduler.load_state_dict(loaded["opt_param_scheduler"])
-    return int(loaded["iteration"])
+    # A checkpoint that kept no evaluator state (one Megatron-LM wrote) resumes without the base's losses: the
+    # evaluations after it are logged, and say there is nothing to measure them against.
+    try:
+        evaluations = json.loads(loaded.get("evaluations", "{}"))
+    except (TypeError, ValueError):
+        evaluations = None
+    if not isinstance(evaluations, dict):
+        raise CheckpointError(f"{directory}: its evaluations are not a JSON object of keys")
+    return int(loaded["iteration"]), evaluations
 
 
 def read_resume(

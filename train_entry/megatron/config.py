@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from train_entry.config import StrictConfig
+from train_entry.megatron.validation import ValidationSet, check_sides
 
 
 class RunConfigError(ValueError):
@@ -317,7 +318,14 @@ class Data(StrictConfig):
     tokenizer: str
     """A local Hugging Face tokenizer directory (the base's own); nothing is downloaded at run time."""
     split: str = "99,1,0"
-    """Train/valid/test split of every indexed dataset, in Megatron's "a,b,c" form."""
+    """Train/valid/test split of every indexed dataset, in Megatron's "a,b,c" form, without validation sets; with
+    them the training prefixes are read whole, as Megatron-LM's --train-data-path reads them."""
+    valid: list[ValidationSet] = Field(default_factory=list, max_length=3)
+    """The held-out sets evaluated apart (general, domain, and non-English with a non-English share), in Megatron-LM's
+    --valid-data-path order; empty: no evaluation."""
+    non_english_share: float = Field(0.0, ge=0.0, lt=1.0)
+    """Of the general side, as the proxies blended their general validation set: weighs the non-English set's loss
+    into the general loss domain_gain's partner, forgetting, is measured on."""
     seed: int = 1234
     """Seeds the blend's sample order."""
     cache_dir: str | None = None
@@ -328,6 +336,8 @@ class Data(StrictConfig):
     @model_validator(mode="after")
     def _split_parses(self) -> Data:
         check_split(self.split)
+        if self.valid:
+            check_sides([item.side for item in self.valid], self.non_english_share)
         return self
 
 
@@ -368,9 +378,9 @@ class FullRunConfig(StrictConfig):
     log_interval: int = Field(10, gt=0)
     """Iterations between log lines (loss, LR, grad norm, throughput)."""
     eval_interval: int | None = Field(None, gt=0)
-    """Iterations between validation-loss measurements on the blend's valid split; None: none."""
+    """Iterations between evaluations of data.valid's sets (and one at iteration 0, the base's); None: none."""
     eval_iters: int = Field(10, gt=0)
-    """Global batches per validation-loss measurement."""
+    """Global batches of each validation set per evaluation: the same samples every time."""
     seed: int = 1234
     """Seeds weight initialisation and megatron-core's tensor-parallel RNG."""
 
@@ -402,9 +412,6 @@ class FullRunConfig(StrictConfig):
                 f"parallelism.expert must divide model.moe.num_experts, "
                 f"got parallelism.expert={par.expert}, model.moe.num_experts={model.moe.num_experts}"
             )
-        if self.eval_interval is not None and not self._has_valid_split():
-            raise ValueError(f"eval_interval needs a valid share in data.split, got {self.data.split!r}")
+        if self.eval_interval is not None and not self.data.valid:
+            raise ValueError("eval_interval needs validation sets to evaluate: data.valid is empty")
         return self
-
-    def _has_valid_split(self) -> bool:
-        return float(self.data.split.split(",")[1]) > 0

@@ -2,7 +2,9 @@
 
 The blend is built by the same BlendedMegatronDatasetBuilder and GPTDataset the proxy trials use
 (train_entry.data.blend), from the weights the sweep chose, so a mix ratio means the same thing at
-both scales. Samples are consumed in a fixed order: global batch i holds samples
+both scales. The validation sets are built apart, one GPTDataset per set as Megatron-LM builds them under
+--multiple-validation-sets (megatron-core's blend_per_split, multiple_validation_sets); the training prefixes are
+then read whole, as --train-data-path reads them. Samples are consumed in a fixed order: global batch i holds samples
 [i * global_batch_size, (i + 1) * global_batch_size), so a resumed run picks up at the sample after
 the last one trained on.
 """
@@ -29,8 +31,9 @@ Sample = dict[str, torch.Tensor]
 class RunDatasets:
     train: Dataset | None
     """train_iters x global_batch_size samples; None on ranks that read no data (middle pipeline stages)."""
-    valid: Dataset | None
-    """eval_iters x global_batch_size fixed held-out samples; None without evaluation or on such ranks."""
+    valid: list[Dataset]
+    """Per validation set, in data.valid's order: eval_iters x global_batch_size fixed held-out samples (a set
+    shorter than that repeats); empty without evaluation or on such ranks."""
 
 
 def build_datasets(config: FullRunConfig, *, built_on_this_rank: bool) -> RunDatasets:
@@ -47,13 +50,23 @@ def build_datasets(config: FullRunConfig, *, built_on_this_rank: bool) -> RunDat
         )
     batch = config.parallelism.global_batch_size
     valid_samples = config.eval_iters * batch if config.eval_interval is not None else 0
-    blend = config.data.blend
+    data = config.data
+    blend = ([source.prefix for source in data.blend], [source.weight for source in data.blend])
+    if data.valid:
+        # Several sets: megatron-core builds a list of datasets for the valid split, not one blend of them.
+        valid_blend = ([item.prefix for item in data.valid], None) if valid_samples else None
+        splits: dict[str, Any] = {
+            "blend_per_split": [blend, valid_blend, None],
+            "multiple_validation_sets": True,
+            "full_validation": False,
+        }
+    else:
+        splits = {"blend": blend, "split": data.split}
     dataset_config = GPTDatasetConfig(
-        random_seed=config.data.seed,
+        random_seed=data.seed,
         sequence_length=config.model.seq_length,
-        blend=([source.prefix for source in blend], [source.weight for source in blend]),
-        split=config.data.split,
-        path_to_cache=config.data.cache_dir,
+        **splits,
+        path_to_cache=data.cache_dir,
         tokenizer=tokenizer,
         reset_position_ids=False,
         reset_attention_mask=False,
@@ -67,7 +80,7 @@ def build_datasets(config: FullRunConfig, *, built_on_this_rank: bool) -> RunDat
         lambda: built_on_this_rank,
         dataset_config,
     ).build()
-    return RunDatasets(train=train, valid=valid if valid_samples else None)
+    return RunDatasets(train=train, valid=list(valid) if valid_samples and built_on_this_rank else [])
 
 
 class DataParallelMicroBatches:

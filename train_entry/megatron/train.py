@@ -4,7 +4,8 @@ train(config) runs in a process of a torch.distributed job (torchrun, or a Ray T
 NCCL group is already initialised): it lays the ranks out in tensor x context x data x pipeline
 groups, builds this rank's model chunks, the distributed optimizer and the LR schedule, starts from
 the run's latest checkpoint (or the base's weights), and trains with megatron-core's pipeline
-schedules, saving every save_interval iterations and at the end.
+schedules, saving every save_interval iterations and at the end. It evaluates the plan's validation sets apart
+(train_entry/megatron/evaluation.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import random
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 from pathlib import Path
@@ -37,6 +39,7 @@ from train_entry.megatron.checkpoints import StartKind, StartPoint, start_point
 from train_entry.megatron.config import FullRunConfig
 from train_entry.megatron.core_configs import check_backend, core_configs, has_transformer_engine
 from train_entry.megatron.data import build_datasets, micro_batches, to_device
+from train_entry.megatron.evaluation import EntryEvaluations, Evaluator
 from train_entry.megatron.fusions import fusions_usable
 from train_entry.megatron.lr_schedule import build_scheduler
 from train_entry.megatron.model import build_chunks, wrap_for_training
@@ -62,8 +65,9 @@ class StepMetrics(StrictConfig):
     """Wall time of a training iteration (forward, backward, optimizer step), evaluation and saving excluded."""
     tokens_per_second: float
     """Training tokens per second over all GPUs."""
-    valid_loss: float | None = None
-    """Mean token loss on the fixed validation batches, when this iteration evaluated."""
+    valid_losses: list[float] | None = None
+    """Each validation set's mean token loss on its fixed batches, in data.valid's order, when this iteration
+    evaluated."""
 
 
 class FullRunResult(StrictConfig):
@@ -73,7 +77,10 @@ class FullRunResult(StrictConfig):
     """The iteration the run stopped at (train_iters once complete)."""
     train_loss: float | None
     """The last reported training loss; None when no iteration ran."""
-    valid_loss: float | None
+    valid_losses: list[float] | None
+    """The last evaluation's losses, one per validation set; None when the run evaluated nothing."""
+    stopped: bool = False
+    """Whether the evaluator (the job's forgetting watch) stopped the run, at `iteration`, after its checkpoint."""
     checkpoints: list[str] = Field(default_factory=list)
     """The checkpoints this call saved, in order."""
     adam_step: int
@@ -87,16 +94,20 @@ def train(
     *,
     on_log: Callable[[StepMetrics], None] | None = None,
     on_checkpoint: Callable[[int, Path], None] | None = None,
+    evaluator: Evaluator | None = None,
 ) -> FullRunResult:
     """Train `config` to optimization.train_iters on this process's GPU; collective over the whole job.
 
     Uses the job's process group when there is one (Ray Train), else creates an NCCL group from
     torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT). on_log gets
-    every report and on_checkpoint every saved checkpoint, on every rank.
+    every report and on_checkpoint every saved checkpoint, on every rank. With eval_interval, data.valid's sets are
+    evaluated apart at iteration 0 of a fresh run (the base's losses) and every eval_interval; each evaluation goes to
+    `evaluator` on rank 0 (the job's forgetting watch), else to the entry's own (EntryEvaluations), and when it asks
+    to stop the run checkpoints and ends there.
     """
     created_group = _init_process_group()
     try:
-        return _Run(config).run(on_log=on_log, on_checkpoint=on_checkpoint)
+        return _Run(config, evaluator).run(on_log=on_log, on_checkpoint=on_checkpoint)
     finally:
         parallel_state.destroy_model_parallel()
         if created_group:
@@ -247,10 +258,17 @@ class Trainer:
 class _Run:
     """One call of train(): a Trainer, the blend it reads, its checkpoints and the loop over them."""
 
-    def __init__(self, config: FullRunConfig) -> None:
+    def __init__(self, config: FullRunConfig, evaluator: Evaluator | None) -> None:
         self.config = config
         self.trainer = Trainer(config)
         self.datasets = build_datasets(config, built_on_this_rank=any(self.trainer.reads_data))
+        tokens_per_iteration = config.parallelism.global_batch_size * config.model.seq_length
+        if dist.get_rank() != 0:
+            evaluator = None  # rank 0's alone: the losses are known to every rank, and logged once
+        elif evaluator is None and config.eval_interval is not None:
+            evaluator = EntryEvaluations(config.data, tokens_per_iteration=tokens_per_iteration, log=logger.info)
+        self.evaluator = evaluator
+        self.checkpoints: list[str] = []
 
     def run(
         self,
@@ -262,53 +280,63 @@ class _Run:
         started = time.perf_counter()
         start = self._start()
         iteration, train_iters = start.iteration, config.optimization.train_iters
-        batch = config.parallelism.global_batch_size
-        iterators = self._iterators(self.datasets.train, consumed=iteration * batch)
-        checkpoints: list[str] = []
-        window_loss, window_seconds, window_iterations = 0.0, 0.0, 0
-        train_loss = valid_loss = None
-        while iteration < train_iters:
+        iterators = self._iterators(self.datasets.train, consumed=iteration * config.parallelism.global_batch_size)
+        window = _Window()
+        train_loss = valid_losses = None
+        stopped = False
+        if start.iteration == 0 and config.eval_interval is not None:
+            valid_losses, _ = self._evaluate(0)  # the base's losses; a stop here would have nothing to stop
+        while iteration < train_iters and not stopped:
             step_started = time.perf_counter()
             loss, grad_norm = self.trainer.train_step(iterators)
             iteration += 1
-            window_loss, window_iterations = window_loss + loss, window_iterations + 1
-            window_seconds += time.perf_counter() - step_started
+            window.add(loss, time.perf_counter() - step_started)
             evaluated = config.eval_interval is not None and (
                 iteration % config.eval_interval == 0 or iteration == train_iters
             )
             if evaluated:
-                valid_loss = self._evaluate()
+                valid_losses, stopped = self._evaluate(iteration)
             if evaluated or iteration % config.log_interval == 0 or iteration == train_iters:
-                seconds = window_seconds / window_iterations
-                train_loss = _shared_by_pipeline(window_loss / window_iterations)
-                metrics = StepMetrics(
-                    iteration=iteration,
-                    train_loss=train_loss,
-                    lr=self.trainer.optimizer.param_groups[0]["lr"],
-                    grad_norm=grad_norm,
-                    seconds_per_iteration=seconds,
-                    tokens_per_second=batch * config.model.seq_length / seconds,
-                    valid_loss=valid_loss if evaluated else None,
-                )
-                _log(metrics, train_iters)
-                if on_log is not None:
-                    on_log(metrics)
-                window_loss, window_seconds, window_iterations = 0.0, 0.0, 0
-            if iteration % config.checkpoint.save_interval == 0 or iteration == train_iters:
-                directory = self._save(iteration)
-                checkpoints.append(str(directory))
-                if on_checkpoint is not None:
-                    on_checkpoint(iteration, directory)
+                train_loss = self._report(iteration, window, grad_norm, valid_losses if evaluated else None, on_log)
+                window = _Window()
+            if stopped or iteration % config.checkpoint.save_interval == 0 or iteration == train_iters:
+                self._save(iteration, on_checkpoint)
         return FullRunResult(
             start=start.kind,
             start_iteration=start.iteration,
             iteration=iteration,
             train_loss=train_loss,
-            valid_loss=valid_loss,
-            checkpoints=checkpoints,
+            valid_losses=valid_losses,
+            stopped=stopped,
+            checkpoints=self.checkpoints,
             adam_step=step_count(self.trainer.optimizer),
             wall_seconds=time.perf_counter() - started,
         )
+
+    def _report(
+        self,
+        iteration: int,
+        window: _Window,
+        grad_norm: float,
+        valid_losses: list[float] | None,
+        on_log: Callable[[StepMetrics], None] | None,
+    ) -> float:
+        """Logs the iterations since the last report (and hands them to on_log); their mean training loss."""
+        config = self.config
+        seconds = window.seconds / window.iterations
+        metrics = StepMetrics(
+            iteration=iteration,
+            train_loss=_shared_by_pipeline(window.loss / window.iterations),
+            lr=self.trainer.optimizer.param_groups[0]["lr"],
+            grad_norm=grad_norm,
+            seconds_per_iteration=seconds,
+            tokens_per_second=config.parallelism.global_batch_size * config.model.seq_length / seconds,
+            valid_losses=valid_losses,
+        )
+        _log(metrics, config.optimization.train_iters)
+        if on_log is not None:
+            on_log(metrics)
+        return metrics.train_loss
 
     def _start(self) -> StartPoint:
         """Load what the run starts from; rank 0 reads the tracker so every rank loads the same checkpoint."""
@@ -317,13 +345,15 @@ class _Run:
         start = chosen[0]
         trainer = self.trainer
         if start.kind is StartKind.RESUME:
-            checkpoint_io.load_resume(
+            _, evaluations = checkpoint_io.load_resume(
                 start.directory,
                 model=trainer.model,
                 optimizer=trainer.optimizer,
                 scheduler=trainer.scheduler,
                 shape=self.config.model,
             )
+            if self.evaluator is not None:
+                self.evaluator.restore(evaluations)  # the base's losses, read before the checkpoint
         elif start.kind is StartKind.BASE:
             checkpoint_io.load_base(start.directory, model=trainer.model, optimizer=trainer.optimizer)
         _log_rank0(f"starting at iteration {start.iteration} from {start.kind.value} {start.directory or ''}")
@@ -346,24 +376,51 @@ class _Run:
             for reads in self.trainer.reads_data
         ]
 
-    def _evaluate(self) -> float:
-        """Mean token loss over the same eval_iters validation batches at every evaluation."""
-        iterators = self._iterators(self.datasets.valid, consumed=0)
-        total = torch.zeros(2, device=self.trainer.device)
-        for _ in range(self.config.eval_iters):
-            total += self.trainer.forward_backward(iterators, forward_only=True)
-        return _shared_by_pipeline(_mean_over_data_parallel(total))
+    def _evaluate(self, iteration: int) -> tuple[list[float], bool]:
+        """Each validation set's mean token loss over its same eval_iters batches, in data.valid's order, handed to
+        rank 0's evaluator; the losses and whether it asks to stop (every rank learns both)."""
+        losses = []
+        for index in range(len(self.config.data.valid)):
+            dataset = self.datasets.valid[index] if self.datasets.valid else None
+            iterators = self._iterators(dataset, consumed=0)
+            total = torch.zeros(2, device=self.trainer.device)
+            for _ in range(self.config.eval_iters):
+                total += self.trainer.forward_backward(iterators, forward_only=True)
+            losses.append(_shared_by_pipeline(_mean_over_data_parallel(total)))
+        stop = [self.evaluator.evaluate(iteration, losses) if self.evaluator is not None else False]
+        dist.broadcast_object_list(stop, src=0)
+        return losses, bool(stop[0])
 
-    def _save(self, iteration: int) -> Path:
+    def _save(self, iteration: int, on_checkpoint: Callable[[int, Path], None] | None) -> None:
         trainer = self.trainer
-        return checkpoint_io.save(
+        # Rank 0's evaluator state, on every rank: megatron-core checks the common state is the same everywhere.
+        evaluations = [self.evaluator.state() if self.evaluator is not None else None]
+        dist.broadcast_object_list(evaluations, src=0)
+        directory = checkpoint_io.save(
             Path(self.config.checkpoint.save_dir),
             iteration,
             model=trainer.model,
             optimizer=trainer.optimizer,
             scheduler=trainer.scheduler,
             config=self.config,
+            evaluations=evaluations[0] or {},
         )
+        self.checkpoints.append(str(directory))
+        if on_checkpoint is not None:
+            on_checkpoint(iteration, directory)
+
+
+@dataclass
+class _Window:
+    """The training iterations since the last report."""
+
+    loss: float = 0.0
+    """Summed mean loss of each iteration."""
+    seconds: float = 0.0
+    iterations: int = 0
+
+    def add(self, loss: float, seconds: float) -> None:
+        self.loss, self.seconds, self.iterations = self.loss + loss, self.seconds + seconds, self.iterations + 1
 
 
 def _token_loss(
@@ -412,7 +469,8 @@ def _seed(seed: int) -> None:
 
 
 def _log(metrics: StepMetrics, train_iters: int) -> None:
-    valid = f" | valid loss {metrics.valid_loss:.4f}" if metrics.valid_loss is not None else ""
+    losses = metrics.valid_losses
+    valid = f" | valid losses {', '.join(f'{loss:.4f}' for loss in losses)}" if losses is not None else ""
     _log_rank0(
         f"iteration {metrics.iteration}/{train_iters} | loss {metrics.train_loss:.4f}{valid} | lr {metrics.lr:.3e} "
         f"| grad norm {metrics.grad_norm:.3f} | {metrics.seconds_per_iteration:.2f} s/it "

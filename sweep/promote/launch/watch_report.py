@@ -3,7 +3,10 @@
 The job's own job.json says what its watch held it to (the validation sets, the non-English share, the tokens per
 iteration, the predicted trajectory); its log, read from the cluster's Jobs API for a submission or from the
 rehearsal's job.log, gives the evaluations in Megatron-LM's lines. Both are read back as untrusted input: job.json
-through its versioned model, the log line by line through the same reader the job's watch uses.
+through its versioned model, the log line by line through the same reader the job's watch uses. A team that launched
+the plan's pretrain_gpt.sh itself gives its Megatron-LM stdout log (`--log FILE`): the plan says what the watch holds
+it to, as it would have told the job, and a validation line that does not read as one of the plan's sets' losses
+stops the reading at that file and line.
 """
 
 from __future__ import annotations
@@ -11,30 +14,108 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ConfigDict, Field
+
 from sweep.address import AddressError, jobs_client, parse_address
-from sweep.files.compat import JOB
-from sweep.files.records import CorruptFile, read_model
+from sweep.files.compat import JOB, WATCH
+from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.launch.job_records import read_records
 from sweep.promote.launch.rehearse import JOB_LOG
+from sweep.promote.launch.watching import watch_config
+from sweep.promote.plan.plan import Plan
+from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
+from train_entry.megatron.megatron_log import read_validation
 from train_entry.trial_config import BaseLosses
 
 MOST_LOG_BYTES = 1 << 30
 """A job log read whole: a month-long run's log at Megatron-LM's default log interval is tens of MB."""
+WATCH_JSON = "watch.json"
+"""What `sweep promote watch` last read, kept beside the job's job.json (a --log's beside its plan's plan.json): the
+report's watch plot draws it without reading a cluster's log."""
 
 
 @dataclass(frozen=True)
 class WatchedJob:
     job_id: str
     source: str
-    """Where the log was read: the rehearsal's job.log, or the cluster's Jobs API."""
+    """Where the log was read: the rehearsal's job.log, the cluster's Jobs API, or --log files."""
     watch: WatchConfig
     base: BaseLosses | None
     evaluations: list[WatchedEvaluation]
+    run_tokens: int
+    """The whole run's training tokens (the job's steps, or the plan's tokens): where the prediction ends."""
+    directory: Path
+    """Where its watch.json is kept: the job's folder, or the plan's for a --log."""
+
+
+class WatchedRow(StrictConfig):
+    """One evaluation as watched: what a WatchedEvaluation measured and what it was held to."""
+
+    # Measured: a diverged run's forgetting may be non-finite, and is kept as it is.
+    model_config = ConfigDict(allow_inf_nan=True, ser_json_inf_nan="constants")
+
+    step: int = Field(ge=0)
+    tokens_seen: int = Field(ge=0)
+    domain_gain: float
+    forgetting: float
+    upper: float | None
+    """The predicted upper bound at these tokens; None: no credible prediction there."""
+    overshoots: int = Field(ge=0)
+
+
+class WatchRecord(StrictConfig):
+    """watch.json: a job's evaluations as `sweep promote watch` last read them."""
+
+    job_id: str = Field(min_length=1, max_length=300)
+    source: str = Field(max_length=10_000)
+    run_tokens: int = Field(gt=0)
+    watch: WatchConfig
+    base: BaseLosses | None
+    evaluations: list[WatchedRow] = Field(max_length=1_000_000)
+
+    @classmethod
+    def of(cls, job: WatchedJob) -> WatchRecord:
+        rows = [
+            WatchedRow(
+                step=e.metrics.step,
+                tokens_seen=e.metrics.tokens_seen,
+                domain_gain=e.metrics.domain_gain,
+                forgetting=e.metrics.forgetting,
+                upper=e.upper,
+                overshoots=e.overshoots,
+            )
+            for e in job.evaluations
+        ]
+        return cls(job_id=job.job_id, source=job.source, run_tokens=job.run_tokens, watch=job.watch, base=job.base,
+                   evaluations=rows)  # fmt: skip
+
+
+def keep_record(job: WatchedJob) -> Path:
+    """Writes the job's watch.json; its path."""
+    path = job.directory / WATCH_JSON
+    write_model(path, WatchRecord.of(job), WATCH)
+    return path
+
+
+def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
+    """The run's most recently written watch.json (any plan's, any job's), read back as untrusted input (CorruptFile);
+    None when no job of the run was watched."""
+    run = RunDir(run_dir)
+    found = [
+        path
+        for plan in run.plans()
+        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(plan))]
+        if path.is_file()
+    ]
+    if not found:
+        return None
+    path = max(found, key=lambda item: item.stat().st_mtime)
+    return path, read_model(path, WatchRecord, fmt=WATCH)
 
 
 def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool = False) -> WatchedJob:
@@ -54,7 +135,59 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
     evaluations = Evaluations(job.watch)
     for line in text.splitlines():
         evaluations.read(line)
-    return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched)
+    tokens = job.steps * job.watch.tokens_per_iteration
+    return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched, tokens, job_dir)
+
+
+def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
+    """The evaluations in Megatron-LM stdout logs (read in the order given: a --skip-train launch's base evaluation
+    first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
+    plan = _plan(RunDir(run_dir), plan_id)
+    watch = watch_config(plan, stop_on_forgetting=False)
+    evaluations = Evaluations(watch)
+    for path in logs:
+        for number, line in enumerate(_log_lines(path), 1):
+            try:
+                found = read_validation(line)
+            except ValueError as error:
+                raise PromotionError(f"{path}, line {number}: {error}: {shown(line.strip(), 160)}") from None
+            if found is not None and found.set_index >= len(watch.sets):
+                raise PromotionError(
+                    f"{path}, line {number}: validation set {found.set_index}, where plan {plan.id} has "
+                    f"{len(watch.sets)} ({', '.join(watch.sets)}): not a log of the plan's launch"
+                )
+            evaluations.read(line)
+    source = ", ".join(str(path) for path in logs)
+    plan_dir = RunDir(run_dir).plan(plan.id).path
+    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir)
+
+
+def _plan(run: RunDir, plan_id: str | None) -> Plan:
+    plans = run.plans()
+    if plan_id is not None:
+        plans = [plan for plan in plans if plan.path.name == plan_id]
+    if len(plans) != 1:
+        known = ", ".join(plan.path.name for plan in run.plans()) or "none"
+        wanted = f"no plan {plan_id!r}" if plan_id is not None else f"{len(plans)} plans, not one"
+        raise PromotionError(f"{run.promotion} holds {wanted} (plans: {known}): name the log's plan with --plan")
+    try:
+        return Plan.read(plans[0].path)
+    except CorruptFile as error:
+        raise PromotionError(str(error)) from None
+
+
+def _log_lines(path: Path) -> list[str]:
+    """The log's lines, read as untrusted input: a regular file of at most MOST_LOG_BYTES, undecodable bytes replaced
+    (a validation line holding any then fails to read as one)."""
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            raise PromotionError(f"--log {path}: not a regular file")
+        if size > MOST_LOG_BYTES:
+            raise PromotionError(f"--log {path}: {size:,} bytes, over the {MOST_LOG_BYTES:,} a run's log is read to")
+        return path.read_bytes().decode("utf-8", errors="replace").split("\n")  # numbered as an editor numbers them
+    except OSError as error:
+        raise PromotionError(f"--log {path}: cannot read it ({error.strerror})") from None
 
 
 def _job_dirs(plan: PlanDir) -> list[Path]:

@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from sweep.files.compat import PLAN
 from sweep.files.records import read_model
 from sweep.files.rundir import PlanDir, RunDir
@@ -90,8 +88,6 @@ class Plan(StrictConfig):
     wandb: WandbConfig | None = None
     """The sweep's W&B project, entity and mode: the full run logs beside its trials (None: the sweep tracked
     nothing in W&B)."""
-    validation: list[ValidationSet] = Field(min_length=2, max_length=3)
-    """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/plan/validation.py)."""
     prediction: PredictedTrajectory | None = None
     """Forgetting against the full run's tokens, with its upper bound, that the forgetting watch holds the run to
     (sweep/promote/plan/prediction.py); None: no interval to bound it by, so no credible prediction."""
@@ -99,6 +95,11 @@ class Plan(StrictConfig):
     @property
     def chosen(self) -> RankedLayout:
         return self.layouts[0]
+
+    @property
+    def validation(self) -> list[ValidationSet]:
+        """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py): the run's."""
+        return self.run.data.valid
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
@@ -149,8 +150,8 @@ def make_plan(
     chosen = search.ranked[0]
     train_iters = config.train_iters()
     config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
-    run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config)
     validation, missing = validation_sets(config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT)
+    run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config, validation)
     origin = SweepOrigin(
         run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
     )
@@ -169,7 +170,6 @@ def make_plan(
         estimate=_estimate(target.model, cluster, chosen, train_iters, config.global_batch_tokens),
         placeholders=placeholders + missing,
         wandb=sweep_wandb(RunDir(run_dir)),
-        validation=validation,
         prediction=predicted_trajectory(RunDir(run_dir), promoted, config.tokens),
     )
 
@@ -192,6 +192,7 @@ def _full_run(
     chosen: RankedLayout,
     train_iters: int,
     config: PromotionConfig,
+    validation: list[ValidationSet],
 ) -> tuple[FullRunConfig, list[str]]:
     """The run at the promoted point's LR and blend on the chosen layout, and the inputs it holds placeholders for;
     PromotionError when it fails the full-run config's or megatron-core's checks."""
@@ -212,7 +213,13 @@ def _full_run(
                 train_iters=train_iters,
                 decay_style=trial.proxy.schedule,
             ),
-            data=Data(blend=blend, tokenizer=tokenizer, split=config.data.split),
+            data=Data(
+                blend=blend,
+                tokenizer=tokenizer,
+                split=config.data.split,
+                valid=validation,
+                non_english_share=trial.non_english_share,
+            ),
             checkpoint=checkpoint,
             # A validation loss with every checkpoint: the curve to judge a resume or a rollback by.
             eval_interval=checkpoint.save_interval,

@@ -1,10 +1,12 @@
 """The predicted trajectory of forgetting the full run is watched against (train_entry/fullrun/watch.py).
 
-Its end is the promoted point's own prediction: the ladder's law at the target's size and tokens, or the
+A ladder's law gives it whole: the law's forgetting at the promoted point at token counts along the run (the LR area
+the run's schedule has reached at each), each with the law's 90 % interval there (sweep/promote/ladder.py), an
+extrapolation beyond the largest rung stated as one. Otherwise its end is the promoted point's own prediction: the
 surrogate's mean at its pick, or the trial's measurement at the best observed trial, with the 90 % interval that
-came with it (else the trial's own validation-text standard error, x 1.645 for one-sided 90 %). Its shape in between
-is the promoted point's proxy trial's measured curve, its tokens scaled from the proxy's to the full run's and moved
-to end at that prediction: an extrapolation of a run some 10^4 times shorter, stated as one. No interval at all,
+came with it (else the trial's own validation-text standard error, x 1.645 for one-sided 90 %), and its shape in
+between is the promoted point's proxy trial's measured curve, its tokens scaled from the proxy's to the full run's
+and moved to end at that prediction: an extrapolation of a run some 10^4 times shorter, stated as one. No interval at all,
 or no end value, gives no prediction: the watch then says "no credible prediction" instead of inventing a bound.
 """
 
@@ -14,6 +16,7 @@ from sweep.files.compat import TRIAL_RESULT
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
+from sweep.promote.point.ladder import LawPoint
 from sweep.promote.point.point import PromotedPoint
 from train_entry.fullrun.watch import PredictedPoint, PredictedTrajectory
 from train_entry.trial_config import TrialResult
@@ -26,6 +29,8 @@ upper end is."""
 
 def predicted_trajectory(run: RunDir, point: PromotedPoint, tokens: int) -> PredictedTrajectory | None:
     """Forgetting against the full run's tokens with its upper bound; None without an interval to bound it by."""
+    if point.ladder is not None and point.ladder.trajectory:
+        return _law_trajectory(point.ladder)
     result = _trial_result(run, point.trial)
     upper = _upper_at_end(point, result)
     if upper is None:
@@ -52,6 +57,29 @@ def predicted_trajectory(run: RunDir, point: PromotedPoint, tokens: int) -> Pred
         points=[
             PredictedPoint(tokens=fraction * tokens, forgetting=value, forgetting_upper=value + margin)
             for fraction, value in _increasing(curve)
+        ],
+    )
+
+
+def _law_trajectory(law: LawPoint) -> PredictedTrajectory:
+    along = law.trajectory
+    level = law.prediction.intervals.level if law.prediction.intervals is not None else LEVEL
+    end = along[-1]
+    return PredictedTrajectory(
+        source=(
+            f"the ladder's loss law at the target's size, at {len(along)} token counts along the run: forgetting "
+            f"{end.forgetting:.4f} at the end, upper bound {end.interval.high:.4f} ({level:.0%}); an extrapolation "
+            f"from rungs {', '.join(law.laws.rungs)} to {law.target.name}"
+        ),
+        level=level,
+        points=[
+            PredictedPoint(tokens=0.0, forgetting=0.0, forgetting_upper=0.0),  # the base, by definition
+            *(
+                PredictedPoint(
+                    tokens=p.tokens, forgetting=p.forgetting, forgetting_upper=max(p.interval.high, p.forgetting)
+                )
+                for p in along
+            ),
         ],
     )
 

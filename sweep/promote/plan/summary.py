@@ -74,6 +74,12 @@ def _run_table(plan: Plan) -> Table:
             ),
         ),
         ("tokenizer", run.data.tokenizer),
+        (
+            "watch",
+            f"forgetting held to: {plan.prediction.source}"
+            if plan.prediction is not None
+            else "no credible prediction (no interval to bound forgetting by): measured and reported, never tripped",
+        ),
     ]
     for key, value in rows:
         table.add_row(key, value)

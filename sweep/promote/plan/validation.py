@@ -3,27 +3,15 @@ evaluated apart, so domain_gain and forgetting are measured in the proxies' defi
 
 A proxy's general validation loss is over general and non-English sequences blended (1 - share) : share
 (train_entry.data.blend.build_validation_sets); its mean is that mix of the two sets' means, which is how
-train_entry.fullrun.evaluations combines the full run's two losses. Megatron-LM core_v0.16.1 evaluates one loss per
+train_entry.megatron.validation.side_losses combines the full run's two losses. Megatron-LM core_v0.16.1 evaluates one loss per
 --valid-data-path prefix under --multiple-validation-sets, in the order given: the plan's order is the sets' index
 in its log lines ("validation-0 loss at iteration ...").
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
 from sweep.promote.request.config import ValidationPrefixes
-from train_entry.config import StrictConfig
-
-Side = Literal["general", "domain", "non_english"]
-
-
-class ValidationSet(StrictConfig):
-    side: Side
-    prefix: str = Field(min_length=1)
-    """A Megatron indexed dataset (.bin/.idx without the suffix) on the cluster's file system."""
+from train_entry.megatron.validation import Side, ValidationSet
 
 
 def validation_sets(

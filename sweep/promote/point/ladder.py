@@ -14,7 +14,7 @@ from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
 from sweep.law.optimum import TargetScale
-from sweep.law.predict import TargetPrediction, predict
+from sweep.law.predict import TargetPrediction, TrajectoryPoint, predict, trajectory
 from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
 from sweep.law.validate import FoldErrors
@@ -23,6 +23,7 @@ from sweep.promote.estimate.targets import Target
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from train_entry.config import StrictConfig
+from train_entry.mix import MixRatio
 from train_entry.optimizer import OptimizerConfig
 
 
@@ -38,6 +39,14 @@ class LawPoint(StrictConfig):
     folds: list[FoldErrors] = Field(default_factory=list)
     """Leave-one-rung-out: each rung's optimum and losses predicted from the others, against its own."""
     warnings: list[str]
+    trajectory: list[TrajectoryPoint] = Field(default_factory=list, max_length=1000)
+    """Forgetting at the point along the run, with its interval: the law at TRAJECTORY_POINTS token counts (the LR
+    area the run's schedule has reached at each), the last the full run's; empty when no refit fitted."""
+
+
+TRAJECTORY_POINTS = 40
+"""Token counts the law's forgetting is predicted at along the run, evenly spaced in steps: about one per evaluation
+of a plan that evaluates with each of its ~40 checkpoints, so the watch interpolates little between them."""
 
 
 def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConfig) -> LadderTarget:
@@ -51,7 +60,7 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
         )
     steps = config.train_iters()
     warmup = config.warmup_iters(steps)
-    schedule = OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
+    schedule = _schedule(warmup, recipe)
     parameters = non_embedding_params(target.model)
     if not MIN_PARAMETERS <= parameters <= MAX_PARAMETERS:
         raise PromotionError(
@@ -66,6 +75,11 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
         lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),
     )
     return LadderTarget(scale=scale, steps=steps, warmup_steps=warmup)
+
+
+def _schedule(warmup: int, recipe: OptimizerConfig) -> OptimizerConfig:
+    """The full run's LR schedule as the plan gives it: the proxy's decay shape and floor after the run's warmup."""
+    return OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
 
 
 def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
@@ -83,10 +97,11 @@ def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
     return summary, run.rung(summary.planned[-1])
 
 
-def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir) -> LawPoint:
+def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir, recipe: OptimizerConfig) -> LawPoint:
     """The law's prediction at `at` (the one ladder.json holds when it was made for the same target, tokens and
-    pick rule, else refitted from its evaluations); PromotionError with the law's refusal when it has no credible
-    point, or when its point keeps the budget in fewer refits than objective.pick.min_probability asks."""
+    pick rule, else refitted from its evaluations) and its forgetting along the run under `recipe`'s schedule;
+    PromotionError with the law's refusal when it has no credible point, or when its point keeps the budget in fewer
+    refits than objective.pick.min_probability asks."""
     fit = summary.fit
     observed = f"promote the largest rung's own pick with --observed ({run.rung(summary.planned[-1]).path})"
     if fit is None:
@@ -113,8 +128,39 @@ def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir) -> LawPoint
         )
     folds = [fold.errors for fold in fit.validation.folds] if fit.validation else []
     return LawPoint(
-        target=at.scale, laws=fit.laws, prediction=prediction, folds=folds, warnings=_warnings(summary, at, folds)
+        target=at.scale,
+        laws=fit.laws,
+        prediction=prediction,
+        folds=folds,
+        warnings=_warnings(summary, at, folds),
+        trajectory=_along_the_run(summary, at, recipe, prediction, run),
     )
+
+
+def _along_the_run(
+    summary: LadderSummary, at: LadderTarget, recipe: OptimizerConfig, prediction: TargetPrediction, run: RunDir
+) -> list[TrajectoryPoint]:
+    """The law's forgetting at the promoted point after each TRAJECTORY_POINTS-th of the run's steps: the run's
+    tokens so far and the mean of its schedule's LR so far, ending at the full run (`at` itself)."""
+    optimum = prediction.optimum
+    point = (optimum.lr_fraction, MixRatio.parse(optimum.mix).domain_share)  # the promoted point, as the plan has it
+    schedule = _schedule(at.warmup_steps, recipe)
+    steps = sorted({max(1, round(at.steps * i / TRAJECTORY_POINTS)) for i in range(1, TRAJECTORY_POINTS)})
+    targets = [
+        at.scale.model_copy(
+            update={
+                "tokens": at.scale.tokens * step / at.steps,
+                "lr_mean": lr_mean(schedule, steps=step, total_steps=at.steps),
+            }
+        )
+        for step in steps
+        if step < at.steps
+    ]
+    try:
+        table = summary.table()
+    except LawInputError as exc:
+        raise PromotionError(f"{run.ladder_json}: {exc}") from None
+    return trajectory(table, summary.fit.laws, [*targets, at.scale], *point, summary.settings)
 
 
 def _warnings(summary: LadderSummary, at: LadderTarget, folds: list[FoldErrors]) -> list[str]:

@@ -103,7 +103,7 @@ def _ladder_point(
         return picked.model_copy(update={"reason": reason}), trial
     if target is None:
         raise PromotionError("a ladder's law is predicted at the target's size: name a --target (or --observed)")
-    point = law_point(summary, ladder_target(target, config, trial.proxy), run)
+    point = law_point(summary, ladder_target(target, config, trial.proxy), run, trial.proxy)
     prediction = point.prediction
     found, intervals = prediction.optimum, prediction.intervals
     promoted = PromotedPoint(

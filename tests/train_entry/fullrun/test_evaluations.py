@@ -8,7 +8,7 @@ import pytest
 
 from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
-from train_entry.fullrun.megatron_log import parse_validation, validation_line
+from train_entry.megatron.megatron_log import parse_validation, validation_line
 from train_entry.trial_config import BaseLosses
 
 PREDICTION = straight(4000, end=0.01, upper_start=0.01, upper_end=0.02)

@@ -93,29 +93,36 @@ def single_rank_group():
 
 @pytest.fixture(scope="session")
 def indexed_corpora(tiny_corpora, tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    """A 512-token BPE and the tiny general and e-commerce training corpora indexed with it (prefixes by name)."""
+    """A 512-token BPE and the tiny general and e-commerce corpora indexed with it: prefixes by name, the training
+    text as "general" and "domain", the held-out text as "general_valid" and "domain_valid"."""
     cache = tmp_path_factory.mktemp("full-run-data")
     corpora = tiny_corpora / "corpora"
     tokenizer = train_bpe([Corpus.of(corpora / "general_en/train.jsonl")], 512, cache)
-    prefixes = {
-        "general": build_indexed(Corpus.of(corpora / "general_en/train.jsonl"), tokenizer, cache).prefix,
-        "domain": build_indexed(Corpus.of(corpora / "ecommerce/train.jsonl"), tokenizer, cache).prefix,
-    }
+    files = {"general": "general_en", "domain": "ecommerce"}
+    prefixes = {}
+    for side, folder in files.items():
+        for suffix, split in (("", "train"), ("_valid", "valid")):
+            prefixes[side + suffix] = build_indexed(
+                Corpus.of(corpora / f"{folder}/{split}.jsonl"), tokenizer, cache
+            ).prefix
     return tokenizer, prefixes
 
 
 @pytest.fixture
 def blend_data(indexed_corpora) -> Callable[..., dict[str, Any]]:
-    """blend_data(weights, cache_dir=...): a run config's data section over the indexed tiny corpora."""
+    """blend_data(weights, cache_dir=..., valid=False): a run config's data section over the indexed tiny corpora;
+    with `valid`, the general and domain held-out sets to evaluate apart."""
     tokenizer, prefixes = indexed_corpora
 
-    def make(weights: dict[str, float], *, cache_dir: Path) -> dict[str, Any]:
+    def make(weights: dict[str, float], *, cache_dir: Path, valid: bool = False) -> dict[str, Any]:
+        sets = [{"side": side, "prefix": prefixes[f"{side}_valid"]} for side in ("general", "domain")]
         return {
             "blend": [{"weight": weight, "prefix": prefixes[name], "name": name} for name, weight in weights.items()],
             "tokenizer": str(tokenizer),
             "split": "90,10,0",
             "cache_dir": str(cache_dir),
             "num_workers": 0,
+            "valid": sets if valid else [],
         }
 
     return make

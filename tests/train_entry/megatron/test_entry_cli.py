@@ -32,12 +32,13 @@ def test_an_unreadable_config_exits_2(tmp_path, capsys):
 
 def test_a_config_of_another_format_version_exits_2_naming_the_file_and_left_as_it_was(full_run_data, tmp_path, capsys):
     path = tmp_path / "full_run.json"
-    path.write_text(json.dumps({FORMAT_KEY: FULL_RUN.version + 1, **_runnable(full_run_data, tmp_path)}))
+    # Format 1 evaluated one blended validation loss; format 2 lists the validation sets it evaluates apart.
+    path.write_text(json.dumps({FORMAT_KEY: 1, **_runnable(full_run_data, tmp_path)}))
     content = path.read_bytes()
     assert main(["--config", str(path)]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert (
-        line.startswith(f"error: {path}: full run config format 2 ") and "reads full run config format 1 only" in line
+        line.startswith(f"error: {path}: full run config format 1 ") and "reads full run config format 2 only" in line
     )
     assert path.read_bytes() == content and not (tmp_path / "run").exists()
 

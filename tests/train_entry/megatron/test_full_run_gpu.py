@@ -50,7 +50,7 @@ def _tiny(blend_data, tmp_path, *, train_iters: int = 20, **checkpoint) -> FullR
             },
             "parallelism": {"global_batch_size": 16, "micro_batch_size": 4},
             "optimization": {"lr": 3e-3, "min_lr": 3e-4, "warmup_iters": 2, "train_iters": train_iters},
-            "data": blend_data({"general": 0.5, "domain": 0.5}, cache_dir=tmp_path / "index-cache"),
+            "data": blend_data({"general": 0.5, "domain": 0.5}, cache_dir=tmp_path / "index-cache", valid=True),
             "checkpoint": {"save_dir": str(tmp_path / "run"), "save_interval": 10, **checkpoint},
             "log_interval": 5,
             "eval_interval": 10,
@@ -89,10 +89,47 @@ def test_resumes_after_two_kills_in_a_row_and_follows_the_uninterrupted_run(sing
     for resumed, expected in zip(logged, uninterrupted, strict=True):
         assert resumed.lr == pytest.approx(expected.lr, rel=1e-9), resumed.iteration
         assert resumed.train_loss == pytest.approx(expected.train_loss, rel=2e-3), resumed.iteration
-        assert (resumed.valid_loss is None) == (expected.valid_loss is None), resumed.iteration
-        if expected.valid_loss is not None:
-            assert resumed.valid_loss == pytest.approx(expected.valid_loss, rel=2e-3), resumed.iteration
+        assert (resumed.valid_losses is None) == (expected.valid_losses is None), resumed.iteration
+        if expected.valid_losses is not None:
+            assert resumed.valid_losses == pytest.approx(expected.valid_losses, rel=2e-3), resumed.iteration
     assert logged[-1].train_loss < logged[0].train_loss
+
+
+class _Recording:
+    """An evaluator (the job's watch stands here) that keeps what it is given and stops the run at `stop_at`."""
+
+    def __init__(self, stop_at: int | None = None, state: dict | None = None) -> None:
+        self.stop_at, self.given, self.restored = stop_at, [], state
+
+    def evaluate(self, step: int, losses: list[float]) -> bool:
+        self.given.append((step, losses))
+        return step == self.stop_at
+
+    def state(self) -> dict:
+        return {"base": self.given[0][1] if self.given and self.given[0][0] == 0 else None}
+
+    def restore(self, state: dict) -> None:
+        self.restored = state
+
+
+def test_evaluates_each_set_apart_from_the_base_on_and_stops_when_its_evaluator_asks(
+    single_gpu_job, blend_data, tmp_path
+):
+    config = _tiny(blend_data, tmp_path, train_iters=30)
+    evaluator = _Recording(stop_at=20)
+    single_gpu_job()
+    result = train(config, evaluator=evaluator)
+    assert [step for step, _ in evaluator.given] == [0, 10, 20]
+    assert all(len(losses) == 2 for _, losses in evaluator.given)  # general and domain, each its own loss
+    assert evaluator.given[0][1][0] != evaluator.given[0][1][1]
+    assert (result.stopped, result.iteration) == (True, 20)
+    assert latest_iteration(tmp_path / "run") == 20  # checkpointed before it stopped
+    # The resumed run gets back the base's losses its evaluator kept, and evaluates no new base.
+    resumed = _Recording()
+    single_gpu_job()
+    result = train(config, evaluator=resumed)
+    assert resumed.restored == {"base": evaluator.given[0][1]}
+    assert [step for step, _ in resumed.given] == [30] and not result.stopped
 
 
 def test_starts_from_a_base_with_its_weights_and_a_fresh_schedule(single_gpu_job, blend_data, tmp_path):

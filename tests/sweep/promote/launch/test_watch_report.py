@@ -10,7 +10,7 @@ from sweep.promote.launch.rehearse import JOB_LOG
 from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.config import JOB_JSON, JobConfig, MegatronTrainer
 from train_entry.fullrun.evaluations import WatchConfig
-from train_entry.fullrun.megatron_log import validation_line
+from train_entry.megatron.megatron_log import validation_line
 
 WATCH = WatchConfig(
     sets=["general", "domain"],
@@ -58,3 +58,73 @@ def test_no_job_or_a_corrupt_job_json_is_exit_2_naming_it(tmp_path, capsys):
     job_json.write_text('{"format_version": 1}')
     assert main(["promote", "watch", str(tmp_path)]) == 2
     assert str(job_json) in capsys.readouterr().err
+
+
+# A team's own launch of the plan's pretrain_gpt.sh, its stdout as Megatron-LM core_v0.16.1 prints it: the
+# --skip-train launch's base evaluation ("iteration 0 on validation set", training.py line 1069), then the training
+# launch's iteration lines (training_log, lines 2033-2083) and evaluations; each evaluation line is
+# f' validation{suffix} loss at {prefix} | ' + '{} value: {:.6E} | ' + '{} PPL: {:.6E} | ' per loss key
+# (evaluate_and_print_results, lines 3254-3258), framed by dashes (print_rank_last('-' * length)).
+MEGATRON_LOG = """\
+using world size: 480, data-parallel size: 240, context-parallel size: 1, tensor-model-parallel size: 2
+> building train, validation, and test datasets ...
+skipping training (--skip-train is on) ...
+-----------------------------------------------------------------------------------------------------------------
+ validation-0 loss at iteration 0 on validation set | lm loss value: 2.000000E+00 | lm loss PPL: 7.389056E+00 | 
+-----------------------------------------------------------------------------------------------------------------
+ validation-1 loss at iteration 0 on validation set | lm loss value: 3.000000E+00 | lm loss PPL: 2.008554E+01 | 
+-----------------------------------------------------------------------------------------------------------------
+ validation-2 loss at iteration 0 on validation set | lm loss value: 4.000000E+00 | lm loss PPL: 5.459815E+01 | 
+ [2026-11-30 08:00:00.000000] iteration     2080/   84772 | consumed samples:      2995200 | elapsed time per \
+iteration (ms): 3460.1 | learning rate: 2.999000E-05 | global batch size:  1440 | lm loss: 2.512345E+00 | loss \
+scale: 1.0 | grad norm: 0.412 | number of skipped iterations:   0 | number of nan iterations:   0 |
+ validation-0 loss at iteration 2080 | lm loss value: 2.020000E+00 | lm loss PPL: 7.538325E+00 | 
+ validation-1 loss at iteration 2080 | lm loss value: 2.700000E+00 | lm loss PPL: 1.487973E+01 | 
+ validation-2 loss at iteration 2080 | lm loss value: 4.040000E+00 | lm loss PPL: 5.682633E+01 | 
+"""
+
+
+def planned(finished_run):
+    run_dir = finished_run()
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 0
+    return run_dir
+
+
+def test_a_plain_megatron_lm_log_is_read_against_the_plan(finished_run, tmp_path, capsys):
+    run_dir = planned(finished_run)
+    log = tmp_path / "pretrain_gpt.log"
+    log.write_text(MEGATRON_LOG)
+    capsys.readouterr()
+    assert main(["promote", "watch", str(run_dir), "--log", str(log)]) == 0
+    out = capsys.readouterr().out
+    # The plan's sets are general, domain, non-English at the promoted point's share 0.1 of general.
+    assert f"(log: {log})" in out
+    assert f"base losses: domain 3.0000, general {0.9 * 2.0 + 0.1 * 4.0:.4f}" in out
+    (row,) = [line.split() for line in out.splitlines() if line.split()[:1] == ["2080"]]
+    general = 0.9 * 2.02 + 0.1 * 4.04
+    # 2080 iterations of the plan's 1440 x 8192-token batches; the sweep's run holds no interval: no bound.
+    assert row[:4] == ["2080", f"{2080 * 1440 * 8192:,}", f"{1 - 2.7 / 3.0:.4f}", f"{general / 2.2 - 1:.4f}"]
+    assert " ".join(row[4:]) == "- no credible prediction"
+
+
+def test_a_malformed_megatron_lm_log_is_exit_2_naming_the_file_and_line(finished_run, tmp_path, capsys):
+    run_dir = planned(finished_run)
+    log = tmp_path / "pretrain_gpt.log"
+    bad = {
+        " validation-1 loss at iteration 2080 | lm loss value: 2.7x0000E+00 |": "not in Megatron-LM's form",
+        " validation loss at iteration 2080 | lm loss value: 2.700000E+00 |": "without a set number",
+        " validation-3 loss at iteration 2080 | lm loss value: 2.700000E+00 |": "validation set 3, where plan",
+        " validation-1 loss at iteration 2080 | lm loss value: \udcff.700000E+00 |": "not in Megatron-LM's form",
+    }
+    for line, complaint in bad.items():
+        lines = MEGATRON_LOG.splitlines()
+        lines[11] = line  # validation-1 at iteration 2080
+        log.write_bytes("\n".join(lines).encode("utf-8", errors="surrogateescape"))
+        capsys.readouterr()
+        assert main(["promote", "watch", str(run_dir), "--log", str(log)]) == 2
+        err = capsys.readouterr().err
+        assert f"{log}, line 12: " in err and complaint in err, err
+    assert main(["promote", "watch", str(run_dir), "--log", str(tmp_path / "missing.log")]) == 2
+    assert "missing.log: cannot read it" in capsys.readouterr().err
+    assert main(["promote", "watch", str(run_dir), "--log", str(log), "--plan", "another"]) == 2
+    assert "holds no plan 'another'" in capsys.readouterr().err

@@ -15,11 +15,13 @@ from sweep.choice.pick import PickSource
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import read_ladder
 from sweep.law.optimum import at
+from sweep.law.table import lr_mean
 from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.plan.summary import summary_markdown
 from sweep.promote.request.config import PromotionConfig
 from tests.sweep.promote.promote_runs import surrogate_pick, write_run
 from train_entry.mix import blend_weights
+from train_entry.optimizer import OptimizerConfig
 
 TARGET = PromotionConfig(target="llama3.1-70b")
 
@@ -56,6 +58,41 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     assert "the ladder's loss law at the target's size: predicted" in text and "share of refits within" in text
     assert "- warning: predicted 5.0 orders of magnitude beyond the largest rung" in text
     assert "- warning: matched only in part: pretrain_tokens_per_parameter" in text
+
+
+def test_the_predicted_trajectory_is_the_law_at_each_token_count_along_the_run(ladder):
+    """Not a straight line from the base to the end: the law itself at 40 token counts, each at the LR area the run's
+    schedule has reached there, with the law's interval there, ending at the promoted point's own figures."""
+    plan = make_plan(ladder, TARGET)
+    promoted, prediction = plan.sweep.promoted, plan.prediction
+    law, opt = promoted.ladder, plan.run.optimization
+    assert (
+        "the ladder's loss law" in prediction.source
+        and "an extrapolation from rungs xxs, xs, s, m" in prediction.source
+    )
+    assert len(prediction.points) == 1 + 40 and prediction.points[0].tokens == 0 and prediction.level == 0.9
+    end = prediction.points[-1]
+    assert (end.tokens, end.forgetting, end.forgetting_upper) == (
+        plan.tokens,
+        promoted.forgetting,
+        promoted.forgetting_interval[1],
+    )
+    # The point after a quarter of the run's steps, evaluated here from the law and the plan's own schedule.
+    steps = opt.train_iters
+    quarter = round(steps / 4)
+    schedule = OptimizerConfig(
+        warmup_steps=opt.warmup_iters, schedule=opt.decay_style, min_lr_ratio=opt.min_lr / opt.lr
+    )
+    there = law.target.model_copy(
+        update={"tokens": plan.tokens * quarter / steps, "lr_mean": lr_mean(schedule, steps=quarter, total_steps=steps)}
+    )
+    expected = at(law.laws.stacked(), there, promoted.lr_fraction, promoted.mix.domain_share).forgetting
+    (point,) = [p for p in prediction.points if p.tokens == pytest.approx(there.tokens)]
+    assert point.forgetting == pytest.approx(expected, rel=1e-3)
+    assert point.forgetting_upper > point.forgetting
+    straight = end.forgetting * point.tokens / end.tokens
+    assert abs(point.forgetting - straight) > 0.05 * end.forgetting
+    assert "│ watch       │ forgetting held to: the ladder's loss law at the target's size" in summary_markdown(plan)
 
 
 def test_another_token_count_refits_the_law_there(ladder):

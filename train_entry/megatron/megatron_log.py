@@ -17,6 +17,8 @@ _LINE = re.compile(
     r"validation(?:-(?P<set>\d+))? loss at iteration (?P<iteration>\d+)(?: on validation set)? \| "
     r"lm loss value: (?P<loss>[-+0-9.EeNnAaIiFf]+) \|"
 )
+_STARTS = re.compile(r"\bvalidation(?:-\d+)? loss at ")
+"""How every validation report of Megatron-LM's begins, however the rest of it reads."""
 PPL_CAP = 20.0
 """Megatron-LM caps the exponent of the perplexity it prints at 20."""
 
@@ -39,6 +41,29 @@ def parse_validation(line: str) -> ValidationLoss | None:
     except ValueError:
         return None
     return ValidationLoss(int(match["set"] or 0), int(match["iteration"]), loss)
+
+
+def read_validation(line: str) -> ValidationLoss | None:
+    """parse_validation for a log from outside (a team's own pretrain_gpt.py run): None for a line that reports no
+    validation loss; ValueError saying what is wrong with one that begins a report but does not read as one of the
+    plan's sets' losses (a loss that is no number, or a loss without a set number, logged without
+    --multiple-validation-sets)."""
+    if _STARTS.search(line) is None:
+        return None
+    match = _LINE.search(line)
+    if match is None:
+        raise ValueError("a validation loss line not in Megatron-LM's form 'validation-<i> loss at iteration <N> | "
+                         "lm loss value: <x.xxxxxxE+yy> |'")  # fmt: skip
+    if match["set"] is None:
+        raise ValueError(
+            "a validation loss without a set number: the run evaluated one blended set, not the plan's sets apart "
+            "(launch it with the plan's --valid-data-path and --multiple-validation-sets)"
+        )
+    try:
+        loss = float(match["loss"])
+    except ValueError:
+        raise ValueError(f"the loss {match['loss']!r} is not a number") from None
+    return ValidationLoss(int(match["set"]), int(match["iteration"]), loss)
 
 
 def validation_line(set_index: int, iteration: int, loss: float) -> str:

@@ -1,0 +1,47 @@
+"""The full run's validation sets: general, domain and (with a non-English share) non-English held-out text, each
+evaluated apart, and how their losses give the two the proxies measured.
+
+A proxy's general validation loss is over general and non-English sequences blended (1 - share) : share
+(train_entry.data.blend.build_validation_sets); its mean is that mix of the two sets' means, which is how
+side_losses combines the full run's. The entry (train_entry/megatron/evaluation.py) and the watch of any job's log
+(train_entry/fullrun/evaluations.py) both measure through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import Field
+
+from train_entry.config import StrictConfig
+
+Side = Literal["general", "domain", "non_english"]
+
+
+class ValidationSet(StrictConfig):
+    side: Side
+    """Which of the proxies' losses the set's loss goes into: the domain loss, or the general one (non_english
+    blended into it at the point's share)."""
+    prefix: str = Field(min_length=1)
+    """A Megatron indexed dataset (.bin/.idx without the suffix) on the cluster's file system."""
+
+
+def check_sides(sides: Sequence[Side], non_english_share: float) -> None:
+    """ValueError unless `sides` name general and domain once each, and non_english once exactly when the share is
+    above 0: the sets the proxies' two losses are made of."""
+    if len(set(sides)) != len(sides) or not {"general", "domain"} <= set(sides):
+        raise ValueError(f"the sets must name general and domain once each (non_english at most once), got {sides}")
+    if ("non_english" in sides) != (non_english_share > 0):
+        raise ValueError(
+            f"a non_english set goes with a non-English share and only with one, got {list(sides)} and "
+            f"non_english_share {non_english_share}"
+        )
+
+
+def side_losses(sides: Sequence[Side], losses: Sequence[float], non_english_share: float) -> tuple[float, float]:
+    """(domain loss, general loss as the proxies measure it) from each set's loss, in `sides`' order."""
+    by_side = dict(zip(sides, losses, strict=True))
+    share = non_english_share
+    general = by_side["general"] if share == 0 else (1 - share) * by_side["general"] + share * by_side["non_english"]
+    return by_side["domain"], general
