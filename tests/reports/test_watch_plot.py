@@ -4,7 +4,7 @@ axes, drawn from the watch.json `sweep promote watch` kept; a corrupt one is exi
 from __future__ import annotations
 
 import pytest
-from tests.sweep.promote.test_watch_report import rehearsed
+from tests.sweep.promote.launch.test_watch_report import rehearsed
 
 from cli import main
 from reports.report import write_run_report
