@@ -9,15 +9,13 @@ against it. Until it is read, later evaluations are kept but not measured: there
 
 from __future__ import annotations
 
-import math
-
 from pydantic import Field, model_validator
 
 from train_entry.config import StrictConfig
 from train_entry.fullrun.watch import ForgettingWatch, PredictedTrajectory, WatchedEvaluation
 from train_entry.megatron.megatron_log import parse_validation
-from train_entry.megatron.validation import Side, check_sides, side_losses
-from train_entry.trial_config import BaseLosses, Metrics
+from train_entry.megatron.validation import Side, check_sides, evaluation_metrics, side_losses
+from train_entry.trial_config import BaseLosses
 
 
 class WatchConfig(StrictConfig):
@@ -47,7 +45,7 @@ class Evaluations:
         self.config = config
         self.base: BaseLosses | None = None
         self._pending: dict[int, dict[int, float]] = {}
-        self._watch: ForgettingWatch | None = None
+        self._watch = None if config.prediction is None else ForgettingWatch(config.prediction)
         self.watched: list[WatchedEvaluation] = []
         """Every evaluation measured so far, in order."""
 
@@ -67,26 +65,19 @@ class Evaluations:
             if found.iteration != 0:
                 return None  # no base to measure against yet
             self.base = BaseLosses(domain_loss=domain, general_loss=general)
-            if self.config.prediction is not None:
-                self._watch = ForgettingWatch(self.config.prediction, self.base)
             return self.base
-        evaluation = self._observe(found.iteration, domain, general)
+        tokens = found.iteration * self.config.tokens_per_iteration
+        metrics = evaluation_metrics(
+            self.base, step=found.iteration, tokens_seen=tokens, domain=domain, general=general
+        )
+        evaluation = (
+            self._watch.judge(metrics) if self._watch else WatchedEvaluation(metrics=metrics, upper=None, overshoots=0)
+        )
         self.watched.append(evaluation)
         return evaluation
 
     def restore(self, base: BaseLosses, overshoots: int) -> None:
         """Goes on from a checkpoint: the base read before it, and the overshoots in a row up to it."""
         self.base = base
-        if self.config.prediction is not None:
-            self._watch = ForgettingWatch(self.config.prediction, base)
-            self._watch.overshoots = overshoots
-
-    def _observe(self, iteration: int, domain: float, general: float) -> WatchedEvaluation:
-        tokens = iteration * self.config.tokens_per_iteration
-        # The log's validation lines carry no training loss or LR: the watch judges validation losses only.
-        rest = {"step": iteration, "tokens_seen": tokens, "train_loss": math.nan, "lr": math.nan}
         if self._watch is not None:
-            return self._watch.observe(domain_loss=domain, general_loss=general, **rest)
-        assert self.base is not None  # measured only once the base is read
-        metrics = Metrics.measure(base=self.base, domain_loss=domain, general_loss=general, **rest)
-        return WatchedEvaluation(metrics=metrics, upper=None, overshoots=0)
+            self._watch.overshoots = overshoots

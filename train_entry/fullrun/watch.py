@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from train_entry.config import StrictConfig
-from train_entry.trial_config import BaseLosses, Metrics
+from train_entry.trial_config import Metrics
 
 OVERSHOOTS_TO_TRIP = 2
 """Evaluations in a row above the upper bound before the watch warns (and, when asked, stops the job)."""
@@ -90,23 +90,13 @@ class WatchedEvaluation:
 class ForgettingWatch:
     """Holds each evaluation of one run against the prediction; the count of overshoots in a row is its state."""
 
-    def __init__(self, prediction: PredictedTrajectory, base: BaseLosses) -> None:
-        self.prediction, self.base = prediction, base
+    def __init__(self, prediction: PredictedTrajectory) -> None:
+        self.prediction = prediction
         self.overshoots = 0
 
-    def observe(
-        self, *, step: int, tokens_seen: int, domain_loss: float, general_loss: float, train_loss: float, lr: float
-    ) -> WatchedEvaluation:
-        metrics = Metrics.measure(
-            base=self.base,
-            domain_loss=domain_loss,
-            general_loss=general_loss,
-            step=step,
-            tokens_seen=tokens_seen,
-            train_loss=train_loss,
-            lr=lr,
-        )
-        upper = self.prediction.upper_at(tokens_seen)
+    def judge(self, metrics: Metrics) -> WatchedEvaluation:
+        """`metrics` (measured against the base's losses) held to the predicted upper bound at its tokens."""
+        upper = self.prediction.upper_at(metrics.tokens_seen)
         # A non-finite forgetting is an overshoot: a diverged run has certainly forgotten more than predicted.
         over = upper is not None and not metrics.forgetting <= upper
         self.overshoots = self.overshoots + 1 if over else 0

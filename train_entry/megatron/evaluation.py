@@ -10,13 +10,12 @@ hands its evaluations to the same Evaluator on images without it.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from train_entry.megatron.config import Data
 from train_entry.megatron.megatron_log import validation_line
-from train_entry.megatron.validation import side_losses
+from train_entry.megatron.validation import evaluation_metrics, side_losses
 from train_entry.trial_config import BaseLosses, Metrics
 
 
@@ -58,9 +57,7 @@ class EntryEvaluations:
                 self.log(f"iteration {step}: no base losses to measure domain_gain and forgetting against")
             return False
         tokens = step * self.tokens_per_iteration
-        # An evaluation has no training loss or LR of its own: the step's log line carries those.
-        rest = {"step": step, "tokens_seen": tokens, "train_loss": math.nan, "lr": math.nan}
-        metrics = Metrics.measure(base=self.base, domain_loss=domain, general_loss=general, **rest)
+        metrics = evaluation_metrics(self.base, step=step, tokens_seen=tokens, domain=domain, general=general)
         self.measured.append(metrics)
         self.log(
             f"iteration {step}, {tokens:,} tokens: domain_gain {metrics.domain_gain:.4f}, "

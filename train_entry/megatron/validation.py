@@ -9,12 +9,14 @@ side_losses combines the full run's. The entry (train_entry/megatron/evaluation.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from train_entry.config import StrictConfig
+from train_entry.trial_config import BaseLosses, Metrics
 
 Side = Literal["general", "domain", "non_english"]
 
@@ -45,3 +47,12 @@ def side_losses(sides: Sequence[Side], losses: Sequence[float], non_english_shar
     share = non_english_share
     general = by_side["general"] if share == 0 else (1 - share) * by_side["general"] + share * by_side["non_english"]
     return by_side["domain"], general
+
+
+def evaluation_metrics(base: BaseLosses, *, step: int, tokens_seen: int, domain: float, general: float) -> Metrics:
+    """One evaluation measured against the base's losses. An evaluation has no training loss or LR of its own (the
+    step's log line carries those): its figures are the validation losses' only."""
+    return Metrics.measure(
+        base=base, domain_loss=domain, general_loss=general, step=step, tokens_seen=tokens_seen, train_loss=math.nan,
+        lr=math.nan,
+    )  # fmt: skip

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from tests.train_entry.fullrun.predictions import straight
 from train_entry.fullrun.watch import ForgettingWatch, PredictedPoint, PredictedTrajectory
-from train_entry.trial_config import BaseLosses
+from train_entry.trial_config import BaseLosses, Metrics
 
 BASE = BaseLosses(domain_loss=2.0, general_loss=2.5)
 PREDICTION = straight(
@@ -23,13 +23,16 @@ def _general_loss(forgetting: float) -> float:
 
 
 def _watch(forgettings: list[tuple[int, float]]):
-    watch = ForgettingWatch(PREDICTION, BASE)
+    watch = ForgettingWatch(PREDICTION)
     return [
-        watch.observe(
-            step=i, tokens_seen=tokens, domain_loss=1.8, general_loss=_general_loss(f), train_loss=1.9, lr=1e-4
+        watch.judge(
+            Metrics.measure(
+                base=BASE, step=i, tokens_seen=tokens, domain_loss=1.8, general_loss=_general_loss(f), train_loss=1.9,
+                lr=1e-4,
+            )
         )
         for i, (tokens, f) in enumerate(forgettings)
-    ]
+    ]  # fmt: skip
 
 
 def test_measures_gain_and_forgetting_in_the_proxies_definitions():
