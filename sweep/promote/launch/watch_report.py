@@ -177,17 +177,22 @@ def _plan(run: RunDir, plan_id: str | None) -> Plan:
 
 
 def _log_lines(path: Path) -> list[str]:
-    """The log's lines, read as untrusted input: a regular file of at most MOST_LOG_BYTES, undecodable bytes replaced
-    (a validation line holding any then fails to read as one)."""
+    """A --log file's lines, numbered as an editor numbers them."""
+    return _log_text(path, f"--log {path}").split("\n")
+
+
+def _log_text(path: Path, named: str) -> str:
+    """A log whole, read as untrusted input: a regular file of at most MOST_LOG_BYTES, undecodable bytes replaced (a
+    validation line holding any then fails to read as one); PromotionError starting with `named` otherwise."""
     try:
         size = path.stat().st_size
         if not path.is_file():
-            raise PromotionError(f"--log {path}: not a regular file")
+            raise PromotionError(f"{named}: not a regular file")
         if size > MOST_LOG_BYTES:
-            raise PromotionError(f"--log {path}: {size:,} bytes, over the {MOST_LOG_BYTES:,} a run's log is read to")
-        return path.read_bytes().decode("utf-8", errors="replace").split("\n")  # numbered as an editor numbers them
+            raise PromotionError(f"{named}: {size:,} bytes, over the {MOST_LOG_BYTES:,} a run's log is read to")
+        return path.read_bytes().decode("utf-8", errors="replace")
     except OSError as error:
-        raise PromotionError(f"--log {path}: cannot read it ({error.strerror})") from None
+        raise PromotionError(f"{named}: cannot read it ({error.strerror})") from None
 
 
 def _job_dirs(plan: PlanDir) -> list[Path]:
@@ -206,11 +211,9 @@ def _read_job(path: Path) -> JobConfig:
 def _log(plan: PlanDir, job_dir: Path, *, allow_remote: bool) -> tuple[str, str]:
     rehearsal_log = job_dir.parent.parent / JOB_LOG
     if job_dir.parent.parent != plan.path:  # a rehearsal's job: its log was kept beside it
-        if not rehearsal_log.is_file():
+        if not rehearsal_log.exists():
             raise PromotionError(f"{rehearsal_log} is missing: the rehearsal did not keep its job's log")
-        if rehearsal_log.stat().st_size > MOST_LOG_BYTES:
-            raise PromotionError(f"{rehearsal_log} is over {MOST_LOG_BYTES:,} bytes: not a rehearsal's log")
-        return str(rehearsal_log), rehearsal_log.read_text(encoding="utf-8", errors="replace")
+        return str(rehearsal_log), _log_text(rehearsal_log, str(rehearsal_log))
     record = next((r for r in read_records(plan) if r.submission_id == job_dir.name), None)
     if record is None:
         raise PromotionError(f"{plan.jobs_json} records no job {job_dir.name!r}")
