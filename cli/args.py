@@ -58,6 +58,21 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def whole_number_at_most(most: int) -> Callable[[str], int]:
+    """A whole number from 0 to `most`: a count a typo could make an hour's work of."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if not 0 <= value <= most:
+            raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {most:,}, got {text!r}")
+        return value
+
+    return parse
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from cli.args import fraction, positive_int_at_most
+from cli.args import fraction, positive_int_at_most, whole_number_at_most
 from sweep.promote.estimate.targets import PRESETS
 from sweep.study.config import PickConfig
 
@@ -55,7 +55,12 @@ def add_parser(verbs) -> None:
         help=f"the pick's rule: the answer keeps P(forgetting <= budget) at least this (default {least:g}, as a "
         "spec's objective.pick.min_probability)",
     )
-    fit.add_argument("--refits", type=refits, default=200, help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)")
+    fit.add_argument(
+        "--refits",
+        type=whole_number_at_most(MOST_REFITS),
+        default=200,
+        help=f"bootstrap refits, 0 to {MOST_REFITS:,} (default 200)",
+    )
     fit.add_argument("--validate", action="store_true", help="also predict each rung from the others")
     fit.add_argument(
         "--output",
@@ -161,16 +166,6 @@ def _temporary(path: Path) -> Path:
 def _progress(line: str) -> None:
     """Where the fit stands, on stderr: the report alone goes to stdout."""
     print(line, file=sys.stderr, flush=True)
-
-
-def refits(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MOST_REFITS:
-        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {MOST_REFITS:,}, got {text!r}")
-    return value
 
 
 def probability(text: str) -> float:
