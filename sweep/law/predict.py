@@ -44,6 +44,8 @@ from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
 
 Progress = Callable[[str], None]
+Refits = tuple[list[tuple[FormName, Law]], int]
+"""Bootstrap refits, each with its form, and how many failed to fit."""
 
 
 class Interval(StrictConfig):
@@ -125,8 +127,10 @@ def predict(
     pick: PickConfig,
     *,
     progress: Progress | None = None,
+    refits: Refits | None = None,
 ) -> TargetPrediction:
-    """The law's answer at `target` by the pick's rule, with intervals, or a refusal saying why there is none."""
+    """The law's answer at `target` by the pick's rule, with intervals, or a refusal saying why there is none;
+    `refits` (bootstrap_refits' of the same table, laws and settings) when the caller has them already."""
     mean = laws.stacked()
     base = {"target": target, "forgetting_budget": budget, "box": box, "pick": pick}
     refused = credibility(laws.best.law, target, table)
@@ -136,7 +140,7 @@ def predict(
             refits_without=0, refusal=refused,
         )  # fmt: skip
     mean_optimum = constrained_optimum(mean, target, box, budget)
-    refits, failed = _refits(table, laws, settings, progress)
+    refits, failed = bootstrap_refits(table, laws, settings, progress) if refits is None else refits
     ensemble = [law for _, law in refits]
     answer = ensemble_answer(ensemble, mean, target, box, budget, pick) if ensemble else None
     chance = answer.chance if answer else None
@@ -175,9 +179,9 @@ def _outside(box: SearchBox, point: Point) -> list[str]:
     return box.outside(point.lr_fraction, point.domain_share)
 
 
-def _refits(
-    table: ObservationTable, laws: Laws, settings: LawSettings, progress: Progress | None
-) -> tuple[list[tuple[FormName, Law]], int]:
+def bootstrap_refits(
+    table: ObservationTable, laws: Laws, settings: LawSettings, progress: Progress | None = None
+) -> Refits:
     """settings.refits bootstrap refits, shared among the credible forms by weight; and how many failed to fit."""
     credible = laws.credible
     total = sum(fit.weight for fit in credible)
@@ -311,6 +315,7 @@ class TrajectoryPoint(StrictConfig):
 def trajectory(
     table: ObservationTable,
     laws: Laws,
+    refits: Refits,
     targets: list[TargetScale],
     lr_fraction: float,
     domain_share: float,
@@ -318,9 +323,9 @@ def trajectory(
 ) -> list[TrajectoryPoint]:
     """The law's forgetting at the point along the run, one entry per target (the same run at fewer tokens, with the
     LR area its schedule has reached there): the mean law's value and the interval predict() gives at the end, the
-    refits' central interval (the same refits: same seed) widened for few rungs and to every credible form's fits and
-    fits without a rung, each evaluated at that target. Empty when no refit fits."""
-    ensemble = [law for _, law in _refits(table, laws, settings, None)[0]]
+    refits' central interval (`refits`: predict()'s) widened for few rungs and to every credible form's fits and fits
+    without a rung, each evaluated at that target. Empty when no refit fits."""
+    ensemble = [law for _, law in refits[0]]
     if not ensemble:
         return []
     mean = laws.stacked()

@@ -14,9 +14,9 @@ from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
 from sweep.law.optimum import TargetScale
-from sweep.law.predict import TargetPrediction, TrajectoryPoint, predict, trajectory
+from sweep.law.predict import Refits, TargetPrediction, TrajectoryPoint, bootstrap_refits, predict, trajectory
 from sweep.law.select import Laws
-from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, lr_mean
+from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean
 from sweep.law.validate import FoldErrors
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.targets import Target
@@ -107,14 +107,17 @@ def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir, recipe: Opt
     if fit is None:
         raise PromotionError(f"{run.ladder_json}: {summary.note or 'no law was fitted'}; {observed}")
     prediction = fit.prediction
+    try:
+        table = summary.table()
+    except LawInputError as exc:
+        raise PromotionError(f"{run.ladder_json}: {exc}") from None
+    refits = None  # the bootstrap refits, made once for the prediction (when refitted) and the trajectory
     if prediction.target != at.scale or prediction.pick != summary.pick:
-        try:
-            table = summary.table()
-        except LawInputError as exc:
-            raise PromotionError(f"{run.ladder_json}: {exc}") from None
+        refits = bootstrap_refits(table, fit.laws, summary.settings)
         prediction = predict(
-            table, fit.laws, at.scale, summary.box, summary.forgetting_budget, summary.settings, summary.pick
-        )
+            table, fit.laws, at.scale, summary.box, summary.forgetting_budget, summary.settings, summary.pick,
+            refits=refits,
+        )  # fmt: skip
     if prediction.refusal is not None or prediction.optimum is None:
         why = prediction.refusal.message if prediction.refusal else "no optimum"
         raise PromotionError(f"{run.ladder_json}: {why}; nothing is promoted from this ladder, or {observed}")
@@ -133,12 +136,19 @@ def law_point(summary: LadderSummary, at: LadderTarget, run: RunDir, recipe: Opt
         prediction=prediction,
         folds=folds,
         warnings=_warnings(summary, at, folds),
-        trajectory=_along_the_run(summary, at, recipe, prediction, run),
+        trajectory=_along_the_run(
+            summary, at, recipe, prediction, table, refits or bootstrap_refits(table, fit.laws, summary.settings)
+        ),
     )
 
 
 def _along_the_run(
-    summary: LadderSummary, at: LadderTarget, recipe: OptimizerConfig, prediction: TargetPrediction, run: RunDir
+    summary: LadderSummary,
+    at: LadderTarget,
+    recipe: OptimizerConfig,
+    prediction: TargetPrediction,
+    table: ObservationTable,
+    refits: Refits,
 ) -> list[TrajectoryPoint]:
     """The law's forgetting at the promoted point after each TRAJECTORY_POINTS-th of the run's steps: the run's
     tokens so far and the mean of its schedule's LR so far, ending at the full run (`at` itself)."""
@@ -156,11 +166,7 @@ def _along_the_run(
         for step in steps
         if step < at.steps
     ]
-    try:
-        table = summary.table()
-    except LawInputError as exc:
-        raise PromotionError(f"{run.ladder_json}: {exc}") from None
-    return trajectory(table, summary.fit.laws, [*targets, at.scale], *point, summary.settings)
+    return trajectory(table, summary.fit.laws, refits, [*targets, at.scale], *point, summary.settings)
 
 
 def _warnings(summary: LadderSummary, at: LadderTarget, folds: list[FoldErrors]) -> list[str]:
