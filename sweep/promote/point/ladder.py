@@ -56,7 +56,8 @@ def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConf
     if target.pretrain_tokens is None:
         raise PromotionError(
             f"target {target.name} has no pretrain_tokens, which a ladder's law counts the run's tokens in "
-            f"({target.source or 'not given'}): give them with --pretrain-tokens (or pretrain_tokens: in --config)"
+            f"({target.source or 'not given'}): give them with --pretrain-tokens (or pretrain_tokens: in a target "
+            "YAML, or in sweep promote's --config)"
         )
     steps = config.train_iters()
     warmup = config.warmup_iters(steps)
