@@ -11,13 +11,14 @@ least squares for it, and keeps the lowest cost.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import qmc
 
 from sweep.law.config import LawSettings
+from sweep.law.curve import LEVEL_BOUND, SizeCurve
 from sweep.law.forms import FORMS, LINEAR, Coordinate, Form, FormName, Inputs
 from sweep.law.model import FitQuality, Law, Loss, LossLaw, References, RungResiduals, Spans
 from sweep.law.table import ObservationTable
@@ -121,7 +122,7 @@ def fit_loss_law(
     best = min((problem.solve(result.x, settings.huber_scale, POLISH_EVALUATIONS) for result in polished), key=_cost)
     law = problem.decode(best.x)
     agreeing = sum(result.cost <= best.cost * BASIN + 1e-15 for result in finite)
-    return law, problem.quality(law, best.cost, agreeing)
+    return law, problem.quality(best.x, best.cost, agreeing)
 
 
 def _cost(solution: _Solution) -> float:
@@ -131,7 +132,7 @@ def _cost(solution: _Solution) -> float:
 @dataclass(frozen=True)
 class _Problem:
     """One loss's least-squares problem in one form: the rows as the arrays the form takes, and which parameters
-    are free."""
+    are free. A curve form (size-curve) has one more parameter per model size after the first: that size's level."""
 
     loss: Loss
     form: Form
@@ -140,9 +141,13 @@ class _Problem:
     rung: np.ndarray
     spans: Spans
     fixed: np.ndarray
-    """Every parameter's value, in the form's order; a point overwrites the free ones."""
+    """Every parameter's value, in the form's order and then the curve's levels; a point overwrites the free ones."""
     free: tuple[int, ...]
     references: References
+    sizes: tuple[float, ...] = ()
+    """log10 N of each model size, ascending, for a curve form (its knots)."""
+    knot: np.ndarray | None = None
+    """Each row's knot, for a curve form."""
 
     @classmethod
     def of(
@@ -155,6 +160,12 @@ class _Problem:
             undetermined = coordinate.fixed_without is not None and not getattr(spans, coordinate.fixed_without)
             if coordinate.name not in fixed and not undetermined:
                 free.append(index)
+        sizes, knot = (), None
+        if form.curve:
+            distinct, knot = np.unique(np.log10(table.parameters), return_inverse=True)
+            sizes = tuple(float(size) for size in distinct)
+            free += list(range(len(values), len(values) + len(sizes) - 1))
+            values += [0.0] * (len(sizes) - 1)
         inputs = Inputs(
             size=table.parameters / references.parameters,
             lr=table.lr_fraction / references.lr_fraction,
@@ -173,11 +184,22 @@ class _Problem:
             fixed=np.array(values, dtype=float),
             free=tuple(free),
             references=references,
+            sizes=sizes,
+            knot=knot,
         )
 
     @property
+    def all_coordinates(self) -> tuple[Coordinate, ...]:
+        """The form's coordinates, then a curve's levels (sizes after the first)."""
+        levels = tuple(
+            Coordinate(f"level_{k}", -LEVEL_BOUND, LEVEL_BOUND, False, None, 0.0) for k in range(1, len(self.sizes))
+        )
+        return self.form.coordinates + levels
+
+    @property
     def coordinates(self) -> list[Coordinate]:
-        return [self.form.coordinates[i] for i in self.free]
+        every = self.all_coordinates
+        return [every[i] for i in self.free]
 
     def values(self, point: np.ndarray) -> np.ndarray:
         values = self.fixed.copy()
@@ -187,18 +209,30 @@ class _Problem:
 
     def decode(self, point: np.ndarray) -> LossLaw:
         # exp(log(bound)) may land a rounding error outside the bound the law's record checks
-        low, high = zip(*((c.low, c.high) for c in self.form.coordinates))
+        low, high = zip(*((c.low, c.high) for c in self.all_coordinates))
         values = np.clip(self.values(point), low, high)
+        count = len(self.form.coordinates)
+        curve = (
+            SizeCurve(sizes=list(self.sizes), levels=[0.0, *map(float, values[count:])]) if self.form.curve else None
+        )
         return LossLaw(
             loss=self.loss,
             form=self.form.name,
-            values={name: float(value) for name, value in zip(self.form.parameters, values)},
+            values={name: float(value) for name, value in zip(self.form.parameters, values[:count])},
             references=self.references,
             spans=self.spans,
+            curve=curve,
         )
 
     def encode(self, law: LossLaw) -> np.ndarray:
-        point = [law.values[c.name] for c in self.coordinates]
+        values = dict(law.values)
+        if self.form.curve:
+            # the warm law's curve at this table's sizes, relative to its first: P and B carry the first's factor
+            levels = law.curve.posterior(np.array(self.sizes))[0] if law.curve is not None else np.zeros(1)
+            values["offset"] *= float(np.exp(levels[0]))
+            values["shift"] *= float(np.exp(levels[0]))
+            values |= {f"level_{k}": float(levels[k] - levels[0]) for k in range(1, len(self.sizes))}
+        point = [values[c.name] for c in self.coordinates]
         return self._inside(np.array([np.log(v) if c.log else v for c, v in zip(self.coordinates, point)], dtype=float))
 
     def _inside(self, point: np.ndarray) -> np.ndarray:
@@ -220,7 +254,12 @@ class _Problem:
         """d residual / d free coordinate: the form's gradient, times the value for a coordinate fitted on its log."""
         values = self.values(point)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            gradient = self.form.gradient(values, self.inputs)
+            gradient = self.form.gradient(*self._form_values(values))
+            if self.form.curve:
+                fitted = self.fitted(values)
+                gradient = np.column_stack(
+                    [gradient, *(np.where(self.knot == k, fitted, 0.0) for k in range(1, len(self.sizes)))]
+                )
         free = list(self.free)
         logs = np.array([c.log for c in self.coordinates], dtype=bool)
         jacobian = gradient[:, free] * np.where(logs, values[free], 1.0)
@@ -228,16 +267,27 @@ class _Problem:
 
     def fitted(self, values: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            return self.form.change(values, self.inputs)
+            return self.form.change(*self._form_values(values))
+
+    def _form_values(self, values: np.ndarray) -> tuple[np.ndarray, Inputs]:
+        """The form's own parameters, and the inputs with each row's level for a curve form."""
+        count = len(self.form.coordinates)
+        if not self.form.curve:
+            return values, self.inputs
+        levels = np.concatenate([[0.0], values[count:]])
+        return values[:count], replace(self.inputs, level=levels[self.knot])
 
     def starts(self, count: int, seed: int) -> list[np.ndarray]:
-        """`count` Latin-hypercube points over the free nonlinear parameters, each with P and B solved for."""
-        nonlinear = [i for i, c in enumerate(self.coordinates) if c.name not in LINEAR]
+        """`count` Latin-hypercube points over the free nonlinear parameters, each with P and B solved for; a curve's
+        levels start at 0, a size-free law (the solver moves them: each is one scale factor of its size's rows)."""
+        nonlinear = [
+            i for i, c in enumerate(self.coordinates) if c.name not in LINEAR and not c.name.startswith("level_")
+        ]
         low, high = self.bounds
         unit = qmc.LatinHypercube(d=max(1, len(nonlinear)), seed=seed).random(count)
         points = []
         for row in unit:
-            point = (low + high) / 2.0
+            point = np.where([c.name.startswith("level_") for c in self.coordinates], 0.0, (low + high) / 2.0)
             point[nonlinear] = low[nonlinear] + row[: len(nonlinear)] * (high[nonlinear] - low[nonlinear])
             points.append(self._with_linear_solved(point))
         return points
@@ -278,8 +328,8 @@ class _Problem:
         )
         return _Solution(result.x, float(result.cost) if np.isfinite(result.cost) else np.inf)
 
-    def quality(self, law: LossLaw, cost: float, agreeing: int) -> FitQuality:
-        residuals = self.change - self.fitted(law.vector())
+    def quality(self, point: np.ndarray, cost: float, agreeing: int) -> FitQuality:
+        residuals = self.change - self.fitted(self.values(point))
         total = float(np.sum((self.change - np.mean(self.change)) ** 2))
         r2 = 1.0 - float(np.sum(residuals**2)) / total if total > 0 else 0.0
         return FitQuality(

@@ -14,6 +14,10 @@ arXiv:2407.17467, write others), so every table is fitted with each, and cross-v
 - `split-power`: D-CPT's share term with separate power laws in the peak LR and the schedule-weighted tokens,
   (lr_fraction / lr_ref)^a x (lr_mean D / D_pre / t_ref)^b, as D-CPT writes D^beta apart from the rest, instead of
   one LR area: it reduces to a power of the area when a = b.
+- `size-curve`: the form that bends. dcpt-area's share and LR-area terms, but N enters as a free level at each
+  model size of the rows, exp(g(log N)), carried between and beyond the sizes by a Gaussian process in log N with a
+  linear trend (sweep.law.curve): where a power law holds, g is its straight line; where the rungs bend away from
+  one, g follows them, and beyond the largest its uncertainty grows with the distance.
 
 Each form is a plain function of arrays and its exact Jacobian: the fit evaluates it tens of thousands of times.
 """
@@ -25,8 +29,8 @@ from typing import Literal
 
 import numpy as np
 
-FormName = Literal["dcpt-area", "replay-area", "split-power"]
-FORM_NAMES: tuple[FormName, ...] = ("dcpt-area", "replay-area", "split-power")
+FormName = Literal["dcpt-area", "replay-area", "split-power", "size-curve"]
+FORM_NAMES: tuple[FormName, ...] = ("dcpt-area", "replay-area", "split-power", "size-curve")
 SpanName = Literal["parameters", "lr_area", "lr_fraction", "time", "domain_share"]
 SMALL_RATE = 1e-6
 """|k| below this reads the replay term as its limit u: expm1(k u) / k loses every digit there."""
@@ -58,6 +62,9 @@ class Inputs:
     area_known: bool = True
     """The rows' LR area varied: else the area response is the constant 1 (P and B carry it), as the rows cannot
     say how it moves."""
+    level: np.ndarray | None = None
+    """For a form whose N-dependence is a curve (size-curve): each row's log size factor g(log N), its model size's
+    fitted level in a fit, the curve's value at a prediction. None for the power-law forms."""
 
     @property
     def area(self) -> np.ndarray:
@@ -69,13 +76,14 @@ class Inputs:
         return np.abs(self.own - self.without)
 
 
-_COMMON = (
+_LEVEL = (
     Coordinate("offset", -10.0, 10.0, False, None, 0.0),
     Coordinate("shift", -10.0, 10.0, False, "domain_share", 0.0),
-    Coordinate("size_exponent", -3.0, 3.0, False, "parameters", 0.0),
 )
-"""P, B and nu, in every form. The bounds lie far outside anything a loss curve gives (a relative change of 10 is a
+"""P and B, in every form. The bounds lie far outside anything a loss curve gives (a relative change of 10 is a
 loss eleven times the base's) and keep a start from running off to infinity."""
+_COMMON = _LEVEL + (Coordinate("size_exponent", -3.0, 3.0, False, "parameters", 0.0),)
+"""P, B and nu: the forms whose N-dependence is a power."""
 _DCPT = (
     Coordinate("share_offset", 1e-4, 1e2, True, "domain_share", 1.0),
     Coordinate("share_exponent", 1e-3, 10.0, True, "domain_share", 1.0),
@@ -98,33 +106,46 @@ class Form:
     name: FormName
     coordinates: tuple[Coordinate, ...]
     citation: str
+    curve: bool = False
+    """N enters as a curve over the rows' model sizes (Inputs.level), not as a fitted power of N."""
 
     @property
     def parameters(self) -> tuple[str, ...]:
         return tuple(coordinate.name for coordinate in self.coordinates)
 
     def change(self, values: np.ndarray, inputs: Inputs) -> np.ndarray:
-        offset, shift, size_exponent = values[:3]
+        offset, shift = values[:2]
         share, _ = self._share(values, inputs)
         time, _ = self._time(values, inputs)
-        return inputs.size**-size_exponent * time * (offset + shift * share)
+        return self._scale(values, inputs) * time * (offset + shift * share)
 
     def gradient(self, values: np.ndarray, inputs: Inputs) -> np.ndarray:
-        """d change / d parameter, one column per parameter in `parameters`' order."""
-        offset, shift, size_exponent = values[:3]
+        """d change / d parameter, one column per parameter in `parameters`' order (a curve's levels are the
+        caller's: d change / d level is the change itself)."""
+        offset, shift = values[:2]
         share, d_share = self._share(values, inputs)
         time, d_time = self._time(values, inputs)
-        scale = inputs.size**-size_exponent
+        scale = self._scale(values, inputs)
         level = offset + shift * share
-        columns = [scale * time, scale * time * share, -np.log(inputs.size) * scale * time * level]
+        columns = [scale * time, scale * time * share]
+        if not self.curve:
+            columns.append(-np.log(inputs.size) * scale * time * level)
         columns += [scale * time * shift * column for column in d_share]
         columns += [scale * level * column for column in d_time]
         return np.column_stack([np.broadcast_to(column, np.shape(inputs.own)) for column in columns])
 
+    def _scale(self, values: np.ndarray, inputs: Inputs) -> np.ndarray:
+        if self.curve:
+            if inputs.level is None:
+                raise ValueError(f"the {self.name} form reads each row's size level, and none was given")
+            return np.exp(inputs.level)
+        return inputs.size ** -values[2]
+
     def _share(self, values: np.ndarray, inputs: Inputs) -> tuple[np.ndarray, list[np.ndarray]]:
+        first = 2 if self.curve else 3
         if self.name == "replay-area":
-            return _replay(values[3], inputs.other)
-        return _dcpt(values[3], values[4], inputs.own, inputs.without)
+            return _replay(values[first], inputs.other)
+        return _dcpt(values[first], values[first + 1], inputs.own, inputs.without)
 
     def _time(self, values: np.ndarray, inputs: Inputs) -> tuple[np.ndarray, list[np.ndarray]]:
         rest = values[len(self.coordinates) - 2 :]
@@ -178,5 +199,11 @@ FORMS: dict[FormName, Form] = {
         "split-power",
         _COMMON + _DCPT + _POWER,
         "D-CPT Law's share term with separate power laws in the peak LR and the tokens",
+    ),
+    "size-curve": Form(
+        "size-curve",
+        _LEVEL + _DCPT + _AREA,
+        "dcpt-area's share and LR-area terms with N as a Gaussian process in log N over the rows' model sizes",
+        curve=True,
     ),
 }

@@ -30,6 +30,7 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 
+from sweep.law.curve import SizeCurve
 from sweep.law.forms import FORMS, FormName, Inputs
 from train_entry.config import StrictConfig
 
@@ -93,12 +94,16 @@ class LossLaw(StrictConfig):
     """The form's parameters by name (sweep.law.forms), each within its bounds."""
     references: References
     spans: Spans
+    curve: SizeCurve | None = None
+    """g(log N), for the form whose N-dependence is a curve over the rows' sizes (size-curve); None for the others."""
 
     @model_validator(mode="after")
     def _values_of_the_form(self) -> LossLaw:
         form = FORMS[self.form]
         if set(self.values) != set(form.parameters):
             raise ValueError(f"the {self.form} form's parameters are {list(form.parameters)}, got {list(self.values)}")
+        if form.curve != (self.curve is not None):
+            raise ValueError(f"the {self.form} form {'needs' if form.curve else 'takes no'} size curve")
         for coordinate in form.coordinates:
             value = self.values[coordinate.name]
             if not (coordinate.low <= value <= coordinate.high):
@@ -120,6 +125,7 @@ class LossLaw(StrictConfig):
             own=self.loss.own_share(domain_share),
             without=self.loss.share_without_domain,
             area_known=self.spans.lr_area,
+            level=None if self.curve is None else self.curve.level(parameters),
         )
 
     def change(self, parameters: Values, lr_fraction: Values, time: Values, domain_share: Values) -> np.ndarray:
@@ -129,9 +135,19 @@ class LossLaw(StrictConfig):
 
     def formula(self) -> str:
         """The fitted law, written out with its numbers."""
-        v, refs = self.values, self.references
-        size = f"(N / {_g(refs.parameters)})^{_g(-v['size_exponent'])}"
-        return f"{size} x {self._time_formula()} x ({_g(v['offset'])} + {_g(v['shift'])} x [{self._share_formula()}])"
+        v = self.values
+        return (
+            f"{self._size_formula()} x {self._time_formula()} x ({_g(v['offset'])} + {_g(v['shift'])} x "
+            f"[{self._share_formula()}])"
+        )
+
+    def _size_formula(self) -> str:
+        if self.curve is None:
+            return f"(N / {_g(self.references.parameters)})^{_g(-self.values['size_exponent'])}"
+        knots = ", ".join(
+            f"{_g(level)} at N {_g(10.0**size)}" for size, level in zip(self.curve.sizes, self.curve.levels)
+        )
+        return f"exp(g(log N); g {knots}, a Gaussian process in log N between and beyond)"
 
     def _time_formula(self) -> str:
         v, refs = self.values, self.references
