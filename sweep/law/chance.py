@@ -75,7 +75,7 @@ def ensemble_answer(
     figures at the chosen point."""
     rule = _Rule(laws, target, budget, pick, log_lr_limits(box))
     steps = STEPS
-    grid_lr, grid_share = (axis.ravel() for axis in np.meshgrid(*_lattice(box, rule.limits), indexing="ij"))
+    grid_lr, grid_share = lattice_points(box)
     gain, forgetting = rule.values(grid_lr, grid_share)
     probability, lower = rule.scores(gain, forgetting)
     ranked = np.flatnonzero(probability >= pick.min_probability)
@@ -147,6 +147,12 @@ class _Rule:
             return None
         point = at(mean, self.target, lr_fraction, domain_share)
         return ChancePoint(point=point, probability=float(probability[0]), lower_gain=float(lower[0]))
+
+
+def lattice_points(box: SearchBox) -> tuple[np.ndarray, np.ndarray]:
+    """Every point (log lr_fraction, share) of the lattice the answer is looked for on, flattened."""
+    grid_lr, grid_share = np.meshgrid(*_lattice(box, log_lr_limits(box)), indexing="ij")
+    return grid_lr.ravel(), grid_share.ravel()
 
 
 def _lattice(box: SearchBox, limits: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:

@@ -6,9 +6,10 @@ and the folds. Every figure is read from the report it describes.
 
 from __future__ import annotations
 
+from sweep.law.discrepancy import Discrepancy, LossDiscrepancy
 from sweep.law.model import Law
 from sweep.law.noise import MISFIT
-from sweep.law.predict import TargetPrediction
+from sweep.law.prediction import Intervals, TargetPrediction
 from sweep.law.runs import LawFitReport, Trend
 from sweep.law.select import Laws
 from sweep.law.validate import LeaveOneRungOut
@@ -21,9 +22,9 @@ def report_lines(report: LawFitReport) -> list[str]:
     lines = [f"law: fitted to {fitted} from {report.source}", f"  {laws.noise.line()}"]
     lines += form_lines(laws, report.prediction)
     lines += _law_lines(laws.best.law)
-    return (
-        lines + _prediction_lines(report.prediction) + _trend_lines(report.trend) + _validation_lines(report.validation)
-    )
+    lines += discrepancy_lines(laws.discrepancy)
+    lines += _prediction_lines(report.prediction) + carried_lines(report.prediction, laws.discrepancy)
+    return lines + _trend_lines(report.trend) + _validation_lines(report.validation)
 
 
 def form_lines(laws: Laws, prediction: TargetPrediction) -> list[str]:
@@ -33,7 +34,7 @@ def form_lines(laws: Laws, prediction: TargetPrediction) -> list[str]:
     lines = [
         (
             f"  forms (weights by stacking their predictions of held-out rungs and trials; a form fits when no rung's "
-            f"residual exceeds {MISFIT:g} x the noise):"
+            f"residual exceeds {MISFIT:g} x the noise, and carries what it misses as its error):"
         )
     ]
     for fit in laws.forms:
@@ -71,6 +72,62 @@ def _law_lines(law: Law) -> list[str]:
         "t: mean LR x tokens / pretraining tokens; r: domain share)"
     )
     return lines
+
+
+def discrepancy_lines(discrepancy: Discrepancy) -> list[str]:
+    """The stacked law's error beyond the replicates' noise, at each rung fitted and held out, and its growth."""
+    lines = [
+        "  form error beyond the replicates' noise (relative to the law's values; at each rung fitted / held out):"
+    ]
+    for loss in (discrepancy.forgetting, discrepancy.domain_gain):
+        rungs = ", ".join(
+            f"{rung.rung} {rung.fitted:.2g} / {'-' if rung.held_out is None else f'{rung.held_out:.2g}'}"
+            for rung in loss.rungs
+        )
+        growth = "unknown (too few sizes)" if loss.growth is None else f"{loss.growth:.2g} a decade"
+        lines.append(f"    {loss.loss}: {loss.within:.2g} at the rungs ({rungs}); growing {growth} beyond them")
+    return lines
+
+
+def _error(loss: LossDiscrepancy, carried: float, distance: float, parameters: float) -> str:
+    growth = "unknown" if loss.growth is None else f"{loss.growth:.2g} a decade"
+    return (
+        f"sd {carried:.2g} ({loss.within:.2g} at the rungs, growing {growth} over {distance:.1f} decades, and "
+        f"{loss.bend(parameters):.2g} for how far the rungs' levels may bend from a power of N)"
+    )
+
+
+def carried_lines(prediction: TargetPrediction, discrepancy: Discrepancy) -> list[str]:
+    """The form's error the answer carries at its target, and the share of each interval's variance that the noise,
+    the spread between forms and that error make."""
+    carried, target = prediction.discrepancy, prediction.target
+    if carried is None:
+        return []
+    forgetting = _error(discrepancy.forgetting, carried.forgetting, carried.distance, target.parameters)
+    gain = _error(discrepancy.domain_gain, carried.domain_gain, carried.distance, target.parameters)
+    lines = [
+        (
+            f"form error carried at {target.name} (each refit times exp(e), e a smooth draw over the space): "
+            f"forgetting {forgetting}; domain_gain {gain}"
+        )
+    ]
+    if prediction.intervals is not None:
+        lines.append(
+            f"what makes each interval (shares of its variance: noise / form spread / form error): {sources_line(prediction.intervals)}"
+        )
+    return lines
+
+
+def sources_line(intervals: Intervals) -> str:
+    """Each interval's shares of variance, in one line."""
+
+    def shares(name: str) -> str:
+        sources = getattr(intervals, name).sources
+        if sources is None:
+            return f"{name} not measured"
+        return f"{name} {sources.noise:.0%} / {sources.forms:.0%} / {sources.discrepancy:.0%}"
+
+    return ", ".join(shares(name) for name in ("lr_fraction", "domain_share", "domain_gain", "forgetting"))
 
 
 def _prediction_lines(prediction: TargetPrediction) -> list[str]:
@@ -124,7 +181,7 @@ def _prediction_lines(prediction: TargetPrediction) -> list[str]:
             f"{where}{prediction.refits_outside} put the optimum outside the box, {prediction.refits_without} found none"
         )
     if prediction.refusal is not None:
-        lines.append(f"refused: {prediction.refusal.message}")
+        lines.append(f"refused ({prediction.refusal.kind}): {prediction.refusal.message}")
     return lines
 
 

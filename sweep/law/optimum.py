@@ -167,18 +167,34 @@ def constrained_optimum(law: Surface, target: TargetScale, box: SearchBox, budge
     if not np.any(feasible):
         return Optimum(point=None, toward=[], least_forgetting=least)
     start = _best_on_grid(np.where(feasible, gain, -np.inf), grid_lr, grid_share, box)
+    values = _Memo(law, target)
     refined = minimize(
-        lambda x: -float(evaluate(law, target, x[0], x[1])[0]),
+        lambda x: -values(x)[0],
         start,
         method="SLSQP",
         bounds=bounds,
-        constraints=[{"type": "ineq", "fun": lambda x: budget - float(evaluate(law, target, x[0], x[1])[1])}],
+        constraints=[{"type": "ineq", "fun": lambda x: budget - values(x)[1]}],
         # Gains are a few hundredths: SLSQP's default tolerance (1e-6 absolute) stopped it a grid step short.
         options={"ftol": 1e-12, "maxiter": 200},
     )
     point = refined.x if refined.success and _better(law, target, refined.x, start, budget) else start
     found = at(law, target, float(math.exp(point[0])), float(point[1]))
     return Optimum(point=found, toward=box.outside(found.lr_fraction, found.domain_share), least_forgetting=least)
+
+
+class _Memo:
+    """(domain_gain, forgetting) at (log lr_fraction, share), each point evaluated once: SLSQP asks for the gain and
+    the forgetting at the same points (and at the same finite-difference steps around them)."""
+
+    def __init__(self, law: Surface, target: TargetScale) -> None:
+        self._law, self._target, self._seen = law, target, {}
+
+    def __call__(self, x: np.ndarray) -> tuple[float, float]:
+        key = (float(x[0]), float(x[1]))
+        if key not in self._seen:
+            gain, forgetting = evaluate(self._law, self._target, key[0], key[1])
+            self._seen[key] = (float(gain), float(forgetting))
+        return self._seen[key]
 
 
 def log_lr_limits(box: SearchBox) -> tuple[float, float]:
@@ -224,8 +240,15 @@ def _better(law: Surface, target: TargetScale, refined: np.ndarray, start: np.nd
 class Refusal(StrictConfig):
     """Why the law gives no number to promote, and what to do instead."""
 
-    kind: Literal["extend_space", "no_credible_prediction"]
+    kind: Literal["extend_space", "add_rung", "form_error", "no_credible_prediction"]
+    """extend_space: the truth may lie outside the searched box; add_rung: the rungs are too few or too close in N
+    to say how the law (or its error) moves to the target; form_error: the form's error beyond the noise is so large
+    that no point keeps the budget with the rule's probability; no_credible_prediction: the rows cannot reach the
+    target at all (one LR area, one share), no refits measure P, or no point keeps the budget even without the
+    form's error."""
     message: str
+    add_rung_at: float | None = Field(None, gt=0.0)
+    """N of the rung that would help, when another rung would (the message says where and by how much)."""
 
 
 def credibility(law: Law, target: TargetScale, table: ObservationTable) -> Refusal | None:

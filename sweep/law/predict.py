@@ -1,8 +1,9 @@
 """The prediction at a target, with what the law does not know: bootstrap refits of every credible form (rungs
-resampled, then trials within them; each form's share of the refits its stacking weight), the pick's rule over them
+resampled, then trials within them; each form's share of the refits its stacking weight), each with a draw of the
+form's own error at the target (sweep.law.discrepancy, sweep.law.discrepant), the pick's rule over them
 (sweep.law.chance: the highest lower-confidence domain_gain among points with P(forgetting <= budget) >=
-objective.pick.min_probability), 90 % intervals that hold the spread between the forms as well as the noise, and a
-refusal instead of a number when the law cannot stand behind one.
+objective.pick.min_probability), 90 % intervals that hold the noise, the spread between the forms and the form's
+error, and a refusal instead of a number when the law cannot stand behind one (sweep.law.refusal).
 
 Every figure of a prediction is evaluated at the point it would promote, as a plan writes it: its gain and
 forgetting intervals are the refits' laws there, not at each refit's own optimum, whose spread is the position
@@ -13,7 +14,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pydantic import Field
@@ -23,21 +25,15 @@ from scipy.stats import t as student_t
 
 from sweep.law.chance import ensemble_answer, probability_at
 from sweep.law.config import LawSettings
+from sweep.law.discrepancy import Discrepancy
+from sweep.law.discrepant import Discrepant, discrepant
 from sweep.law.fit import LawFitError, fit_law
 from sweep.law.forms import FormName
+from sweep.law.lattice import Lattice
 from sweep.law.model import Law
-from sweep.law.noise import MISFIT
-from sweep.law.optimum import (
-    Point,
-    Refusal,
-    SearchBox,
-    Surface,
-    TargetScale,
-    at,
-    constrained_optimum,
-    credibility,
-    promotable,
-)
+from sweep.law.optimum import Point, SearchBox, Surface, TargetScale, at, constrained_optimum, credibility, promotable
+from sweep.law.prediction import DiscrepancyAt, FormAnswer, Interval, Intervals, Sources, TargetPrediction
+from sweep.law.refusal import refusal
 from sweep.law.select import Laws
 from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
@@ -46,75 +42,6 @@ from train_entry.config import StrictConfig
 Progress = Callable[[str], None]
 Refits = tuple[list[tuple[FormName, Law]], int]
 """Bootstrap refits, each with its form, and how many failed to fit."""
-
-
-class Interval(StrictConfig):
-    low: float
-    high: float
-
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
-
-class Intervals(StrictConfig):
-    """Central intervals over the bootstrap refits of every credible form, at the prediction's level."""
-
-    level: float
-    lr_fraction: Interval
-    """Of the refits' own (mean-constrained) optima."""
-    domain_share: Interval
-    domain_gain: Interval
-    """Of the refits' laws at the promoted point."""
-    forgetting: Interval
-
-
-class FormAnswer(StrictConfig):
-    """One form's own answer at the target, beside the others."""
-
-    form: FormName
-    weight: float = Field(ge=0.0, le=1.0)
-    optimum: Point | None
-    """Its full fit's mean-constrained optimum (None: no point keeps the budget)."""
-    toward: list[str]
-    refits: int = Field(ge=0)
-    """Refits drawn from this form."""
-
-
-class TargetPrediction(StrictConfig):
-    """What the law says at one target."""
-
-    target: TargetScale
-    forgetting_budget: float = Field(ge=0.0)
-    box: SearchBox
-    pick: PickConfig
-    """The rule the answer follows: the spec's objective.pick (a ladder), or --min-probability (sweep law fit)."""
-    optimum: Point | None
-    """The chance-constrained point, as a plan writes it, with the answer's mean law there: the point promoted.
-    None when no point reaches pick.min_probability (or the law gave no refits to measure P)."""
-    within_budget: float | None = Field(None, ge=0.0, le=1.0)
-    """P(forgetting <= budget) at the optimum: the share of refits whose law keeps it there."""
-    lower_gain: float | None = None
-    """The refits' mean domain_gain at the optimum less pick.gain_lower_sd standard deviations."""
-    mean_optimum: Point | None
-    """The mean-constrained point: the highest domain_gain of the answer's mean law with forgetting at most the
-    budget, where P is near one half (shown beside the optimum, never promoted)."""
-    mean_within_budget: float | None = Field(None, ge=0.0, le=1.0)
-    best_probability: float | None = Field(None, ge=0.0, le=1.0)
-    """The largest P anywhere the optimum was looked for."""
-    toward: list[str]
-    """Directions in which the answer lies outside the box."""
-    intervals: Intervals | None
-    forms: list[FormAnswer] = Field(default_factory=list)
-    refits: int = Field(ge=0)
-    refits_outside: int = Field(ge=0)
-    """Refits whose optimum lies outside the box."""
-    refits_without: int = Field(ge=0)
-    """Refits with no optimum: no point met the budget, the fit failed, or the resample could not extrapolate."""
-    refusal: Refusal | None
-
-    @property
-    def credible(self) -> bool:
-        return self.refusal is None
 
 
 def predict(
@@ -141,14 +68,24 @@ def predict(
         )  # fmt: skip
     mean_optimum = constrained_optimum(mean, target, box, budget)
     refits, failed = bootstrap_refits(table, laws, settings, progress) if refits is None else refits
-    ensemble = [law for _, law in refits]
+    carried = discrepancy_at(laws.discrepancy, target)
+    plain = [law for _, law in refits]
+    ensemble = with_discrepancy(plain, carried, box, settings)
     answer = ensemble_answer(ensemble, mean, target, box, budget, pick) if ensemble else None
+    lattice = Lattice(ensemble, target, box, budget) if ensemble else None
     chance = answer.chance if answer else None
     shown = promotable(mean, target, mean_optimum.point) if mean_optimum.point else None
     promoted = chance.point if chance else None
     optima = answer.optima if answer else []
+    plain_optima = [constrained_optimum(law, target, box, budget).point for law in plain]
+    # Whether the runs put a better point beyond the box is the refits' own say: the discrepancy's draws widen the
+    # intervals, which may reach past the box, but carry no evidence of where the optimum lies.
+    beyond = lattice.beyond(laws.noise.domain_gain, carried.domain_gain) if lattice else []
+    draws = _Draws([form for form, _ in refits], plain, ensemble, optima, plain_optima)
+    widen = few_rungs(len(set(table.parameters.tolist())), settings.level)
     prediction = TargetPrediction(
         **base,
+        **_lattice_figures(lattice, carried, beyond, failed),
         optimum=promoted,
         within_budget=chance.probability if chance else None,
         lower_gain=chance.lower_gain if chance else None,
@@ -156,33 +93,64 @@ def predict(
         mean_within_budget=_probability(ensemble, target, shown, budget),
         best_probability=answer.best_probability if answer else None,
         toward=box.outside(promoted.lr_fraction, promoted.domain_share) if promoted else mean_optimum.toward,
-        intervals=_intervals(
-            ensemble,
-            optima,
-            promoted or shown,
-            target,
-            settings.level,
-            _alternatives(laws, target, box, budget),
-            few_rungs(len(set(table.parameters.tolist())), settings.level),
-        ),
+        intervals=_intervals(draws, promoted or shown, target, settings.level, widen),
+        discrepancy=carried,
         forms=_form_answers(laws, refits, target, box, budget),
         refits=len(refits) + failed,
-        refits_outside=sum(1 for point in optima if point is not None and _outside(box, point)),
-        refits_without=failed + sum(1 for point in optima if point is None),
         refusal=None,
     )
-    refusal = _refusal(prediction, laws, mean_optimum.least_forgetting, optima, settings)
-    return prediction.model_copy(update={"refusal": refusal})
+    reach = lattice.reach if lattice else _nowhere
+    why = refusal(prediction, laws, mean_optimum.least_forgetting, [v.toward for v in beyond], settings, reach)
+    return prediction.model_copy(update={"refusal": why})
 
 
-def _outside(box: SearchBox, point: Point) -> list[str]:
-    return box.outside(point.lr_fraction, point.domain_share)
+def _lattice_figures(lattice: Lattice | None, carried: DiscrepancyAt, beyond: list, failed: int) -> dict:
+    """What the refits reach inside the box with and without the form's error, and how many put a better point
+    beyond it or keep the budget nowhere."""
+    return {
+        "inside_probability": lattice.reach(carried.forgetting) if lattice else None,
+        "plain_inside_probability": lattice.reach(0.0) if lattice else None,
+        "refits_outside": sum(1 for verdict in beyond if verdict.toward),
+        "refits_without": failed + sum(1 for verdict in beyond if not verdict.feasible),
+    }
+
+
+def _nowhere(forgetting_sd: float) -> float:
+    """No refits: no point reaches any P."""
+    return 0.0
+
+
+def discrepancy_at(discrepancy: Discrepancy, target: TargetScale) -> DiscrepancyAt:
+    """The relative sds the answer carries at `target`: at the rungs', growing with its distance from them (only the
+    rungs' own when the growth is unknown: the refusal then says so)."""
+    distance = discrepancy.distance(target.parameters)
+    known = discrepancy.growth_known()
+
+    def sd(loss) -> float:
+        value = loss.sd(distance, target.parameters)
+        return loss.sd(0.0, target.parameters) if value is None else value
+
+    return DiscrepancyAt(
+        distance=distance,
+        forgetting=sd(discrepancy.forgetting),
+        domain_gain=sd(discrepancy.domain_gain),
+        growth_known=known,
+    )
+
+
+def with_discrepancy(
+    laws: Sequence[Law], carried: DiscrepancyAt, box: SearchBox, settings: LawSettings
+) -> list[Discrepant]:
+    """Each refit with its seeded draw of the discrepancy carried at the target."""
+    return discrepant(laws, box, carried.forgetting, carried.domain_gain, settings.seed)
 
 
 def bootstrap_refits(
     table: ObservationTable, laws: Laws, settings: LawSettings, progress: Progress | None = None
 ) -> Refits:
-    """settings.refits bootstrap refits, shared among the credible forms by weight; and how many failed to fit."""
+    """settings.refits bootstrap refits, shared among the credible forms by weight; and how many failed to fit. A
+    curve form's refit draws its curve's uncertainty too (SizeCurve.draw), so that how far it may bend beyond the
+    rungs is in its refits."""
     credible = laws.credible
     total = sum(fit.weight for fit in credible)
     counts = _shares([fit.weight / total for fit in credible], settings.refits)
@@ -198,10 +166,23 @@ def bootstrap_refits(
             except LawFitError:
                 failed += 1
                 continue
-            refits.append((fit.form, refit))
+            refits.append((fit.form, _drawn(refit, rng)))
             if progress is not None and (done % 20 == 0 or done == settings.refits):
                 progress(f"bootstrap refits: {done} of {settings.refits}")
     return refits, failed
+
+
+def _drawn(law: Law, rng: np.random.Generator) -> Law:
+    """A refit with a draw of its size curve's uncertainty (one normal draw for both losses' curves: they bend with
+    the same models), or the refit itself for a power-law form."""
+    if law.general.curve is None:
+        return law
+    draw = float(np.clip(rng.standard_normal(), -10.0, 10.0))
+    losses = {
+        name: loss.model_copy(update={"curve": loss.curve.model_copy(update={"draw": draw})})
+        for name, loss in (("general", law.general), ("domain", law.domain))
+    }
+    return law.model_copy(update=losses)
 
 
 def _shares(weights: list[float], total: int) -> list[int]:
@@ -213,7 +194,7 @@ def _shares(weights: list[float], total: int) -> list[int]:
     return counts.tolist()
 
 
-def _probability(ensemble: list[Law], target: TargetScale, point: Point | None, budget: float) -> float | None:
+def _probability(ensemble: Sequence[Surface], target: TargetScale, point: Point | None, budget: float) -> float | None:
     return probability_at(ensemble, target, point, budget) if ensemble and point is not None else None
 
 
@@ -226,7 +207,7 @@ LOGIT: Scale = (scipy_special.logit, scipy_special.expit)
 """The domain share: a widened end stays inside (0, 1)."""
 
 
-def _interval(values: list[float], level: float, widen: float = 1.0, scale: Scale = LINEAR) -> Interval:
+def _interval(values: Sequence[float], level: float, widen: float = 1.0, scale: Scale = LINEAR) -> Interval:
     """The central `level` interval of `values`, its half-width on `scale` times `widen` about its middle."""
     to, back = scale
     tail = 50.0 * (1.0 - level)
@@ -249,56 +230,96 @@ def few_rungs(rungs: int, level: float) -> float:
     return math.sqrt(rungs / (rungs - 1)) * float(student_t.ppf(tail, rungs - 1) / norm.ppf(tail))
 
 
-def _alternatives(laws: Laws, target: TargetScale, box: SearchBox, budget: float) -> list[tuple[Law, Point | None]]:
-    """Each credible form's full fit and its fits without each rung, with their optima at the target (None: no point
-    keeps the budget)."""
-    alternatives = []
-    for fit in laws.credible:
-        for law in [fit.law, *fit.without_rung]:
-            optimum = constrained_optimum(law, target, box, budget)
-            alternatives.append((law, optimum.point))
-    return alternatives
+@dataclass(frozen=True)
+class _Draws:
+    """The refits as the intervals read them: each one's form, its law alone and with its discrepancy draw, and
+    their optima (None: no point keeps the budget)."""
+
+    forms: list[FormName]
+    plain: list[Law]
+    carried: list[Discrepant]
+    optima: list[Point | None]
+    """With the discrepancy draw."""
+    plain_optima: list[Point | None]
 
 
-def _intervals(
-    ensemble: list[Law],
-    optima: list[Point | None],
-    point: Point | None,
-    target: TargetScale,
-    level: float,
-    alternatives: list[tuple[Law, Point | None]],
-    widen: float,
-) -> Intervals | None:
-    """The refits' central intervals, their half-widths times `widen` (few_rungs), and widened again to hold every
-    alternative's value: the spread between the credible forms and their fits without a rung."""
-    positions = [optimum for optimum in optima if optimum is not None]
-    if not positions or point is None:
+def _intervals(draws: _Draws, point: Point | None, target: TargetScale, level: float, widen: float) -> Intervals | None:
+    """The refits' central intervals (each refit with its discrepancy draw), their half-widths times `widen`
+    (few_rungs), each with the shares of its variance that the noise, the spread between forms and the discrepancy
+    make."""
+    both = [
+        (form, plain, carried)
+        for form, plain, carried in zip(draws.forms, draws.plain_optima, draws.optima)
+        if plain is not None and carried is not None
+    ]
+    if not both or point is None:
         return None
-    there = [at(law, target, point.lr_fraction, point.domain_share) for law in ensemble]
-    elsewhere = [at(law, target, point.lr_fraction, point.domain_share) for law, _ in alternatives]
-    moved = [optimum for _, optimum in alternatives if optimum is not None]
+    forms = [form for form, _, _ in both]
 
-    def hull(values: list[float], others: list[float], scale: Scale = LINEAR) -> Interval:
-        return _hull(values, others, level, widen, scale)
+    def position(field: str, scale: Scale) -> Interval:
+        values = [getattr(carried, field) for _, _, carried in both]
+        alone = [getattr(plain, field) for _, plain, _ in both]
+        return _sourced(values, alone, forms, level, widen, scale)
+
+    def value(field: str) -> Interval:
+        def there(law: Surface) -> float:
+            return getattr(at(law, target, point.lr_fraction, point.domain_share), field)
+
+        return _sourced(
+            [there(law) for law in draws.carried],
+            [there(law) for law in draws.plain],
+            draws.forms,
+            level,
+            widen,
+            LINEAR,
+        )
 
     # lr_fraction and the share are widened on the scales where their ends stay values a plan can have: widened
     # linearly, the bundled ladder's folds reached below 0 in lr_fraction and were cut at 0, an interval that held
     # every LR down to none and so covered whatever a rung measured.
     return Intervals(
         level=level,
-        lr_fraction=hull([p.lr_fraction for p in positions], [p.lr_fraction for p in moved], LOG),
-        domain_share=hull([p.domain_share for p in positions], [p.domain_share for p in moved], LOGIT),
-        domain_gain=hull([p.domain_gain for p in there], [p.domain_gain for p in elsewhere]),
-        forgetting=hull([p.forgetting for p in there], [p.forgetting for p in elsewhere]),
+        lr_fraction=position("lr_fraction", LOG),
+        domain_share=position("domain_share", LOGIT),
+        domain_gain=value("domain_gain"),
+        forgetting=value("forgetting"),
     )
 
 
-def _hull(values: list[float], others: list[float], level: float, widen: float, scale: Scale = LINEAR) -> Interval:
-    """The central `level` interval of `values` widened by `widen` on `scale`, and again to hold every finite one of
-    `others`."""
+def _sourced(
+    values: Sequence[float], alone: Sequence[float], forms: Sequence[FormName], level: float, widen: float, scale: Scale
+) -> Interval:
+    """The interval of `values` (with the discrepancy), and the shares of their variance on `scale` that the noise
+    (within each form of `alone`, the values without it), the spread between forms and the discrepancy make."""
     interval = _interval(values, level, widen, scale)
-    finite = [value for value in others if np.isfinite(value)]
-    return Interval(low=min([interval.low, *finite]), high=max([interval.high, *finite]))
+    return interval.model_copy(update={"sources": sources(values, alone, forms, scale)})
+
+
+def sources(
+    values: Sequence[float], alone: Sequence[float], forms: Sequence[FormName], scale: Scale = LINEAR
+) -> Sources:
+    """Variance shares: within-form variance of `alone` (the noise), between the forms' means of `alone` (the form
+    spread), and what the discrepancy adds (the variance of `values` over that of `alone`, at least 0)."""
+    to, _ = scale
+    carried, plain = to(np.asarray(values, dtype=float)), to(np.asarray(alone, dtype=float))
+    labels = np.asarray(forms)
+    finite = np.isfinite(carried) & np.isfinite(plain)
+    carried, plain, labels = carried[finite], plain[finite], labels[finite]
+    if not len(plain):
+        return Sources(noise=1.0, forms=0.0, discrepancy=0.0)
+    centre = float(np.mean(plain))
+    within = between = 0.0
+    for form in dict.fromkeys(labels.tolist()):
+        mine = plain[labels == form]
+        within += float(np.sum((mine - np.mean(mine)) ** 2))
+        between += len(mine) * float((np.mean(mine) - centre) ** 2)
+    within, between = within / len(plain), between / len(plain)
+    added = max(0.0, float(np.var(carried)) - float(np.var(plain)))
+    total = within + between + added
+    if total <= 0.0:
+        return Sources(noise=1.0, forms=0.0, discrepancy=0.0)
+    noise, forms = within / total, between / total
+    return Sources(noise=noise, forms=forms, discrepancy=max(0.0, 1.0 - noise - forms))
 
 
 class TrajectoryPoint(StrictConfig):
@@ -319,17 +340,18 @@ def trajectory(
     targets: list[TargetScale],
     lr_fraction: float,
     domain_share: float,
+    box: SearchBox,
     settings: LawSettings,
 ) -> list[TrajectoryPoint]:
     """The law's forgetting at the point along the run, one entry per target (the same run at fewer tokens, with the
     LR area its schedule has reached there): the mean law's value and the interval predict() gives at the end, the
-    refits' central interval (`refits`: predict()'s) widened for few rungs and to every credible form's fits and fits
-    without a rung, each evaluated at that target. Empty when no refit fits."""
-    ensemble = [law for _, law in refits[0]]
-    if not ensemble:
+    refits' central interval (`refits`: predict()'s), each with the same draw of the discrepancy predict() gives it at
+    the last target (the full run), widened for few rungs, each evaluated at that target. Empty when no refit fits."""
+    plain = [law for _, law in refits[0]]
+    if not plain or not targets:
         return []
     mean = laws.stacked()
-    alternatives = [law for fit in laws.credible for law in [fit.law, *fit.without_rung]]
+    ensemble = with_discrepancy(plain, discrepancy_at(laws.discrepancy, targets[-1]), box, settings)
     widen = few_rungs(len(set(table.parameters.tolist())), settings.level)
     points = []
     for target in targets:
@@ -337,12 +359,11 @@ def trajectory(
         def forgetting(law: Surface, target: TargetScale = target) -> float:
             return at(law, target, lr_fraction, domain_share).forgetting
 
-        values, others = [forgetting(law) for law in ensemble], [forgetting(law) for law in alternatives]
         points.append(
             TrajectoryPoint(
                 tokens=target.tokens,
                 forgetting=forgetting(mean),
-                interval=_hull(values, others, settings.level, widen),
+                interval=_interval([forgetting(law) for law in ensemble], settings.level, widen),
             )
         )
     return points
@@ -360,75 +381,3 @@ def _form_answers(
             FormAnswer(form=fit.form, weight=fit.weight, optimum=point, toward=optimum.toward, refits=drawn[fit.form])
         )
     return answers
-
-
-def _refusal(
-    prediction: TargetPrediction, laws: Laws, least: float, optima: list[Point | None], settings: LawSettings
-) -> Refusal | None:
-    """Why nothing is promoted, first reason first: the form does not fit the runs, nothing measures P, the answer
-    lies outside the box, no point reaches the rule's P, or too many refits put their optimum outside the box."""
-    name, best = prediction.target.name, laws.best
-    if not best.misfit.fits:
-        return Refusal(
-            kind="no_credible_prediction",
-            message=f"the law does not fit these runs ({best.misfit.line()}; best form {best.form}, more than "
-            f"{MISFIT:g} times the noise)",
-        )
-    if prediction.refits == 0:
-        return Refusal(
-            kind="no_credible_prediction",
-            message=f"no credible prediction at {name}: P(forgetting <= budget) is measured by bootstrap refits, and "
-            "none were made (--refits 0 / ladder.law.refits 0)",
-        )
-    point = prediction.optimum or prediction.mean_optimum
-    if point is not None and prediction.toward:
-        where = f"lr_fraction {point.lr_fraction:.3g} and mix {point.mix} (domain share {point.domain_share:.3g})"
-        return Refusal(
-            kind="extend_space",
-            message=f"extend the space toward {' and '.join(prediction.toward)}: the law's optimum at {name}, "
-            f"{where}, lies outside the searched box",
-        )
-    if prediction.optimum is None:
-        return Refusal(kind="no_credible_prediction", message=_below_threshold(prediction, least))
-    return _astray(prediction, optima, settings)
-
-
-def _below_threshold(prediction: TargetPrediction, least: float) -> str:
-    name, pick, budget = prediction.target.name, prediction.pick, prediction.forgetting_budget
-    mean = prediction.mean_optimum
-    if mean is None:
-        return (
-            f"no credible prediction at {name}: no lr_fraction and mix near the searched box keep forgetting within "
-            f"the budget {budget:.4g}; the least the law predicts is {least:.4g}"
-        )
-    best = prediction.best_probability or 0.0
-    at_mean = "unknown" if prediction.mean_within_budget is None else f"{prediction.mean_within_budget:.2f}"
-    return (
-        f"no credible prediction at {name}: no point keeps forgetting within the budget {budget:.4g} with "
-        f"P >= {pick.min_probability:g} (objective.pick.min_probability); the most any point reaches is {best:.2f}, "
-        f"and the mean-constrained optimum (lr_fraction {mean.lr_fraction:.3g}, mix {mean.mix}) has P {at_mean}"
-    )
-
-
-def _astray(prediction: TargetPrediction, optima: list[Point | None], settings: LawSettings) -> Refusal | None:
-    name, point = prediction.target.name, prediction.optimum
-    astray = prediction.refits_outside + prediction.refits_without
-    refits = prediction.refits
-    if not refits or astray <= settings.outside_limit * refits:
-        return None
-    where = f"lr_fraction {point.lr_fraction:.3g} and mix {point.mix} (domain share {point.domain_share:.3g})"
-    share = f"{astray} of {refits} bootstrap refits ({astray / refits:.0%})"
-    box = prediction.box
-    sides = Counter(side for optimum in optima if optimum is not None for side in _outside(box, optimum))
-    common = [side for side, count in sides.most_common() if count > astray / 2]
-    if common and prediction.refits_outside >= prediction.refits_without:
-        return Refusal(
-            kind="extend_space",
-            message=f"extend the space toward {' and '.join(common)}: {share} put the optimum at {name} outside the "
-            f"searched box (the answer is inside, at {where})",
-        )
-    return Refusal(
-        kind="no_credible_prediction",
-        message=f"no credible prediction at {name}: {share} put the optimum outside the searched box or find none "
-        f"(the answer is at {where}), more than the {settings.outside_limit:.0%} a prediction may lose",
-    )

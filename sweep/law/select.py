@@ -15,6 +15,7 @@ from pydantic import Field
 from scipy.optimize import nnls
 
 from sweep.law.config import LawSettings
+from sweep.law.discrepancy import Discrepancy, discrepancy_of
 from sweep.law.fit import LawFitError, fit_law
 from sweep.law.forms import FORM_NAMES, FormName
 from sweep.law.model import Law, Values
@@ -48,9 +49,6 @@ class FormFit(StrictConfig):
     weight: float = Field(ge=0.0, le=1.0)
     """Its stacking weight: the share of the answer and of the refits it carries."""
     misfit: Misfit
-    without_rung: list[Law] = Field(default_factory=list)
-    """The form fitted without each rung in turn (those folds that fitted): how far its answer two decades out moves
-    with the rungs it is given, which bootstrap refits around one fit do not measure when the form is wrong."""
 
     @property
     def credible(self) -> bool:
@@ -62,6 +60,8 @@ class Laws(StrictConfig):
 
     forms: list[FormFit] = Field(min_length=1)
     noise: Noise
+    discrepancy: Discrepancy
+    """The stacked law's error beyond the noise, at the rungs and predicting each from the others."""
     rows: int = Field(ge=1)
     trials: int = Field(ge=1)
     rungs: list[str]
@@ -116,11 +116,11 @@ def fit_forms(
     if not laws:
         raise LawFitError(f"no form of the law reached a finite cost ({', '.join(forms)})")
     folds = _folds(table, settings.seed)
-    predictions, without_rung = {}, {}
+    predictions = {}
     for form, law in laws.items():
         if progress is not None:
             progress(f"form {form}: fitted; cross-validating over {len(folds)} folds of rungs and trials")
-        predictions[form], without_rung[form] = _out_of_fold(table, law, settings, folds)
+        predictions[form] = _out_of_fold(table, law, settings, folds)
     weights = _stack(table, noise, predictions)
     fits = [
         FormFit(
@@ -129,11 +129,41 @@ def fit_forms(
             score=_score(table, predictions[form]),
             weight=weights[form],
             misfit=misfit(law.general_quality, law.domain_quality, noise),
-            without_rung=without_rung[form],
         )
         for form, law in laws.items()
     ]
-    return Laws(forms=fits, noise=noise, rows=len(table), trials=table.trials, rungs=table.rungs)
+    return Laws(
+        forms=fits,
+        noise=noise,
+        discrepancy=_discrepancy(table, noise, fits, predictions),
+        rows=len(table),
+        trials=table.trials,
+        rungs=table.rungs,
+    )
+
+
+def _discrepancy(
+    table: ObservationTable, noise: Noise, fits: list[FormFit], predictions: dict[FormName, dict[str, np.ndarray]]
+) -> Discrepancy:
+    """The error of the answer's law (the credible forms weighted as Laws.stacked weights them) beyond the noise, at
+    the rows and predicting each rung from the others."""
+    credible = [fit for fit in fits if fit.credible] or [max(fits, key=lambda fit: fit.weight)]
+    total = sum(fit.weight for fit in credible) or 1.0
+    where = (table.parameters, table.lr_fraction, table.time, table.domain_share)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        fitted = (
+            sum(fit.weight / total * fit.law.forgetting(*where) for fit in credible),
+            sum(fit.weight / total * fit.law.domain_gain(*where) for fit in credible),
+        )
+    held_out = tuple(
+        sum(fit.weight / total * predictions[fit.form][key] for fit in credible) for key in ("rung_f", "rung_g")
+    )
+    curve = next((fit for fit in fits if fit.law.general.curve is not None), None)
+    if curve is None:
+        return discrepancy_of(table, noise, fitted, held_out)
+    bent = next((fit.weight / total for fit in credible if fit is curve), 0.0)
+    curves = (curve.law.general.curve, curve.law.domain.curve)
+    return discrepancy_of(table, noise, fitted, held_out, curves, power_share=1.0 - bent)
 
 
 @dataclass(frozen=True)
@@ -158,13 +188,10 @@ def _folds(table: ObservationTable, seed: int) -> list[_Fold]:
     return [fold for fold in folds if 0 < np.sum(fold.held_out) < len(table)]
 
 
-def _out_of_fold(
-    table: ObservationTable, law: Law, settings: LawSettings, folds: list[_Fold]
-) -> tuple[dict[str, np.ndarray], list[Law]]:
+def _out_of_fold(table: ObservationTable, law: Law, settings: LawSettings, folds: list[_Fold]) -> dict[str, np.ndarray]:
     """Each row's forgetting and domain_gain predicted by the law fitted without its fold, by kind of fold (NaN where
-    the fold's fit failed); and the laws of the rung folds."""
+    the fold's fit failed)."""
     out = {f"{kind}_{name}": np.full(len(table), np.nan) for kind in ("rung", "trial") for name in ("f", "g")}
-    without_rung = []
     for fold in folds:
         try:
             fitted = fit_law(
@@ -172,14 +199,12 @@ def _out_of_fold(
             )
         except (LawFitError, LawInputError):
             continue
-        if fold.kind == "rung":
-            without_rung.append(fitted)
         rows = fold.held_out
         where = (table.parameters[rows], table.lr_fraction[rows], table.time[rows], table.domain_share[rows])
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             out[f"{fold.kind}_f"][rows] = fitted.forgetting(*where)
             out[f"{fold.kind}_g"][rows] = fitted.domain_gain(*where)
-    return out, without_rung
+    return out
 
 
 def _stack(

@@ -14,7 +14,8 @@ from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
 from sweep.law.optimum import TargetScale
-from sweep.law.predict import Refits, TargetPrediction, TrajectoryPoint, bootstrap_refits, predict, trajectory
+from sweep.law.predict import Refits, TrajectoryPoint, bootstrap_refits, predict, trajectory
+from sweep.law.prediction import TargetPrediction
 from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean
 from sweep.law.validate import FoldErrors
@@ -167,7 +168,7 @@ def _along_the_run(
         for step in steps
         if step < at.steps
     ]
-    return trajectory(table, summary.fit.laws, refits, [*targets, at.scale], *point, summary.settings)
+    return trajectory(table, summary.fit.laws, refits, [*targets, at.scale], *point, summary.box, summary.settings)
 
 
 def _warnings(summary: LadderSummary, at: LadderTarget, folds: list[FoldErrors]) -> list[str]:

@@ -178,7 +178,7 @@ def test_every_rung_runs_in_order_and_the_law_is_fitted_over_every_evaluation(sc
     run = RunDir(scripted_ladder_run)
     summary = read_ladder(run)
     assert [rung.name for rung in summary.finished] == ["xxs", "xs", "s", "m"] and summary.is_finished
-    assert json.loads(run.ladder_json.read_text())["format_version"] == 3
+    assert json.loads(run.ladder_json.read_text())["format_version"] == 4
     assert [(rung.trials, rung.evaluations) for rung in summary.finished] == [(9, 27)] * 4
     fit = summary.fit
     assert fit.laws.rows == 108 and fit.laws.rungs == ["xxs", "xs", "s", "m"]

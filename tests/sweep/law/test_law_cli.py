@@ -5,13 +5,19 @@ file into one line and exit 2."""
 from __future__ import annotations
 
 import json
+import math
+
+import pytest
 
 from cli import main
 from cli.law import target_scale
 from sweep.files.compat import FORMAT_KEY, LAW_FIT
-from sweep.law.runs import LawFitReport
+from sweep.law.config import LawSettings
+from sweep.law.lines import carried_lines, discrepancy_lines
+from sweep.law.runs import LawFitReport, fit_runs
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
+from sweep.study.config import PickConfig
 from tests.conftest import REPO
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import as_csv, draw
@@ -49,10 +55,10 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     assert "law: fitted to 432 evaluations of 108 trials on 4 rung(s) (xs, s, m, l)" in printed
     assert "forgetting = (N / " in printed and "R2 0.99" in printed
     assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
-    assert "refused: extend the space toward higher lr_fraction (above 0.8)" in printed
+    assert "refused (extend_space): extend the space toward higher lr_fraction (above 0.8)" in printed
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
     report = LAW_FIT.read(output, LawFitReport)
-    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 3
+    assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 4
     assert json.loads(output.read_text())["prediction"]["forgetting_budget"] == 0.01  # the budget's one name
     assert report.prediction.refusal.kind == "extend_space" and report.validation is None
     prediction, rule = report.prediction, "highest lower-confidence domain_gain with P(forgetting <= budget) >= 0.9"
@@ -66,6 +72,36 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     )
     for fit in report.laws.forms:  # each form side by side: its weight and its own optimum
         assert f"    {fit.form}: weight {fit.weight:.2f}; CV rmse" in printed
+    assert [fit.form for fit in report.laws.forms] == ["dcpt-area", "replay-area", "split-power", "size-curve"]
+    assert "\n".join(carried_lines(prediction, report.laws.discrepancy)) in printed
+    assert "\n".join(discrepancy_lines(report.laws.discrepancy)) in printed
+
+
+def test_the_form_error_and_the_intervals_sources_are_said_as_the_record_has_them():
+    """Every figure of the sentences on the form's error and on what makes each interval is the record's."""
+    report = fit_runs(
+        EXAMPLE, target_scale("llama3.1-70b", tokens=None, lr_mean=None), budget=0.01,
+        settings=LawSettings(starts=4, refits=10), pick=PickConfig(),
+    )  # fmt: skip
+    laws, prediction = report.laws, report.prediction
+    carried, discrepancy, target = prediction.discrepancy, laws.discrepancy, prediction.target
+    lines = carried_lines(prediction, discrepancy)
+    forgetting = discrepancy.forgetting
+    assert lines[0].startswith(f"form error carried at {target.name} (each refit times exp(e)")
+    assert (
+        f"forgetting sd {carried.forgetting:.2g} ({forgetting.within:.2g} at the rungs, growing "
+        f"{forgetting.growth:.2g} a decade over {carried.distance:.1f} decades, and "
+        f"{forgetting.bend(target.parameters):.2g} for how far the rungs' levels may bend" in lines[0]
+    )
+    assert f"domain_gain sd {carried.domain_gain:.2g} ({discrepancy.domain_gain.within:.2g} at the rungs" in lines[0]
+    sources = prediction.intervals.forgetting.sources
+    assert f"forgetting {sources.noise:.0%} / {sources.forms:.0%} / {sources.discrepancy:.0%}" in lines[1] and lines[
+        1
+    ].startswith("what makes each interval (shares of its variance: noise / form spread / form error)")
+    rungs = discrepancy_lines(discrepancy)
+    first = forgetting.rungs[0]
+    assert f"forgetting: {forgetting.within:.2g} at the rungs ({first.rung} {first.fitted:.2g} / " in rungs[1]
+    assert carried.distance == pytest.approx(math.log10(target.parameters) - discrepancy.sizes[-1])
 
 
 def test_a_bad_runs_file_is_one_line_and_exit_2_and_touches_nothing(capsys, tmp_path):

@@ -93,3 +93,37 @@ def test_what_the_rows_never_vary_is_fixed_not_fitted():
     assert not law.general.spans.parameters and law.general.spans.lr_area and law.general.spans.domain_share
     assert law.general.values["size_exponent"] == 0.0 and law.domain.values["size_exponent"] == 0.0
     assert np.isfinite(law.forgetting(RUNGS["m"], 0.1, 1e4, 0.3))
+
+
+def test_the_form_that_bends_finds_a_power_law_where_the_rows_follow_one(table):
+    """The rows follow N^-0.2 in forgetting: size-curve's level at each size is that power (within 0.02 of
+    -0.2 ln(N / N_xs)), its curve bends no further beyond them (sd under 0.1 two decades out), and its optimum at
+    7.4 M parameters is the known law's, as dcpt-area's is."""
+    law = fit_law(table, SETTINGS, form="size-curve")
+    curve = law.general.curve
+    assert curve.sizes == pytest.approx([math.log10(size) for size in RUNGS.values()])
+    expected = [-0.2 * math.log(size / RUNGS["xs"]) for size in RUNGS.values()]
+    assert curve.levels == pytest.approx(expected, abs=0.02)
+    assert float(curve.posterior(np.array(math.log10(RUNGS["l"]) + 2.0))[1]) < 0.1
+    box = SearchBox.covering(table)
+    truth = constrained_optimum(TRUTH, scale(7.4e6), box, BUDGET).point
+    fitted = constrained_optimum(law, scale(7.4e6), box, BUDGET).point
+    assert abs(math.log(fitted.lr_fraction / truth.lr_fraction)) < math.log(1.15)
+    assert abs(fitted.domain_share - truth.domain_share) < 0.02
+    assert "exp(g(log N); g 0 at N 9.248e+04" in law.general.formula()
+
+
+def test_the_form_that_bends_follows_levels_no_power_of_n_gives():
+    """Forgetting at the largest rung about three times the power law's (its share term's B tripled): size-curve's
+    level there takes it, more than ln 2 over the power law's step, where dcpt-area's one exponent misses that rung
+    by many times the noise."""
+    general = TRUTH.general.model_copy(update={"values": TRUTH.general.values | {"shift": 0.6}})
+    broken = TRUTH.model_copy(update={"general": general})
+    others = {name: RUNGS[name] for name in ("xs", "s", "m")}
+    table = ObservationTable.of(draw(rungs=others).rows + draw(broken, rungs={"l": RUNGS["l"]}, seed=1).rows)
+    bent = fit_law(table, SETTINGS, form="size-curve")
+    power = fit_law(table, SETTINGS, form="dcpt-area")
+    worst = {law.form: max(r.rms for r in law.general_quality.rungs) for law in (bent, power)}
+    assert worst["size-curve"] < 1e-3 < 3 * 1e-3 < worst["dcpt-area"]
+    step = bent.general.curve.levels[-1] - bent.general.curve.levels[-2]
+    assert step - (-0.2 * math.log(RUNGS["l"] / RUNGS["m"])) > math.log(2.0)

@@ -1,0 +1,188 @@
+"""The form's own error, beyond the replicates' noise: how far the answer's law misses the rungs it was fitted to and
+the rungs it was not, and how that error grows with the distance in log N from the rungs to a target.
+
+No closed form holds a team's runs to their noise, so the law carries its misfit as a model-discrepancy term
+(Kennedy and O'Hagan, "Bayesian calibration of computer models", J. R. Statist. Soc. B 63(3), 2001): a relative error
+of each loss, exp(e) times the law, with e of standard deviation
+
+    sd(d, N) = sqrt(within^2 + (growth x d)^2 + (1 - w) x bend(N)^2),
+
+d the decades of N from the target to the nearest rung. `within` is the error at the rungs themselves (the residual
+beyond the noise, as a share of the law's values there); `growth` is how much more a rung predicted from the others
+is missed, per decade it lies beyond them (the smallest and the largest rung held out in turn: those the others
+reach by extrapolation, as they reach the target); `bend` is how far the rungs' own levels, fitted one per size by
+the form that bends (size-curve), may have bent away from a power law by N: its Gaussian process's sd there, zero
+at the rungs and growing with the curvature they show (sweep.law.curve), counted for the share 1 - w of the answer
+whose N-dependence is a power (w the size-curve form's weight, whose refits draw their bend themselves). All are
+read off the fitted forms and the rows, so a law that holds the rungs to their noise and a power of N carries
+none, and one that misses them carries what it misses, growing as far as the held-out rungs and the levels say.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from sweep.law.curve import SizeCurve
+from sweep.law.noise import Noise
+from sweep.law.table import ObservationTable
+from train_entry.config import StrictConfig
+
+MIN_SPAN = 0.5
+"""Decades of N the rungs must span (a factor 3.2) before the law says how the losses move with N: closer sizes
+differ by less than their noise tells apart."""
+MIN_SIZES = 3
+"""Model sizes needed to measure how the error grows: a rung held out leaves two others to extrapolate from."""
+STEP = 0.5
+"""Decades between the nearest rung and a rung suggested toward the target: the ladders' own spacing."""
+
+
+class RungError(StrictConfig):
+    """One rung's relative error beyond the noise, in one loss."""
+
+    rung: str
+    parameters: float = Field(gt=0.0)
+    fitted: float = Field(ge=0.0)
+    """The law fitted to every rung, on this rung's rows."""
+    held_out: float | None = Field(None, ge=0.0)
+    """The law fitted without this rung, predicting its rows; None when it was not held out (or its fit failed)."""
+    distance: float | None = Field(None, ge=0.0)
+    """Decades of N from this rung to the nearest other one, when it lies beyond them all (the smallest or the
+    largest): the held-out error it measures is an extrapolation's."""
+
+
+class LossDiscrepancy(StrictConfig):
+    """The relative error of one loss's law, and its growth with the distance from the rungs."""
+
+    loss: Literal["forgetting", "domain_gain"]
+    within: float = Field(ge=0.0)
+    """Relative sd at the rungs: sqrt(max(0, mean residual^2 - noise^2) / mean fitted^2) over every row."""
+    growth: float | None = Field(None, ge=0.0)
+    """Relative sd added per decade beyond the rungs: the extrapolated rungs' held-out error in excess of `within`,
+    over their distance (root mean square); None with too few sizes or no extrapolated fold that fitted."""
+    rungs: list[RungError]
+    curve: SizeCurve | None = None
+    """The size-curve form's fitted levels of this loss (None: it did not fit)."""
+    power_share: float = Field(1.0, ge=0.0, le=1.0)
+    """The share of the answer whose N-dependence is a power: 1 less the size-curve form's weight."""
+
+    def bend(self, parameters: float) -> float:
+        """The sd of how far the rungs' levels may have bent from a power of N by `parameters`, for the power forms'
+        share of the answer."""
+        if self.curve is None:
+            return 0.0
+        _, sd = self.curve.posterior(np.array(math.log10(parameters)))
+        return math.sqrt(self.power_share) * float(sd)
+
+    def sd(self, decades: float, parameters: float, bend_scale: float = 1.0) -> float | None:
+        """The relative sd at `parameters`, `decades` of N from the nearest rung, the bend's term times
+        `bend_scale` (a rung nearer the target would shorten how far the levels are carried); None when the growth
+        is unknown and the point lies beyond the rungs."""
+        if decades > 0.0 and self.growth is None:
+            return None
+        grown = (self.growth or 0.0) * decades
+        return math.sqrt(self.within**2 + grown**2 + (bend_scale * self.bend(parameters)) ** 2)
+
+
+class Discrepancy(StrictConfig):
+    """The stacked law's error in both losses, with the sizes it was measured at."""
+
+    forgetting: LossDiscrepancy
+    domain_gain: LossDiscrepancy
+    sizes: list[float] = Field(min_length=1)
+    """log10 N of the rungs' sizes, ascending."""
+
+    @property
+    def span(self) -> float:
+        """Decades of N the rungs span."""
+        return self.sizes[-1] - self.sizes[0]
+
+    def distance(self, parameters: float) -> float:
+        """Decades of N from `parameters` to the nearest rung's size."""
+        return min(abs(math.log10(parameters) - size) for size in self.sizes)
+
+    def toward(self, parameters: float, decades: float) -> float:
+        """N of a rung `decades` from the nearest one toward `parameters` (at most reaching it)."""
+        here = math.log10(parameters)
+        nearest = min(self.sizes, key=lambda size: abs(here - size))
+        step = min(decades, abs(here - nearest))
+        return 10.0 ** (nearest + math.copysign(step, here - nearest))
+
+    def growth_known(self) -> bool:
+        return self.forgetting.growth is not None and self.domain_gain.growth is not None
+
+
+def discrepancy_of(
+    table: ObservationTable,
+    noise: Noise,
+    fitted: tuple[np.ndarray, np.ndarray],
+    held_out: tuple[np.ndarray, np.ndarray],
+    curves: tuple[SizeCurve | None, SizeCurve | None] = (None, None),
+    power_share: float = 1.0,
+) -> Discrepancy:
+    """The discrepancy of a law whose values at the table's rows are `fitted` (forgetting, domain_gain) and whose
+    rung-held-out predictions of them are `held_out` (NaN where a rung was not held out or its fit failed), with
+    the size-curve form's `curves` of each loss and the answer's `power_share`."""
+    sizes = sorted({math.log10(table.rung_parameters(rung)) for rung in table.rungs})
+    measured = (table.forgetting, table.domain_gain)
+    spreads = (noise.forgetting, noise.domain_gain)
+    losses = []
+    for name, values, fit, out, spread, curve in zip(
+        ("forgetting", "domain_gain"), measured, fitted, held_out, spreads, curves
+    ):
+        loss = _loss(table, name, values, fit, out, spread, sizes)
+        losses.append(loss.model_copy(update={"curve": curve, "power_share": power_share}))
+    return Discrepancy(forgetting=losses[0], domain_gain=losses[1], sizes=sizes)
+
+
+def _loss(
+    table: ObservationTable,
+    name: str,
+    measured: np.ndarray,
+    fitted: np.ndarray,
+    held_out: np.ndarray,
+    noise: float,
+    sizes: list[float],
+) -> LossDiscrepancy:
+    within = _relative(measured - fitted, fitted, noise)
+    rungs, excess = [], []
+    for rung in table.rungs:
+        mine = table.rung == rung
+        parameters = table.rung_parameters(rung)
+        out = held_out[mine]
+        known = np.isfinite(out)
+        held = _relative(measured[mine][known] - out[known], out[known], noise) if np.all(known) and len(out) else None
+        distance = _beyond(math.log10(parameters), sizes) if len(sizes) >= MIN_SIZES else None
+        rungs.append(
+            RungError(
+                rung=rung,
+                parameters=parameters,
+                fitted=_relative(measured[mine] - fitted[mine], fitted[mine], noise),
+                held_out=held,
+                distance=distance,
+            )
+        )
+        if held is not None and distance:
+            excess.append(max(0.0, held**2 - within**2) / distance**2)
+    growth = math.sqrt(float(np.mean(excess))) if excess else None
+    return LossDiscrepancy(loss=name, within=within, growth=growth, rungs=rungs)
+
+
+def _relative(residual: np.ndarray, values: np.ndarray, noise: float) -> float:
+    """sqrt(max(0, mean residual^2 - noise^2) / mean value^2): the residual the replicates cannot explain, as a share
+    of the values it is a residual of."""
+    scale = float(np.mean(values**2))
+    if not len(residual) or scale <= 0.0:
+        return 0.0
+    return math.sqrt(max(0.0, float(np.mean(residual**2)) - noise**2) / scale)
+
+
+def _beyond(size: float, sizes: list[float]) -> float | None:
+    """Decades from `size` to the nearest other size when it lies beyond all of them, else None."""
+    others = [other for other in sizes if other != size]
+    if not others or min(others) < size < max(others):
+        return None
+    return min(abs(size - other) for other in others)
