@@ -23,6 +23,10 @@ class LawSettings(StrictConfig):
     spec's replicates)."""
     refits: int = Field(200, ge=0, le=10_000)
     """Bootstrap refits behind the intervals: 200 put a 90 % interval's ends on 10 refits each."""
+    workers: int = Field(2, ge=1, le=64)
+    """Processes the bootstrap refits of a large table are fitted in (sweep.law.bootstrap.PARALLEL_WORK): the 2 cores
+    the tool is sized for (6,500 rows and 200 refits within a minute, BENCHMARKS.md); 1 fits them in this process.
+    The refits are the same whatever the number."""
     refit_starts: int = Field(2, ge=1, le=1000)
     """Starts per loss of a refit: the full fit's parameters and one Latin-hypercube point."""
     seed: Seed = 0

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import least_squares
 from scipy.stats import qmc
+from threadpoolctl import threadpool_limits
 
 from sweep.law.config import LawSettings
 from sweep.law.curve import LEVEL_BOUND, SizeCurve
@@ -43,6 +44,13 @@ starts there lie 0.5-4 % above it, those in other basins 50-80 %."""
 
 class LawFitError(ValueError):
     """No start of a fit reached a finite cost."""
+
+
+def one_blas_thread() -> threadpool_limits:
+    """The law's least squares on one BLAS thread: its Jacobians are a few thousand rows by a dozen columns, whose
+    SVD (scipy's trust-region solver takes one per step) gains nothing from threads, and on 2 busy cores OpenBLAS's
+    second thread made 1,632 rows' fit 2.6 times slower (the SVDs alone 17 times: 31 s against 1.8 s)."""
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def spans_of(table: ObservationTable) -> Spans:

@@ -23,11 +23,12 @@ from scipy import special as scipy_special
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from sweep.law.bootstrap import Progress, Refits, bootstrap_refits
 from sweep.law.chance import ensemble_answer, probability_at
 from sweep.law.config import LawSettings
 from sweep.law.discrepancy import Discrepancy
 from sweep.law.discrepant import Discrepant, discrepant
-from sweep.law.fit import LawFitError, fit_law
+from sweep.law.fit import one_blas_thread
 from sweep.law.forms import FormName
 from sweep.law.lattice import Lattice
 from sweep.law.model import Law
@@ -38,10 +39,6 @@ from sweep.law.select import Laws
 from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
 from train_entry.config import StrictConfig
-
-Progress = Callable[[str], None]
-Refits = tuple[list[tuple[FormName, Law]], int]
-"""Bootstrap refits, each with its form, and how many failed to fit."""
 
 
 def predict(
@@ -58,6 +55,21 @@ def predict(
 ) -> TargetPrediction:
     """The law's answer at `target` by the pick's rule, with intervals, or a refusal saying why there is none;
     `refits` (bootstrap_refits' of the same table, laws and settings) when the caller has them already."""
+    with one_blas_thread():
+        return _predict(table, laws, target, box, budget, settings, pick, progress, refits)
+
+
+def _predict(
+    table: ObservationTable,
+    laws: Laws,
+    target: TargetScale,
+    box: SearchBox,
+    budget: float,
+    settings: LawSettings,
+    pick: PickConfig,
+    progress: Progress | None,
+    refits: Refits | None,
+) -> TargetPrediction:
     mean = laws.stacked()
     base = {"target": target, "forgetting_budget": budget, "box": box, "pick": pick}
     refused = credibility(laws.best.law, target, table)
@@ -143,55 +155,6 @@ def with_discrepancy(
 ) -> list[Discrepant]:
     """Each refit with its seeded draw of the discrepancy carried at the target."""
     return discrepant(laws, box, carried.forgetting, carried.domain_gain, settings.seed)
-
-
-def bootstrap_refits(
-    table: ObservationTable, laws: Laws, settings: LawSettings, progress: Progress | None = None
-) -> Refits:
-    """settings.refits bootstrap refits, shared among the credible forms by weight; and how many failed to fit. A
-    curve form's refit draws its curve's uncertainty too (SizeCurve.draw), so that how far it may bend beyond the
-    rungs is in its refits."""
-    credible = laws.credible
-    total = sum(fit.weight for fit in credible)
-    counts = _shares([fit.weight / total for fit in credible], settings.refits)
-    rng = np.random.default_rng(settings.seed)
-    refits, failed, done = [], 0, 0
-    for fit, count in zip(credible, counts):
-        for _ in range(count):
-            sample = table.resampled(rng)
-            seeded = settings.model_copy(update={"seed": (settings.seed + 1 + done) % 2**32})
-            done += 1
-            try:
-                refit = fit_law(sample, seeded, form=fit.form, warm=fit.law, starts=settings.refit_starts)
-            except LawFitError:
-                failed += 1
-                continue
-            refits.append((fit.form, _drawn(refit, rng)))
-            if progress is not None and (done % 20 == 0 or done == settings.refits):
-                progress(f"bootstrap refits: {done} of {settings.refits}")
-    return refits, failed
-
-
-def _drawn(law: Law, rng: np.random.Generator) -> Law:
-    """A refit with a draw of its size curve's uncertainty (one normal draw for both losses' curves: they bend with
-    the same models), or the refit itself for a power-law form."""
-    if law.general.curve is None:
-        return law
-    draw = float(np.clip(rng.standard_normal(), -10.0, 10.0))
-    losses = {
-        name: loss.model_copy(update={"curve": loss.curve.model_copy(update={"draw": draw})})
-        for name, loss in (("general", law.general), ("domain", law.domain))
-    }
-    return law.model_copy(update=losses)
-
-
-def _shares(weights: list[float], total: int) -> list[int]:
-    """`total` split in proportion to `weights`, by largest remainder."""
-    exact = np.array(weights) * total
-    counts = np.floor(exact).astype(int)
-    for index in np.argsort(-(exact - counts))[: total - int(np.sum(counts))]:
-        counts[index] += 1
-    return counts.tolist()
 
 
 def _probability(ensemble: Sequence[Surface], target: TargetScale, point: Point | None, budget: float) -> float | None:

@@ -37,7 +37,8 @@ def refusal(
             kind="form_error",
             message=f"the law does not fit these runs ({best.misfit.line()}; best form {best.form}, more than "
             f"{MISFIT:g} times the noise, more than its discrepancy term is meant to carry): no rung added to these "
-            "would make the forms follow them",
+            f"would make the forms follow them; rung {best.misfit.rung}, missed worst, is the one to look at (a base "
+            "pretrained unlike the others', a batch too small for its noise)",
         )
     rungs = _rungs(prediction, laws.discrepancy)
     if rungs is not None:
@@ -119,11 +120,15 @@ def _form_error(prediction: TargetPrediction, discrepancy: Discrepancy, reach: R
         reached = reach(sd) if sd is not None else 0.0
         if reached >= pick.min_probability:
             at = discrepancy.toward(parameters, carried.distance - nearer)
+            where = (
+                f"a rung at N = {at:.3g} ({carried.distance - nearer:.1f} decades beyond the nearest, toward {name})"
+                if nearer > 0.0
+                else f"only runs at {name}'s own size (N = {at:.3g}), no rung between,"
+            )
             return Refusal(
                 kind="form_error",
-                message=f"{said}; a rung at N = {at:.3g} ({carried.distance - nearer:.1f} decades beyond the nearest, "
-                f"toward {name}) would, if the law missed it as it misses the held-out rungs, bring that error to "
-                f"{sd:.2g} and let a point in the box reach P {reached:.2f}",
+                message=f"{said}; {where} would, if the law missed it as it misses the held-out rungs, bring that "
+                f"error to {sd:.2g} and let a point in the box reach P {reached:.2f}",
                 add_rung_at=at,
             )
     at_target = forgetting.sd(0.0, parameters, bend_scale=0.0)

@@ -16,7 +16,7 @@ from scipy.optimize import nnls
 
 from sweep.law.config import LawSettings
 from sweep.law.discrepancy import Discrepancy, discrepancy_of
-from sweep.law.fit import LawFitError, fit_law
+from sweep.law.fit import LawFitError, fit_law, one_blas_thread
 from sweep.law.forms import FORM_NAMES, FormName
 from sweep.law.model import Law, Values
 from sweep.law.noise import Misfit, Noise, misfit, replicate_noise
@@ -106,6 +106,13 @@ def fit_forms(
     progress: Progress | None = None,
 ) -> Laws:
     """Every form in `forms` fitted to `table`, cross-validated and weighted; LawFitError when none fits."""
+    with one_blas_thread():
+        return _fit_forms(table, settings, forms, progress)
+
+
+def _fit_forms(
+    table: ObservationTable, settings: LawSettings, forms: Sequence[FormName], progress: Progress | None
+) -> Laws:
     noise = replicate_noise(table, settings.huber_scale)
     laws: dict[FormName, Law] = {}
     for form in forms:

@@ -13,8 +13,9 @@ from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import LadderTarget, mismatches
+from sweep.law.bootstrap import Refits, bootstrap_refits
 from sweep.law.optimum import TargetScale
-from sweep.law.predict import Refits, TrajectoryPoint, bootstrap_refits, predict, trajectory
+from sweep.law.predict import TrajectoryPoint, predict, trajectory
 from sweep.law.prediction import TargetPrediction
 from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from sweep.law.discrepancy import discrepancy_of
 from sweep.law.chance import lattice_points, probability_at
+from sweep.law.discrepancy import discrepancy_of
 from sweep.law.discrepant import LENGTH, bends, discrepant
 from sweep.law.lattice import MATERIAL, Lattice
 from sweep.law.noise import replicate_noise
