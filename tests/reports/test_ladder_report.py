@@ -7,6 +7,9 @@ from __future__ import annotations
 from cli import main
 from reports.ladder_report import write_ladder_report
 from reports.report import REPORT_MD
+from sweep.files.rundir import RunDir
+from sweep.ladder.record import read_ladder
+from sweep.law.lines import carried_lines, discrepancy_lines
 
 
 def test_the_ladder_report_tables_the_matched_rungs_the_law_and_its_folds(scripted_ladder_run, tmp_path):
@@ -25,4 +28,9 @@ def test_the_ladder_report_tables_the_matched_rungs_the_law_and_its_folds(script
     )
     assert "Targets per fold: lr_fraction within x1.3, domain share within ±0.07" in markdown
     assert "published: grows" in markdown
+    fit = read_ladder(RunDir(scripted_ladder_run)).fit  # the form's error and each interval's sources, as recorded
+    said = carried_lines(fit.prediction, fit.laws.discrepancy)
+    assert said and "what makes each interval" in said[-1]
+    for line in discrepancy_lines(fit.laws.discrepancy) + said:
+        assert line in markdown
     assert main(["report", str(scripted_ladder_run), "--output", str(tmp_path / "again")]) == 0

@@ -18,6 +18,7 @@ from sweep.choice.pick import Pick, PickSource
 from sweep.files.compat import TRIAL_CONFIG
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
+from sweep.law.prediction import TargetPrediction
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.targets import Target
 from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
@@ -122,6 +123,7 @@ def _ladder_point(
             f"P(forgetting <= {prediction.forgetting_budget:g}) >= {prediction.pick.min_probability:g} at {target.name}'s "
             f"{point.target.parameters:,.0f} non-embedding parameters and {point.target.tokens:,.0f} tokens "
             f"(P {prediction.within_budget:.2f}); 90 % intervals over {prediction.refits} bootstrap refits"
+            f"{_carried(prediction)}"
         ),
         ladder=point,
     )
@@ -194,6 +196,18 @@ def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoi
 
 def _with_confirmation(reason: str, confirmation: Confirmation) -> str:
     return f"{reason}; confirmation: {confirmation.reason}" if confirmation.outcome is not Outcome.OFF else reason
+
+
+def _carried(prediction: TargetPrediction) -> str:
+    """The form's error the law's P and intervals carry, as the law fit report says it."""
+    carried = prediction.discrepancy
+    if carried is None:
+        return ""
+    return (
+        f", each with its draw of the form's error (sd {carried.forgetting:.2g} of forgetting and "
+        f"{carried.domain_gain:.2g} of domain_gain at {prediction.target.name}, {carried.distance:.1f} decades beyond "
+        "the rungs)"
+    )
 
 
 def _intervals(pick: Pick) -> dict[str, Any]:

@@ -49,6 +49,8 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     assert promoted.probability_within_budget == prediction.within_budget
     assert promoted.ladder.laws == summary.fit.laws and promoted.ladder.prediction == prediction
     assert promoted.probability_within_budget >= summary.pick.min_probability == 0.9
+    carried = prediction.discrepancy  # the form's error the P and the intervals carry, as the record has it
+    assert f"each with its draw of the form's error (sd {carried.forgetting:.2g} of forgetting and" in promoted.reason
     assert [fold.rung for fold in promoted.ladder.folds] == ["xxs", "xs", "s", "m"]
     weights = {source.name: source.weight for source in plan.run.data.blend}
     assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
