@@ -11,7 +11,7 @@ import pytest
 from sweep.law.config import LawSettings
 from tests.sweep.law.law_truths import LIMITS, OUTSIDE, TRUTHS, judge
 
-QUICK = LawSettings(starts=8, refits=20)
+QUICK = LawSettings(starts=8, refits=40)
 DRAWS = 30
 ANSWERED = 0.80
 COVERED = 0.85
