@@ -1,11 +1,12 @@
-"""The GPU check's closing line: the tests passed, the entry's per-layer ratio to bare PyTorch, the optimizer
+"""The GPU check's closing line: the tests passed, an evaluation's cost against a training iteration and the watch's
+last line, the entry's per-layer ratio to bare PyTorch, the optimizer
 step's time, whether Adam's step count survived megatron-core's save and load, the 1B proxy trial's ratio to
 its bare loop, MFU and peak memory against the estimate, on one GPU and sharded over all of them, and the sweep's
 trials per hour at each share of a GPU.
 
     python benchmarks/gpu_check_summary.py LOG_DIR [PART ...]   # reads gpu-tests.xml and the benchmarks' JSON there
 
-PART: the parts benchmarks/gpu_check.sh ran (tests, sweep, proxy, full-run; default all). A part's file may be
+PART: the parts benchmarks/gpu_check.sh ran (tests, evaluation, sweep, proxy, full-run; default all). A part's file may be
 missing (it stopped at its time limit); the line then says so.
 """
 
@@ -20,7 +21,8 @@ TESTS_XML = "gpu-tests.xml"
 BENCHMARK_JSON = "full-run-benchmark.json"
 PROXY_JSON = "proxy-trial-benchmark.json"
 SWEEP_JSON = "gpu-sweep.json"
-PARTS = ("tests", "sweep", "proxy", "full-run")
+EVALUATION_JSON = "evaluation.json"
+PARTS = ("tests", "evaluation", "sweep", "proxy", "full-run")
 RESUME_TEST = "test_the_step_count_and_the_moments_survive_megatron_cores_own_save_and_load"
 
 
@@ -28,6 +30,7 @@ def summary(log_dir: Path, parts: tuple[str, ...] = PARTS) -> str:
     """The closing line of the `parts` that ran."""
     shown = {
         "tests": lambda: _tests(log_dir / TESTS_XML),
+        "evaluation": lambda: [_evaluation(log_dir / EVALUATION_JSON)],
         "full-run": lambda: _benchmark(log_dir / BENCHMARK_JSON),
         "proxy": lambda: [_proxy(log_dir / PROXY_JSON)],
         "sweep": lambda: [_sweep(log_dir / SWEEP_JSON)],
@@ -60,6 +63,18 @@ def _resume_check(root: ET.Element) -> str:
     if alone is None:
         return f"resume step check {verdict}"
     return f"resume step check {verdict} (megatron-core's load alone left step {alone}, finish_load {restored})"
+
+
+def _evaluation(path: Path) -> str:
+    try:
+        found = json.loads(path.read_text())
+        cost = found["evaluation_in_steps"]
+        watched = found["watch_lines"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "full-run evaluation: no figures (stopped at the time limit, or failed)"
+    shown = "not timed" if cost is None else f"{cost:.2f} training iterations each"
+    last = watched[-1].removeprefix("watch ") if watched else "no evaluation watched"
+    return f"full-run evaluation of {len(found['sets'])} sets: {shown}; last: {last}"
 
 
 def _benchmark(path: Path) -> list[str]:
