@@ -62,7 +62,7 @@ if [ -d "$wheels" ]; then
     fi
   done
 fi
-mapfile -t wheel_files < <([ -d "$wheels" ] && find "$wheels" -name '*.whl' | sort)
+mapfile -t wheel_files < <([ -d "$wheels" ] && find "$wheels" -type f -name '*.whl' | sort)
 if [ ${#wheel_files[@]} -gt 0 ]; then
   if ! timeout 90 "$python" -m pip install -q --no-index --no-deps --no-compile --upgrade --target "$HOME/gpu-site" \
       "${wheel_files[@]}"; then
