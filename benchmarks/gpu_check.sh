@@ -3,16 +3,18 @@
 # trials on the GPU at 1, 0.25 and 0.5 GPU per trial (and a tiny one's pick against the CPU's), the 1B proxy-trial
 # benchmark and the full-run benchmark, on the machine's CUDA GPUs, ending with one summary line (tests passed, the
 # evaluation's cost against a training iteration, entry / bare per-layer ratio, optimizer step, resume step check,
-# the proxy trial's ratio to its bare loop and MFU, the sweep's trials per hour and whether its pick matches the CPU's).
+# the proxy trial's ratio to its bare loop and MFU, the sweeps' trials per hour and whether the pick matches the CPU's).
 #
 #   benchmarks/gpu_check.sh [LOG_DIR [PART ...]]   # from anywhere; LOG_DIR defaults to $OUT, else runs/gpu-check
 #
-# PART: tests, evaluation, sweep, proxy, full-run (default all five, in that order). Each part is stopped at its
-# limit (install and preflight 90 s, the tests 300 s, the evaluation 150 s, the sweep 450 s, the proxy-trial
-# benchmark 300 s, the full-run benchmark 150 s) and what it measured is kept: each benchmark prints each row as it
-# finishes. GPU_TESTS (test files, space-separated) narrows the tests part to those files; by default it runs every
-# file with a gpu-marked test. Measured on one H100 the tests took 137 s and the two benchmarks together about 250 s;
-# all parts take over a 10-minute limit on one command: run them in two calls.
+# PART: tests, evaluation, sweep, pick, proxy, full-run (default all six, in that order). Each part is stopped at its
+# limit (install and preflight 90 s, the tests 300 s, the evaluation 150 s, the sweeps 440 s, the pick check 240 s,
+# the proxy-trial benchmark 300 s, the full-run benchmark 150 s) and what it measured is kept: each benchmark prints
+# each row as it finishes. GPU_TESTS (test files, space-separated) narrows the tests part to those files; by default
+# it runs every file with a gpu-marked test. Measured on one H100 the tests took 137 s and the proxy and full-run
+# benchmarks together about 250 s; on an H200 the full-run tests 61 s, the evaluation 90 s and the sweeps at 1 and
+# 0.25 GPU per trial 265 s with their caches: all parts take far over a 10-minute limit on one command, so run
+# them in calls of a few parts each.
 # Runs with .venv/bin/python when that sees a GPU, else with $PYTHON, else python3, which must have torch with
 # CUDA. A machine with nothing else and no internet gets the other packages as wheels: run
 # benchmarks/fetch_gpu_wheels.sh where there is internet (it fills .whl/ for that machine's Python), copy the
@@ -30,7 +32,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 log_dir=${1:-${OUT:-$root/runs/gpu-check}}
-all_parts=(tests evaluation sweep proxy full-run)
+all_parts=(tests evaluation sweep pick proxy full-run)
 parts=("${@:2}")
 [ ${#parts[@]} -gt 0 ] || parts=("${all_parts[@]}")
 for part in "${parts[@]}"; do
@@ -75,7 +77,7 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 
 # Preflight: torch with CUDA, the packages the tests import, and the fused kernels' compiler.
 fusions=$(mktemp)  # not in LOG_DIR: a machine may send back only a few files from there
-timeout 90 "$python" - "$fusions" "$(runs sweep && echo ray)" <<'EOF' || exit 2
+timeout 90 "$python" - "$fusions" "$( (runs sweep || runs pick) && echo ray)" <<'EOF' || exit 2
 import importlib.util
 import sys
 
@@ -86,7 +88,7 @@ except ImportError:
 if not torch.cuda.is_available():
     sys.exit(f"gpu_check: the torch of {sys.executable} sees no CUDA GPU; run this on a GPU machine")
 needed = ("megatron.core", "pydantic", "optuna", "transformers", "tokenizers", "yaml", "pytest", "wandb")
-needed += ("sklearn", "zstandard", *filter(None, sys.argv[2:3]))  # Ray only for the sweep: nothing else imports it
+needed += ("sklearn", "zstandard", *filter(None, sys.argv[2:3]))  # Ray only for the sweeps: nothing else imports it
 missing = [name for name in needed if importlib.util.find_spec(name) is None]
 if missing:
     sys.exit(
@@ -122,11 +124,14 @@ if runs evaluation; then
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if runs sweep; then
-  # Its own limits are inside: a sweep still running at 290 s (the pick check's at 120 s more) is stopped as Ctrl-C
-  # stops it, and its row kept.
-  timeout 450 "$python" benchmarks/gpu_sweep.py --time-limit 290 --pick-time-limit 120 \
-    --json "$log_dir/gpu-sweep.json" 2>&1 \
+  # Its own limit is inside: a sweep still running at 400 s is stopped as Ctrl-C stops it, and its row kept.
+  timeout 440 "$python" benchmarks/gpu_sweep.py --only sweeps --time-limit 400 --json "$log_dir/gpu-sweep.json" 2>&1 \
     | tee "$log_dir/gpu-sweep.md"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if runs pick; then
+  timeout 240 "$python" benchmarks/gpu_sweep.py --only pick --pick-time-limit 210 --json "$log_dir/gpu-pick.json" \
+    2>&1 | tee "$log_dir/gpu-pick.md"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if runs proxy; then

@@ -6,7 +6,7 @@ trials per hour at each share of a GPU.
 
     python benchmarks/gpu_check_summary.py LOG_DIR [PART ...]   # reads gpu-tests.xml and the benchmarks' JSON there
 
-PART: the parts benchmarks/gpu_check.sh ran (tests, evaluation, sweep, proxy, full-run; default all). A part's file may be
+PART: the parts benchmarks/gpu_check.sh ran (tests, evaluation, sweep, pick, proxy, full-run; default all). A part's file may be
 missing (it stopped at its time limit); the line then says so.
 """
 
@@ -21,8 +21,9 @@ TESTS_XML = "gpu-tests.xml"
 BENCHMARK_JSON = "full-run-benchmark.json"
 PROXY_JSON = "proxy-trial-benchmark.json"
 SWEEP_JSON = "gpu-sweep.json"
+PICK_JSON = "gpu-pick.json"
 EVALUATION_JSON = "evaluation.json"
-PARTS = ("tests", "evaluation", "sweep", "proxy", "full-run")
+PARTS = ("tests", "evaluation", "sweep", "pick", "proxy", "full-run")
 RESUME_TEST = "test_the_step_count_and_the_moments_survive_megatron_cores_own_save_and_load"
 
 
@@ -34,6 +35,7 @@ def summary(log_dir: Path, parts: tuple[str, ...] = PARTS) -> str:
         "full-run": lambda: _benchmark(log_dir / BENCHMARK_JSON),
         "proxy": lambda: [_proxy(log_dir / PROXY_JSON)],
         "sweep": lambda: [_sweep(log_dir / SWEEP_JSON)],
+        "pick": lambda: [_pick(log_dir / PICK_JSON)],
     }
     return "gpu_check: " + "; ".join(line for part in shown if part in parts for line in shown[part]())
 
@@ -105,11 +107,18 @@ def _proxy(path: Path) -> str:
 
 def _sweep(path: Path) -> str:
     try:
-        figures = json.loads(path.read_text())
-        shown = sweep_line(figures["sweeps"])
+        shown = sweep_line(json.loads(path.read_text())["sweeps"])
     except (OSError, ValueError, KeyError, TypeError):
         return "sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
-    return f"sweep on the GPU: {shown}; {pick_line(figures.get('pick_check'))}"
+    return f"sweep on the GPU: {shown}"
+
+
+def _pick(path: Path) -> str:
+    try:
+        check = json.loads(path.read_text())["pick_check"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "pick check GPU vs CPU: no figures (stopped at the time limit, or failed)"
+    return pick_line(check)
 
 
 def sweep_line(sweeps: list[dict]) -> str:

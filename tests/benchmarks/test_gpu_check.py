@@ -206,10 +206,18 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
 def test_the_summary_says_which_part_left_nothing(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
-        "run; full-run evaluation: no figures (stopped at the time limit, or failed); benchmark: no figures (stopped at the time limit before its first row, or failed); 1B proxy trial: no "
-        "figures (stopped at the time limit before its first row, or failed); sweep on the GPU: no figures (stopped "
-        "at the time limit before its first sweep ended, or failed)"
+        "run; full-run evaluation: no figures (stopped at the time limit, or failed); benchmark: no figures (stopped "
+        "at the time limit before its first row, or failed); 1B proxy trial: no figures (stopped at the time limit "
+        "before its first row, or failed); sweep on the GPU: no figures (stopped at the time limit before its first "
+        "sweep ended, or failed); pick check GPU vs CPU: no figures (stopped at the time limit, or failed)"
     )
     assert summary(tmp_path, ("sweep",)) == (
         "gpu_check: sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
     )
+
+
+def test_the_pick_part_reads_its_own_file_apart_from_the_sweeps(tmp_path):
+    side = {"gpus_per_trial": 0.25, "exit_code": 0, "stopped": False, "wall_s": 77.0, "finished": 6}
+    check = {"gpu": side | {"pick": "0.3 @ 1:1 (confirmed)"}, "cpu": side | {"gpus_per_trial": 0.0, "pick": "0.3 @ 1:1 (confirmed)"}}
+    (tmp_path / "gpu-pick.json").write_text(json.dumps({"card": {}, "pick_check": check}))
+    assert summary(tmp_path, ("pick",)) == "gpu_check: pick check GPU (gpus 0.25) vs CPU: the same pick: 0.3 @ 1:1 (confirmed)"
