@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from sweep.promote.plan.plan import Plan
+from sweep.scale import head_width
 from train_entry.megatron.core_configs import recompute_module
 
 PRETRAIN_SCRIPT = "pretrain_gpt.py"
@@ -84,8 +85,13 @@ def _wandb(plan: Plan) -> list[list[str]]:
 
 
 def _model(plan: Plan) -> list[list[str]]:
-    """The model: the target's decoder through megatron-core's GPT model (Llama's, with the features of its family)."""
-    model, tensor = plan.run.model, plan.run.parallelism.tensor
+    """The model: the target's decoder through megatron-core's GPT model (Llama's, with the features of its family).
+
+    Every shape the base checkpoint fixes is given, none left for Megatron-LM to derive: it would pad the vocabulary
+    from len(tokenizer) (core_v0.16.1 megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding), which for
+    Qwen's released tokenizers (151,665 and 151,669 tokens) is not the checkpoint's 151,936 or 152,064 rows, and
+    would take each head as hidden / heads wide and RoPE over the whole head (validate_args, --rotary-percent)."""
+    model = plan.run.model
     args: list[list[str]] = [
         ["--num-layers", str(model.num_layers)],
         ["--hidden-size", str(model.hidden_size)],
@@ -93,10 +99,12 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--num-attention-heads", str(model.num_attention_heads)],
         ["--group-query-attention"],
         ["--num-query-groups", str(model.num_query_groups)],
-        ["--kv-channels", str(model.kv_channels)] if model.kv_channels is not None else [],
+        ["--kv-channels", str(head_width(model))],
         ["--seq-length", str(model.seq_length)],
         ["--max-position-embeddings", str(model.seq_length)],
         ["--position-embedding-type", "rope"],
+        # RoPE over each head's whole width, as the families the planner maps rotate it (partial_rotary_factor 1).
+        ["--rotary-percent", "1.0"],
         ["--rotary-base", str(model.rotary_base)],
     ]
     if model.rope_scaling_factor is not None:
@@ -114,8 +122,8 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--attention-dropout", "0.0"],
         ["--hidden-dropout", "0.0"],
         ["--init-method-std", _number(model.init_method_std)],
-        # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
-        ["--make-vocab-size-divisible-by", str(_vocab_divisor(model.vocab_size, tensor))],
+        # The embedding's and output layer's rows as the base checkpoint stores them (config.json's vocab_size).
+        ["--padded-vocab-size", str(model.vocab_size)],
     ]
     if model.untie_embeddings_and_output_weights:
         args.append(["--untie-embeddings-and-output-weights"])
@@ -240,14 +248,6 @@ def _wandb_mode(plan: Plan) -> list[str]:
         f"# W&B as the sweep's tracking says: project {plan.wandb.project}, mode {plan.wandb.mode}.",
         f'export WANDB_MODE="${{WANDB_MODE:-{plan.wandb.mode}}}"',
     ]
-
-
-def _vocab_divisor(vocab_size: int, tensor: int) -> int:
-    """The largest power of two up to 128 (Megatron-LM's default) with divisor x TP dividing the vocabulary."""
-    divisor = 128
-    while divisor > 1 and vocab_size % (divisor * tensor):
-        divisor //= 2
-    return divisor
 
 
 def _number(value: float) -> str:
