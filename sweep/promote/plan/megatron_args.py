@@ -217,6 +217,21 @@ def args_text(plan: Plan) -> str:
     return "".join(" ".join(shlex.quote(item) for item in group) + "\n" for group in megatron_args(plan))
 
 
+def differing_flags(written: str, now: str) -> list[str]:
+    """The flags whose values differ between two pretrain_gpt_args.txt texts, as `--flag old -> new` (a flag one of
+    them lacks shows as absent): what a request would change in arguments a job may have been launched with."""
+    old, new = (_flag_values(text) for text in (written, now))
+    flags = list(old) + [flag for flag in new if flag not in old]
+    changed = [flag for flag in flags if old.get(flag) != new.get(flag)]
+    return [f"{flag} {old.get(flag, 'absent')} -> {new.get(flag, 'absent')}" for flag in changed]
+
+
+def _flag_values(text: str) -> dict[str, str]:
+    """Each line's flag and its values as written (one flag per line, as args_text writes them)."""
+    lines = (line.split(" ", 1) for line in text.splitlines() if line.strip())
+    return {parts[0]: parts[1] if len(parts) > 1 else "(set)" for parts in lines}
+
+
 def launch_script(plan: Plan) -> str:
     """pretrain_gpt.sh: the same arguments under torchrun, one node's launch (run it on every node)."""
     cluster = plan.cluster

@@ -468,6 +468,17 @@ def test_another_plan_is_never_written_over_an_existing_id(run_dir, plans, tmp_p
         (write_plan(plan, tmp_path).plan_json).read_text().replace(plan.id, other.id), encoding="utf-8"
     )
     before = directory.plan_json.read_text()
-    with pytest.raises(PromotionError, match=r"holds another plan under id .* differs in: data"):
+    with pytest.raises(PromotionError, match=r"another plan under id .* differs in: plan.json's run.data.tokenizer"):
         write_plan(other, tmp_path)
     assert directory.plan_json.read_text() == before
+
+
+def test_arguments_edited_under_a_plans_id_are_not_written_over(plans, tmp_path):
+    """pretrain_gpt_args.txt a job may have been launched with, edited by hand (or rendered by another cpt-sweep):
+    planning the same request again says which flags differ and writes nothing."""
+    directory = write_plan(plans["llama3.1-70b"], tmp_path)
+    edited = directory.megatron_args.read_text().replace("--eval-iters 10\n", "--eval-iters 20\n")
+    directory.megatron_args.write_text(edited)
+    with pytest.raises(PromotionError, match=r"differs in: pretrain_gpt_args.txt --eval-iters 20 -> 10\)"):
+        write_plan(plans["llama3.1-70b"], tmp_path)
+    assert directory.megatron_args.read_text() == edited

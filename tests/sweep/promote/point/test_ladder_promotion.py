@@ -54,6 +54,7 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
     assert plan.run.optimization.lr == pytest.approx(promoted.lr_fraction * 1.5e-4, rel=1e-5)
     assert Plan.model_validate_json(plan.model_dump_json()) == plan
+    assert make_plan(ladder, TARGET).id == plan.id  # seeded refits: the same request hashes to the same plan
     text = summary_markdown(plan)
     assert "the ladder's loss law at the target's size: predicted" in text and "share of refits within" in text
     assert "- warning: predicted 5.0 orders of magnitude beyond the largest rung" in text
