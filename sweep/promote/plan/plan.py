@@ -24,6 +24,7 @@ from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.plan.evidence import Carried, ProxyBase, carried, proxy_base
 from sweep.promote.plan.plan_wandb import sweep_wandb
 from sweep.promote.plan.prediction import predicted_trajectory
 from sweep.promote.plan.sweep_data import with_sweep_prefixes
@@ -52,6 +53,10 @@ class SweepOrigin(StrictConfig):
     promoted: PromotedPoint
     non_english_share: float
     """Of the general side, as the promoted point's proxy trial ran it (0 without non-English data)."""
+    proxy: ProxyBase
+    """The base the promoted lr_fraction was measured on (sweep/promote/plan/evidence.py)."""
+    carried: Carried
+    """How that lr_fraction reached the target: a ladder's law, or unchanged from the proxy."""
 
 
 class RunEstimate(StrictConfig):
@@ -154,7 +159,12 @@ def make_plan(
     validation, missing = validation_sets(config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT)
     run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config, validation)
     origin = SweepOrigin(
-        run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
+        run_dir=str(run_dir),
+        name=run_dir.resolve().name,
+        promoted=promoted,
+        non_english_share=trial.non_english_share,
+        proxy=proxy_base(run_dir, trial),
+        carried=carried(promoted, target),
     )
     plan = Plan(
         id="",  # a hash of everything else, below

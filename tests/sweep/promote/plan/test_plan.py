@@ -18,6 +18,7 @@ import pytest
 
 from sweep.files.compat import SPEC
 from sweep.files.config_file import load_config
+from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.layout import LayoutRequest
 from sweep.promote.launch.promotion import write_plan
@@ -29,10 +30,12 @@ from sweep.promote.request.config import (
     PromotionData,
     ValidationPrefixes,
 )
+from sweep.run.tracking import TrackingConfig
 from sweep.scale import head_width
 from tests.conftest import REPO
 from tests.sweep.promote.plan import megatron_lm
 from tests.sweep.promote.promote_runs import write_run
+from tests.sweep.scripted import spec_with
 from train_entry.megatron.core_configs import core_configs, transformer_engine_settings
 from train_entry.mix import MixRatio, blend_weights
 
@@ -62,7 +65,10 @@ TARGETS = list(PROMOTIONS)
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    return write_run(tmp_path_factory.mktemp("plans") / "runs" / "lr_mix")
+    """A finished sweep of the shipped spec (its W&B tracking off), with the spec copy `sweep run` keeps."""
+    run_dir = write_run(tmp_path_factory.mktemp("plans") / "runs" / "lr_mix")
+    RunDir(run_dir).write_spec_copy(spec_with().model_copy(update={"tracking": TrackingConfig()}))
+    return run_dir
 
 
 @pytest.fixture(scope="module")
