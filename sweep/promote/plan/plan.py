@@ -137,9 +137,7 @@ def make_plan(
     best.json's pick (refused unconfirmed unless `unconfirmed`), or of its best observed trial's point when
     `observed` (sweep/promote/point/point.py)."""
     run_dir = Path(run_dir)
-    if config.target is None:
-        raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
-    target = load_target(config.target, max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
+    target = load_target(config.require_target(), max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
     if target.max_lr is None:
         raise PromotionError(
             f"target {target.name} has no max_lr, its base's own pretraining peak LR ({target.source or 'not given'}): "
