@@ -11,9 +11,13 @@ d the decades of N from the target to the nearest rung. `within` is the error at
 beyond the noise, as a share of the law's values there); `growth` is how much more a rung predicted from the others
 is missed, per decade it lies beyond them (the smallest and the largest rung held out in turn: those the others
 reach by extrapolation, as they reach the target); `bend` is how far the rungs' own levels, fitted one per size by
-the form that bends (size-curve), may have bent away from a power law by N: its Gaussian process's sd there, zero
-at the rungs and growing with the curvature they show (sweep.law.curve), counted for the share 1 - w of the answer
-whose N-dependence is a power (w the size-curve form's weight, whose refits draw their bend themselves). All are
+the form that bends (size-curve), may lie off the power forms' line by N: the root mean square of that departure
+under the curve's Gaussian process (sweep.law.curve), sqrt((mean - line)^2 + sd^2), the curve's mean departure from
+the power forms' own power of N there and its sd, both zero at the rungs of a power law and growing with the
+curvature the rungs show, counted for the share 1 - w of the answer whose N-dependence is a power (w the size-curve
+form's weight, whose refits draw their bend themselves). The sd alone would leave out where the curve says the
+levels are going: rungs that level off put the curve's mean a decade or two out well above the power forms' line,
+by more than its sd (tests/sweep/law/law_truths.py's bending size: 0.95 against an sd of 0.74 in log forgetting). All are
 read off the fitted forms and the rows, so a law that holds the rungs to their noise and a power of N carries
 none, and one that misses them carries what it misses, growing as far as the held-out rungs and the levels say.
 """
@@ -68,14 +72,19 @@ class LossDiscrepancy(StrictConfig):
     """The size-curve form's fitted levels of this loss (None: it did not fit)."""
     power_share: float = Field(1.0, ge=0.0, le=1.0)
     """The share of the answer whose N-dependence is a power: 1 less the size-curve form's weight."""
+    power_slope: float | None = Field(None, ge=-10.0, le=10.0)
+    """The power forms' log size factor per decade of N (-ln 10 x their size exponent, weighted as the answer weighs
+    them): the line the curve's levels are measured against. None: no power form in the answer."""
 
     def bend(self, parameters: float) -> float:
-        """The sd of how far the rungs' levels may have bent from a power of N by `parameters`, for the power forms'
-        share of the answer."""
+        """The root mean square, under the size curve, of how far the rungs' levels lie off the power forms' line by
+        `parameters` (the curve's mean departure from it and its sd), for the power forms' share of the answer."""
         if self.curve is None:
             return 0.0
-        _, sd = self.curve.posterior(np.array(math.log10(parameters)))
-        return math.sqrt(self.power_share) * float(sd)
+        here, start = math.log10(parameters), self.curve.sizes[0]
+        mean, sd = self.curve.posterior(np.array([start, here]))
+        departure = 0.0 if self.power_slope is None else float(mean[1] - mean[0]) - self.power_slope * (here - start)
+        return math.sqrt(self.power_share) * math.hypot(departure, float(sd[1]))
 
     def sd(self, decades: float, parameters: float, bend_scale: float = 1.0) -> float | None:
         """The relative sd at `parameters`, `decades` of N from the nearest rung, the bend's term times
@@ -122,19 +131,20 @@ def discrepancy_of(
     held_out: tuple[np.ndarray, np.ndarray],
     curves: tuple[SizeCurve | None, SizeCurve | None] = (None, None),
     power_share: float = 1.0,
+    power_slopes: tuple[float | None, float | None] = (None, None),
 ) -> Discrepancy:
     """The discrepancy of a law whose values at the table's rows are `fitted` (forgetting, domain_gain) and whose
     rung-held-out predictions of them are `held_out` (NaN where a rung was not held out or its fit failed), with
-    the size-curve form's `curves` of each loss and the answer's `power_share`."""
+    the size-curve form's `curves` of each loss, the answer's `power_share` and its power forms' `power_slopes`."""
     sizes = sorted({math.log10(table.rung_parameters(rung)) for rung in table.rungs})
     measured = (table.forgetting, table.domain_gain)
     spreads = (noise.forgetting, noise.domain_gain)
     losses = []
-    for name, values, fit, out, spread, curve in zip(
-        ("forgetting", "domain_gain"), measured, fitted, held_out, spreads, curves
+    for name, values, fit, out, spread, curve, slope in zip(
+        ("forgetting", "domain_gain"), measured, fitted, held_out, spreads, curves, power_slopes
     ):
         loss = _loss(table, name, values, fit, out, spread, sizes)
-        losses.append(loss.model_copy(update={"curve": curve, "power_share": power_share}))
+        losses.append(loss.model_copy(update={"curve": curve, "power_share": power_share, "power_slope": slope}))
     return Discrepancy(forgetting=losses[0], domain_gain=losses[1], sizes=sizes)
 
 

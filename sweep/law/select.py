@@ -7,6 +7,7 @@ refits from each in proportion to its weight, so that they hold the spread betwe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from sweep.law.config import LawSettings
 from sweep.law.discrepancy import Discrepancy, discrepancy_of
 from sweep.law.fit import LawFitError, fit_law, one_blas_thread
 from sweep.law.forms import FORM_NAMES, FormName
-from sweep.law.model import Law, Values
+from sweep.law.model import Law, LossLaw, Values
 from sweep.law.noise import Misfit, Noise, misfit, replicate_noise
 from sweep.law.table import LawInputError, ObservationTable
 from train_entry.config import StrictConfig
@@ -170,7 +171,20 @@ def _discrepancy(
         return discrepancy_of(table, noise, fitted, held_out)
     bent = next((fit.weight / total for fit in credible if fit is curve), 0.0)
     curves = (curve.law.general.curve, curve.law.domain.curve)
-    return discrepancy_of(table, noise, fitted, held_out, curves, power_share=1.0 - bent)
+    powers = [fit for fit in credible if fit is not curve]
+    slopes = (
+        _power_slope([(fit.law.general, fit.weight) for fit in powers]),
+        _power_slope([(fit.law.domain, fit.weight) for fit in powers]),
+    )
+    return discrepancy_of(table, noise, fitted, held_out, curves, power_share=1.0 - bent, power_slopes=slopes)
+
+
+def _power_slope(laws: list[tuple[LossLaw, float]]) -> float | None:
+    """The weighted power forms' log size factor per decade of N, -ln 10 x their size exponent (None: none)."""
+    total = sum(weight for _, weight in laws)
+    if not laws or total <= 0.0:
+        return None
+    return -math.log(10.0) * sum(weight * law.values["size_exponent"] for law, weight in laws) / total
 
 
 @dataclass(frozen=True)
