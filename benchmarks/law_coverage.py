@@ -3,8 +3,9 @@ measured"): for each truth of tests/sweep/law/law_truths.py (two of the fitter's
 them is written as, each drawn at four rungs over 1.5 decades with noise at the replicate spread, the target two
 decades beyond), DRAWS draws fitted as `sweep law fit` fits them, and per truth: the share of draws answered (the
 truth's optimum lies inside the box, so each should be), the refusals and their kinds, the share of answered draws
-whose 90 % position intervals hold the truth's optimum, and the share whose promoted point keeps the truth's
-forgetting within the budget; then the truth outside the box, whose every draw must be refused.
+whose 90 % position intervals hold the truth's optimum, the share whose promoted point keeps the truth's
+forgetting within the budget, and the intervals' median widths (a coverage says little of an interval as wide as the
+box); then the truth outside the box, whose every draw must be refused.
 
     nice -n 10 .venv/bin/python benchmarks/law_coverage.py --draws 30 --refits 100
 
@@ -14,6 +15,7 @@ prints one line a draw as it goes and the table BENCHMARKS.md records.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,7 +29,7 @@ from sweep.law.config import LawSettings
 
 HEADER = (
     "| truth | draws | answered (truth inside the box) | refused (kind) | 90 % intervals hold the optimum | "
-    "true forgetting within budget |\n|---|---|---|---|---|---|"
+    "true forgetting within budget | median width: lr_fraction high/low, share high-low |\n|---|---|---|---|---|---|---|"
 )
 
 
@@ -40,12 +42,15 @@ def summary_line(name: str, judged: list[Judged]) -> str:
     if inside:
         rate += f" ({sum(j.refused is None for j in inside) / len(inside):.0%})"
     if not answered:
-        return f"| {name} | {len(judged)} | {rate} | {len(refused)} ({kinds}) | - | - |"
+        return f"| {name} | {len(judged)} | {rate} | {len(refused)} ({kinds}) | - | - | - |"
     covered = sum(bool(j.covered) for j in answered)
     within = sum(bool(j.within_budget) for j in answered)
+    lr_width = statistics.median(j.widths[0] for j in answered if j.widths)
+    share_width = statistics.median(j.widths[1] for j in answered if j.widths)
     return (
         f"| {name} | {len(judged)} | {rate} | {len(refused)} ({kinds}) | {covered}/{len(answered)} "
-        f"({covered / len(answered):.0%}) | {within}/{len(answered)} ({within / len(answered):.0%}) |"
+        f"({covered / len(answered):.0%}) | {within}/{len(answered)} ({within / len(answered):.0%}) | "
+        f"x{lr_width:.3g}, {share_width:.2f} |"
     )
 
 

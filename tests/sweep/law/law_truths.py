@@ -113,7 +113,8 @@ class ShiftingLR:
 class BendingSize:
     """Forgetting falls with N and levels off within the rungs: 0.5 + 1 / (1 + (N / 3 x 10^5)^1.2), no power of N
     (its local exponent 0.16, 0.30, 0.27 and 0.11 at the four rungs, 0.001 at the target: a power law fitted across
-    the rungs extrapolates it far too low); the LR area to the power 0.9;
+    the rungs puts the target's forgetting 2.9 times too low, which the answer carries as the size curve's departure
+    from that power, sweep.law.discrepancy); the LR area to the power 0.9;
     a share term exponential in r; gain saturating in the area and in the share."""
 
     def forgetting(self, parameters, lr_fraction, time, domain_share):
@@ -165,13 +166,6 @@ TRUTHS: dict[str, Surface] = {
 as."""
 FOREIGN = ("sum (no fitted form)", "growing forgetting", "shifting LR", "bending size", "tokens over LR")
 """The truths of forms none of the fitters is written as."""
-LIMITS = {
-    "bending size": "its size factor levels off mostly beyond the largest rung (local exponent 0.11 there, 0.001 at "
-    "the target), where every form that follows the rungs' own levels carries it on down: the law's optimum at the "
-    "target lies beyond the box, and the law refuses rather than answer; an answer would be over the budget",
-}
-"""Truths the rungs cannot show, measured and said, not held to the answer-rate and coverage thresholds: a law may
-refuse them, and must not answer them over the budget."""
 OUTSIDE: Surface = _with_size_exponent(0.45)
 """Forgetting that shrinks fast with N: at TARGET the optimum lies above the box's highest lr_fraction."""
 
@@ -201,6 +195,9 @@ class Judged:
     """The truth's forgetting at the promoted point is within the budget (None when refused)."""
     message: str = ""
     """The refusal's message, or the answer and the truth's optimum, for the benchmark's lines."""
+    widths: tuple[float, float] | None = None
+    """The 90 % intervals' widths: lr_fraction's high / low and the share's high - low (None when refused); a
+    coverage says little of intervals as wide as the box."""
 
 
 def judge(name: str, truth: Surface, seed: int, settings: LawSettings, pick: PickConfig = PickConfig()) -> Judged:
@@ -227,4 +224,8 @@ def judge(name: str, truth: Surface, seed: int, settings: LawSettings, pick: Pic
         f"{intervals.lr_fraction.high:.3g}, {intervals.domain_share.low:.3g}-{intervals.domain_share.high:.3g}), "
         f"truth {optimum.lr_fraction:.3g} @ {optimum.domain_share:.3g}; true forgetting there {true_forgetting:.4f}"
     )
-    return Judged(name, seed, inside, None, covered, true_forgetting <= BUDGET, said)
+    widths = (
+        intervals.lr_fraction.high / intervals.lr_fraction.low,
+        intervals.domain_share.high - intervals.domain_share.low,
+    )
+    return Judged(name, seed, inside, None, covered, true_forgetting <= BUDGET, said, widths)
