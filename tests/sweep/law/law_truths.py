@@ -164,8 +164,6 @@ TRUTHS: dict[str, Surface] = {
 }  # fmt: skip
 """Known laws whose optimum at TARGET lies inside BOX: two of the fitter's forms, and five none of them is written
 as."""
-FOREIGN = ("sum (no fitted form)", "growing forgetting", "shifting LR", "bending size", "tokens over LR")
-"""The truths of forms none of the fitters is written as."""
 OUTSIDE: Surface = _with_size_exponent(0.45)
 """Forgetting that shrinks fast with N: at TARGET the optimum lies above the box's highest lr_fraction."""
 
