@@ -59,6 +59,9 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=30, help="draws per truth (default 30)")
     parser.add_argument("--refits", type=int, default=200, help="bootstrap refits per draw (default 200)")
     parser.add_argument("--outside-draws", type=int, default=5, help="draws of the truth outside the box (default 5)")
+    parser.add_argument(
+        "--first-draw", type=int, default=0, help="seed of the first draw (default 0): more draws later"
+    )
     parser.add_argument("--truths", default=None, help="comma-separated truths to run (default: every one)")
     args = parser.parse_args()
     settings = LawSettings(refits=args.refits)
@@ -67,7 +70,7 @@ def main() -> None:
     for name in chosen:
         truth = OUTSIDE if name == "outside the box" else TRUTHS[name]
         judged = []
-        for seed in range(args.outside_draws if truth is OUTSIDE else args.draws):
+        for seed in range(args.first_draw, args.first_draw + (args.outside_draws if truth is OUTSIDE else args.draws)):
             start = time.perf_counter()
             judged.append(judge(name, truth, seed, settings))
             verdict = judged[-1]
