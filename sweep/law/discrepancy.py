@@ -8,7 +8,10 @@ of each loss, exp(e) times the law, with e of standard deviation
     sd(d, N) = sqrt(within^2 + (growth x d)^2 + (1 - w) x bend(N)^2),
 
 d the decades of N from the target to the nearest rung. `within` is the error at the rungs themselves (the residual
-beyond the noise, as a share of the law's values there); `growth` is how much more a rung predicted from the others
+beyond the noise, as a share of the law's values there; beyond the noise's upper confidence bound, sweep.law.noise's
+Noise.upper, as a noise pooled over a few replicated points is itself known to about 1 / sqrt(2 nu), and a residual
+within that is the estimate's shortfall, not the form's: rows drawn from a fitted form carried 0.0074 of forgetting
+against the point estimate); `growth` is how much more a rung predicted from the others
 is missed, per decade it lies beyond them (the smallest and the largest rung held out in turn: those the others
 reach by extrapolation, as they reach the target); `bend` is how far the rungs' own levels, fitted one per size by
 the form that bends (size-curve), may lie off the power forms' line by N: the root mean square of that departure
@@ -63,7 +66,8 @@ class LossDiscrepancy(StrictConfig):
 
     loss: Literal["forgetting", "domain_gain"]
     within: float = Field(ge=0.0)
-    """Relative sd at the rungs: sqrt(max(0, mean residual^2 - noise^2) / mean fitted^2) over every row."""
+    """Relative sd at the rungs: sqrt(max(0, mean residual^2 - noise^2) / mean fitted^2) over every row, the noise
+    its upper confidence bound (Noise.upper)."""
     growth: float | None = Field(None, ge=0.0)
     """Relative sd added per decade beyond the rungs: the extrapolated rungs' held-out error in excess of `within`,
     over their distance (root mean square); None with too few sizes or no extrapolated fold that fitted."""
@@ -138,7 +142,7 @@ def discrepancy_of(
     the size-curve form's `curves` of each loss, the answer's `power_share` and its power forms' `power_slopes`."""
     sizes = sorted({math.log10(table.rung_parameters(rung)) for rung in table.rungs})
     measured = (table.forgetting, table.domain_gain)
-    spreads = (noise.forgetting, noise.domain_gain)
+    spreads = noise.upper()
     losses = []
     for name, values, fit, out, spread, curve, slope in zip(
         ("forgetting", "domain_gain"), measured, fitted, held_out, spreads, curves, power_slopes

@@ -6,8 +6,11 @@ whatever its R2 says.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import Field
+from scipy.stats import chi2
 
 from sweep.law.model import FitQuality
 from sweep.law.table import ObservationTable
@@ -20,6 +23,9 @@ form misses its own rungs by more than a small correction to it describes. On ro
 noise the ratio stays within 1.0 +- 0.15 per rung of 100 rows (the spread itself, pooled over a few replicated
 points, is known to about 25 %); ladders drawn from known laws none of the forms is written as miss by 1.2 to 3.7
 times (tests/sweep/law/law_truths.py)."""
+BOUND = 0.9
+"""The one-sided confidence of the noise's upper bound (Noise.upper): a residual within it is one the replicates' own
+sampling error allows, and no form error."""
 
 
 class Noise(StrictConfig):
@@ -34,6 +40,15 @@ class Noise(StrictConfig):
     @property
     def measured(self) -> bool:
         return self.replicated_points > 0
+
+    def upper(self) -> tuple[float, float]:
+        """The one-sided BOUND upper confidence bounds of (forgetting, domain_gain)'s sds: a pooled variance over
+        nu degrees of freedom is sigma^2 chi2_nu / nu, so sigma lies below s sqrt(nu / chi2_nu(1 - BOUND)) with that
+        confidence (32 degrees of freedom: 1.21 s). The spread as it is when it was assumed, not measured."""
+        if not self.measured:
+            return self.forgetting, self.domain_gain
+        factor = math.sqrt(self.degrees_of_freedom / float(chi2.ppf(1.0 - BOUND, self.degrees_of_freedom)))
+        return self.forgetting * factor, self.domain_gain * factor
 
     def line(self) -> str:
         spread = f"forgetting sd {self.forgetting:.2g}, domain_gain sd {self.domain_gain:.2g}"

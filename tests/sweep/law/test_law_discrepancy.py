@@ -42,6 +42,19 @@ def test_the_truth_itself_carries_no_error_beyond_the_noise(table):
         assert loss.within < 0.03 and loss.growth < 0.06
 
 
+def test_rows_drawn_from_the_law_carry_no_error_at_the_rungs_in_nine_draws_of_ten():
+    """A residual only as much above the replicates' pooled sd as that estimate's own sampling error allows is no
+    form error: against the point estimate, the truth's own rows carried some in 24 of 40 (loss, seed) pairs, up to
+    0.011 of the values; against its 90 % upper bound, in 4."""
+    carried = []
+    for seed in range(20):
+        table = draw(seed=seed)
+        truth = _truth(table)
+        discrepancy = discrepancy_of(table, replicate_noise(table, 1e-3), truth, truth)
+        carried += [discrepancy.forgetting.within > 0.0, discrepancy.domain_gain.within > 0.0]
+    assert sum(carried) <= 6
+
+
 def test_a_law_a_fifth_low_everywhere_misses_by_a_quarter_of_its_values(table):
     """measured - 0.8 truth = 0.2 truth: a quarter of the law's own values, the noise taken out."""
     forgetting, gain = _truth(table)
