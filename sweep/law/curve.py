@@ -19,6 +19,7 @@ import math
 import numpy as np
 from pydantic import Field, model_validator
 from scipy.linalg import cho_factor, cho_solve
+from scipy.stats import chi2
 
 from train_entry.config import StrictConfig
 
@@ -64,6 +65,27 @@ class SizeCurve(StrictConfig):
         """The mean and standard deviation of g at log10 N = `x` (any shape)."""
         return _kriging(tuple(self.sizes), tuple(self.levels)).at(np.asarray(x, dtype=float))
 
+    def noise(self, start: float, here: float, errors: list[float], bound: float) -> tuple[float, float]:
+        """What the levels' own estimation errors (independent, of sds `errors`, one per size) make of the curve from
+        log10 N `start` to `here` were the true levels on a line: the sd of its mean's change, and the sd at `here`
+        its amplitude would reach with one-sided confidence `bound`. The mean is linear in the levels and the
+        amplitude a quadratic form of them, so each level's share is the curve through a unit level at that size
+        alone; the amplitude's mean over its sizes - 2 degrees of freedom is scaled to its `bound` quantile as a
+        chi-square's (Satterthwaite's approximation)."""
+        change, amplitude = 0.0, 0.0
+        for k, error in enumerate(errors):
+            unit = _kriging(tuple(self.sizes), tuple(float(j == k) for j in range(len(self.sizes))))
+            mean, _ = unit.at(np.array([start, here]))
+            change += (error * float(mean[1] - mean[0])) ** 2
+            amplitude += error**2 * unit.amplitude
+        freedom = len(self.sizes) - 2
+        if freedom > 0:
+            amplitude *= float(chi2.ppf(bound, freedom)) / freedom
+        own = _kriging(tuple(self.sizes), tuple(self.levels))
+        _, sd = own.at(np.array([here]))
+        spread = float(sd[0]) * math.sqrt(amplitude / own.amplitude) if own.amplitude > 0.0 else 0.0
+        return math.sqrt(change), spread
+
 
 @functools.lru_cache(maxsize=4096)
 def _kriging(sizes: tuple[float, ...], levels: tuple[float, ...]) -> _Kriging:
@@ -77,6 +99,7 @@ class _Kriging:
 
     def __init__(self, sizes: np.ndarray, levels: np.ndarray) -> None:
         self.sizes, self.levels = sizes, levels
+        self.amplitude = 0.0
         if len(sizes) < 3:
             return
         self.centre = float(np.mean(sizes))

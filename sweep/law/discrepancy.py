@@ -20,7 +20,10 @@ the power forms' own power of N there and its sd, both zero at the rungs of a po
 curvature the rungs show, counted for the share 1 - w of the answer whose N-dependence is a power (w the size-curve
 form's weight, whose refits draw their bend themselves). The sd alone would leave out where the curve says the
 levels are going: rungs that level off put the curve's mean a decade or two out well above the power forms' line,
-by more than its sd (tests/sweep/law/law_truths.py's bending size: 0.95 against an sd of 0.74 in log forgetting). All are
+by more than its sd (tests/sweep/law/law_truths.py's bending size: 0.95 against an sd of 0.74 in log forgetting). What
+the levels' own estimation error makes of the curve (a departure within BEYOND of the sds that error gives it, an
+amplitude within that error's 90 % bound) is not counted: law_truths' replay-area has flat domain_gain levels, off a
+line by their noise alone, whose curve put 0.085 of departure on the gain two decades out, 0.106 carried. All are
 read off the fitted forms and the rows, so a law that holds the rungs to their noise and a power of N carries
 none, and one that misses them carries what it misses, growing as far as the held-out rungs and the levels say.
 """
@@ -32,9 +35,10 @@ from typing import Literal
 
 import numpy as np
 from pydantic import Field
+from scipy.stats import norm
 
 from sweep.law.curve import SizeCurve
-from sweep.law.noise import Noise
+from sweep.law.noise import BOUND, Noise
 from sweep.law.table import ObservationTable
 from train_entry.config import StrictConfig
 
@@ -43,6 +47,9 @@ MIN_SPAN = 0.5
 differ by less than their noise tells apart."""
 MIN_SIZES = 3
 """Model sizes needed to measure how the error grows: a rung held out leaves two others to extrapolate from."""
+BEYOND = float(norm.ppf(BOUND))
+"""A curve's departure from the power forms' line counts as bend only beyond this many of the sds the levels' own
+estimation error gives it (1.28: the noise's upper bound's confidence, one-sided)."""
 STEP = 0.5
 """Decades between the nearest rung and a rung suggested toward the target: the ladders' own spacing."""
 
@@ -76,6 +83,9 @@ class LossDiscrepancy(StrictConfig):
     """The size-curve form's fitted levels of this loss (None: it did not fit)."""
     power_share: float = Field(1.0, ge=0.0, le=1.0)
     """The share of the answer whose N-dependence is a power: 1 less the size-curve form's weight."""
+    level_errors: list[float] | None = Field(None, max_length=1000)
+    """The sd of each of the curve's levels that the rows' noise alone makes (one per size; None: not known, none
+    discounted): a departure from the line, or a bend, that the levels' own estimation error explains is not counted."""
     power_slope: float | None = Field(None, ge=-10.0, le=10.0)
     """The power forms' log size factor per decade of N (-ln 10 x their size exponent, weighted as the answer weighs
     them): the line the curve's levels are measured against. None: no power form in the answer."""
@@ -88,7 +98,12 @@ class LossDiscrepancy(StrictConfig):
         here, start = math.log10(parameters), self.curve.sizes[0]
         mean, sd = self.curve.posterior(np.array([start, here]))
         departure = 0.0 if self.power_slope is None else float(mean[1] - mean[0]) - self.power_slope * (here - start)
-        return math.sqrt(self.power_share) * math.hypot(departure, float(sd[1]))
+        spread = float(sd[1])
+        if self.level_errors is not None:
+            change, noisy = self.curve.noise(start, here, self.level_errors, BOUND)
+            departure = max(0.0, abs(departure) - BEYOND * change)
+            spread = math.sqrt(max(0.0, spread**2 - noisy**2))
+        return math.sqrt(self.power_share) * math.hypot(departure, spread)
 
     def sd(self, decades: float, parameters: float, bend_scale: float = 1.0) -> float | None:
         """The relative sd at `parameters`, `decades` of N from the nearest rung, the bend's term times
@@ -148,7 +163,9 @@ def discrepancy_of(
         ("forgetting", "domain_gain"), measured, fitted, held_out, spreads, curves, power_slopes
     ):
         loss = _loss(table, name, values, fit, out, spread, sizes)
-        losses.append(loss.model_copy(update={"curve": curve, "power_share": power_share, "power_slope": slope}))
+        errors = None if curve is None else _level_errors(table, fit, spread, curve.sizes)
+        update = {"curve": curve, "power_share": power_share, "power_slope": slope, "level_errors": errors}
+        losses.append(loss.model_copy(update=update))
     return Discrepancy(forgetting=losses[0], domain_gain=losses[1], sizes=sizes)
 
 
@@ -183,6 +200,18 @@ def _loss(
             excess.append(max(0.0, held**2 - within**2) / distance**2)
     growth = math.sqrt(float(np.mean(excess))) if excess else None
     return LossDiscrepancy(loss=name, within=within, growth=growth, rungs=rungs)
+
+
+def _level_errors(table: ObservationTable, fitted: np.ndarray, noise: float, sizes: list[float]) -> list[float]:
+    """The sd the rows' noise alone gives each size's level g (a log size factor, so each row measures exp(g) to a
+    relative noise / value): noise / sqrt(sum of the values^2 over its rows), the Fisher information of a level the
+    rows' other parameters do not share; a lower bound on its error, so the discount errs toward carrying a bend."""
+    at = np.log10(table.parameters)
+    errors = []
+    for size in sizes:
+        information = float(np.sum(fitted[np.isclose(at, size)] ** 2))
+        errors.append(noise / math.sqrt(information) if information > 0.0 else 0.0)
+    return errors
 
 
 def _relative(residual: np.ndarray, values: np.ndarray, noise: float) -> float:

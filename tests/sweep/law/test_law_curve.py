@@ -49,3 +49,20 @@ def test_a_draw_moves_the_curve_by_its_sd_and_two_sizes_draw_a_line():
 def test_a_curve_that_no_fit_could_give_is_refused(sizes, levels, message):
     with pytest.raises(ValidationError, match=message):
         SizeCurve(sizes=sizes, levels=levels)
+
+
+def test_what_the_levels_own_errors_make_of_a_line_is_measured_by_drawing_them():
+    """Levels on a line plus independent errors: the sd of the curve's mean change to two decades out, and the
+    amplitude's 90 % bound, are those of 4,000 such draws."""
+    errors = [0.01, 0.02, 0.02, 0.03]
+    line = [-0.46 * (size - SIZES[0]) for size in SIZES]
+    change, spread = SizeCurve(sizes=SIZES, levels=line).noise(SIZES[0], 8.5, errors, 0.9)
+    rng = np.random.default_rng(0)
+    changes, sds = [], []
+    for _ in range(4000):
+        levels = np.array(line) + rng.normal(0.0, errors)
+        mean, sd = SizeCurve(sizes=SIZES, levels=list(levels - levels[0])).posterior(np.array([SIZES[0], 8.5]))
+        changes.append(mean[1] - mean[0] - (-0.46 * (8.5 - SIZES[0])))
+        sds.append(sd[1])
+    assert np.std(changes) == pytest.approx(change, rel=0.05)
+    assert np.mean(np.array(sds) ** 2 <= spread**2) == pytest.approx(0.9, abs=0.05)  # Satterthwaite: 0.88
