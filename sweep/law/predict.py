@@ -91,8 +91,10 @@ def _predict(
     optima = answer.optima if answer else []
     plain_optima = [constrained_optimum(law, target, box, budget).point for law in plain]
     # Whether the runs put a better point beyond the box is the refits' own say: the discrepancy's draws widen the
-    # intervals, which may reach past the box, but carry no evidence of where the optimum lies.
-    beyond = lattice.beyond(laws.noise.domain_gain, carried.domain_gain) if lattice else []
+    # intervals, which may reach past the box, but carry no evidence of where the optimum lies; a point beyond it
+    # counts only where it keeps the budget with the form's error in forgetting at the rule's probability (margin).
+    margin = math.exp(max(0.0, float(norm.ppf(pick.min_probability))) * carried.forgetting)
+    beyond = lattice.beyond(laws.noise.domain_gain, carried.domain_gain, margin) if lattice else []
     draws = _Draws([form for form, _ in refits], plain, ensemble, optima, plain_optima)
     widen = few_rungs(len(set(table.parameters.tolist())), settings.level)
     prediction = TargetPrediction(

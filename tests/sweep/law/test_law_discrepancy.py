@@ -216,3 +216,15 @@ def test_the_lattice_says_when_a_materially_better_point_lies_beyond_the_box():
         assert verdict.feasible and bool(verdict.toward) is beyond is (best - inside > MATERIAL * noise)
         if beyond:
             assert verdict.toward == [f"higher lr_fraction (above {high:g})"]
+
+
+def test_a_point_beyond_the_box_counts_only_where_it_keeps_the_budget_with_the_forms_error():
+    """The box ending at lr_fraction 0.1 leaves the known law's optimum (0.1475) beyond it; with forgetting twice
+    what the law says (the factor a form's error of sd 0.54 reaches at P 0.9) the best point keeping the budget is
+    at 0.094, inside, and the point beyond is no evidence against the box."""
+    target = scale(7.4e6)
+    box = SearchBox(lr_fraction=(0.05, 0.1), domain_share=(1 / 9, 2 / 3))
+    lattice = Lattice(discrepant([TRUTH], box, 0.0, 0.0, seed=0), target, box, BUDGET)
+    assert constrained_optimum(TRUTH, target, BOX, BUDGET / 2.0).point.lr_fraction < 0.1
+    (plain,), (carried,) = lattice.beyond(5e-4, 0.0), lattice.beyond(5e-4, 0.0, margin=2.0)
+    assert plain.toward == ["higher lr_fraction (above 0.1)"] and carried.feasible and carried.toward == []
