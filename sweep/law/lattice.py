@@ -70,7 +70,10 @@ class Lattice:
         probability (as the answer's own point must keep the budget with it, so must a point that would move the
         answer: law_truths' bending size, whose rungs level off, had power-form refits forget 2.9 times too little
         at the target and 14 of 40 of them put a share beyond the box that only that shortfall let keep the
-        budget). Whether it keeps the budget anywhere is its law's own say."""
+        budget). Whether it keeps the budget anywhere is its law's own say, and so is the comparison when no point
+        inside keeps it with the margin: an error that large says nothing of which side of the box is better (the
+        misfit ladder of tests/sweep/law/test_law_predict.py at 7.4e8, a margin of 19, had 16 of 20 refits find
+        nothing inside and "extend the space" below the box)."""
         log_lr, share = self._points
         inside = self._inside
         verdicts = []
@@ -80,6 +83,8 @@ class Lattice:
                 verdicts.append(Beyond(feasible=False, toward=[]))
                 continue
             feasible = np.isfinite(gain) & (kept * margin <= self._budget)
+            if not np.any(feasible & inside):  # an error too large for any point inside: the law's own contour
+                feasible = np.isfinite(gain) & (kept <= self._budget)
             best_in = np.max(gain[feasible & inside], initial=-np.inf)
             material = MATERIAL * math.hypot(noise, relative * max(float(best_in), 0.0))
             outside = np.flatnonzero(feasible & ~inside)

@@ -228,3 +228,6 @@ def test_a_point_beyond_the_box_counts_only_where_it_keeps_the_budget_with_the_f
     assert constrained_optimum(TRUTH, target, BOX, BUDGET / 2.0).point.lr_fraction < 0.1
     (plain,), (carried,) = lattice.beyond(5e-4, 0.0), lattice.beyond(5e-4, 0.0, margin=2.0)
     assert plain.toward == ["higher lr_fraction (above 0.1)"] and carried.feasible and carried.toward == []
+    # a margin no point inside survives leaves the comparison to the law's own contour: still the point beyond
+    (huge,) = lattice.beyond(5e-4, 0.0, margin=1e6)
+    assert huge.toward == plain.toward
