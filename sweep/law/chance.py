@@ -20,6 +20,7 @@ import numpy as np
 
 from sweep.law.optimum import (
     SHARE_LIMITS,
+    SLACK,
     Point,
     SearchBox,
     Surface,
@@ -60,6 +61,10 @@ class ChancePoint:
 class EnsembleAnswer:
     chance: ChancePoint | None
     """None: no point reaches min_probability."""
+    inside: ChancePoint | None
+    """The rule's best point inside the searched box (the chance point itself when it lies inside; None when no
+    point inside reaches min_probability): what is promoted when the chance point lies beyond the box by a gain no
+    trial could tell apart (sweep.law.predict)."""
     best_probability: float
     """The largest P anywhere on the grid: what a refused answer falls short by."""
     optima: list[Point | None]
@@ -72,24 +77,29 @@ def ensemble_answer(
     laws: Sequence[Surface], mean: Surface, target: TargetScale, box: SearchBox, budget: float, pick: PickConfig
 ) -> EnsembleAnswer:
     """The pick's rule over the ensemble `laws` (at least one), with `mean` (the answer's own law) giving the
-    figures at the chosen point."""
-    rule = _Rule(laws, target, budget, pick, log_lr_limits(box))
-    steps = STEPS
+    figures at the chosen point: around the box, and within it when the point found lies beyond."""
     grid_lr, grid_share = lattice_points(box)
-    gain, forgetting = rule.values(grid_lr, grid_share)
-    probability, lower = rule.scores(gain, forgetting)
-    ranked = np.flatnonzero(probability >= pick.min_probability)
-    ranked = ranked[np.argsort(-lower[ranked], kind="stable")]
-    refined = sorted(
-        (rule.refined(grid_lr[index], grid_share[index], steps) for index in ranked[:CANDIDATES]), key=lambda r: -r[0]
-    )
-    chance = None
-    for _, log_lr, share in refined + [(0.0, grid_lr[index], grid_share[index]) for index in ranked[:TRIED]]:
-        chance = rule.written(mean, log_lr, share)
-        if chance is not None:
-            break
+    around = _Rule(laws, target, budget, pick, log_lr_limits(box), SHARE_LIMITS)
+    probability, lower = around.scores(*around.values(grid_lr, grid_share))
+    chance = around.best(mean, grid_lr, grid_share, probability, lower)
+    inside = chance
+    if chance is not None and box.outside(chance.point.lr_fraction, chance.point.domain_share):
+        (lr_low, lr_high), (share_low, share_high) = box.lr_fraction, box.domain_share
+        within = _Rule(laws, target, budget, pick, (math.log(lr_low), math.log(lr_high)), box.domain_share)
+        kept = (
+            (grid_lr >= math.log(lr_low) - SLACK)
+            & (grid_lr <= math.log(lr_high) + SLACK)
+            & (grid_share >= share_low - SLACK)
+            & (grid_share <= share_high + SLACK)
+        )
+        inside = within.best(mean, grid_lr, grid_share, np.where(kept, probability, 0.0), lower)
+        inside = inside if inside is not None and not box.outside(*_position(inside)) else None
     optima = [constrained_optimum(law, target, box, budget).point for law in laws]
-    return EnsembleAnswer(chance=chance, best_probability=float(np.max(probability)), optima=optima)
+    return EnsembleAnswer(chance=chance, inside=inside, best_probability=float(np.max(probability)), optima=optima)
+
+
+def _position(chance: ChancePoint) -> tuple[float, float]:
+    return chance.point.lr_fraction, chance.point.domain_share
 
 
 @dataclass(frozen=True)
@@ -100,12 +110,31 @@ class _Rule:
     pick: PickConfig
     limits: tuple[float, float]
     """Of log lr_fraction: where the optimum is looked for."""
+    share_limits: tuple[float, float]
+    """Of the domain share."""
+
+    def best(
+        self, mean: Surface, grid_lr: np.ndarray, grid_share: np.ndarray, probability: np.ndarray, lower: np.ndarray
+    ) -> ChancePoint | None:
+        """The qualifying lattice points best first, the best CANDIDATES refined, and the first that holds where a
+        plan writes it."""
+        ranked = np.flatnonzero(probability >= self.pick.min_probability)
+        ranked = ranked[np.argsort(-lower[ranked], kind="stable")]
+        refined = sorted(
+            (self.refined(grid_lr[index], grid_share[index], STEPS) for index in ranked[:CANDIDATES]),
+            key=lambda r: -r[0],
+        )
+        for _, log_lr, share in refined + [(0.0, grid_lr[index], grid_share[index]) for index in ranked[:TRIED]]:
+            chance = self.written(mean, log_lr, share)
+            if chance is not None:
+                return chance
+        return None
 
     def around(self, log_lr: float, share: float, steps: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
         """A REFINE x REFINE grid one coarse step each way around a point, within the limits."""
         axes = (
             np.clip(np.linspace(log_lr - steps[0], log_lr + steps[0], REFINE), *self.limits),
-            np.clip(np.linspace(share - steps[1], share + steps[1], REFINE), *SHARE_LIMITS),
+            np.clip(np.linspace(share - steps[1], share + steps[1], REFINE), *self.share_limits),
         )
         fine_lr, fine_share = np.meshgrid(*axes, indexing="ij")
         return fine_lr.ravel(), fine_share.ravel()
@@ -166,6 +195,6 @@ def _lattice(box: SearchBox, limits: tuple[float, float]) -> tuple[np.ndarray, n
 
 def probability_at(laws: Sequence[Surface], target: TargetScale, point: Point, budget: float) -> float:
     """P(forgetting <= budget) at `point` over the ensemble."""
-    rule = _Rule(laws, target, budget, PickConfig(), (-math.inf, 0.0))
+    rule = _Rule(laws, target, budget, PickConfig(), (-math.inf, 0.0), SHARE_LIMITS)
     probability, _ = rule.scores(*rule.values(np.array([math.log(point.lr_fraction)]), np.array([point.domain_share])))
     return float(probability[0])

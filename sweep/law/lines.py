@@ -23,7 +23,7 @@ def report_lines(report: LawFitReport) -> list[str]:
     lines += form_lines(laws, report.prediction)
     lines += _law_lines(laws.best.law)
     lines += discrepancy_lines(laws.discrepancy)
-    lines += _prediction_lines(report.prediction) + carried_lines(report.prediction, laws.discrepancy)
+    lines += prediction_lines(report.prediction) + carried_lines(report.prediction, laws.discrepancy)
     return lines + _trend_lines(report.trend) + _validation_lines(report.validation)
 
 
@@ -130,7 +130,7 @@ def sources_line(intervals: Intervals) -> str:
     return ", ".join(shares(name) for name in ("lr_fraction", "domain_share", "domain_gain", "forgetting"))
 
 
-def _prediction_lines(prediction: TargetPrediction) -> list[str]:
+def prediction_lines(prediction: TargetPrediction) -> list[str]:
     target, box, pick = prediction.target, prediction.box, prediction.pick
     searched = (
         f"lr_fraction {box.lr_fraction[0]:g} to {box.lr_fraction[1]:g}, domain share {box.domain_share[0]:.3g} to "
@@ -159,6 +159,14 @@ def _prediction_lines(prediction: TargetPrediction) -> list[str]:
             f"(domain share {point.domain_share:.3g}); at it domain_gain {span(point.domain_gain, 'domain_gain', '.4g')} "
             f"(lower bound {prediction.lower_gain:.4g}), forgetting {span(point.forgetting, 'forgetting', '.4g')}, "
             f"P(forgetting <= budget) {prediction.within_budget:.2f}"
+        )
+    if prediction.at_edge is not None:
+        edge = prediction.at_edge
+        more = f"{edge.gains_more:.2g} more" if edge.gains_more > 0.0 else "no more"
+        lines.append(
+            f"  the best point inside the searched box: the rule's own point lies beyond it (lr_fraction "
+            f"{edge.beyond.lr_fraction:.4g}, mix {edge.beyond.mix}) and gains {more} lower-confidence domain_gain, "
+            f"within the {edge.material:.2g} the noise and the form's error account for"
         )
     mean = prediction.mean_optimum
     if mean is not None:

@@ -24,16 +24,16 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from sweep.law.bootstrap import Progress, Refits, bootstrap_refits
-from sweep.law.chance import ensemble_answer, probability_at
+from sweep.law.chance import ChancePoint, EnsembleAnswer, ensemble_answer, probability_at
 from sweep.law.config import LawSettings
 from sweep.law.discrepancy import Discrepancy
 from sweep.law.discrepant import Discrepant, discrepant
 from sweep.law.fit import one_blas_thread
 from sweep.law.forms import FormName
-from sweep.law.lattice import Lattice
+from sweep.law.lattice import MATERIAL, Lattice
 from sweep.law.model import Law
 from sweep.law.optimum import Point, SearchBox, Surface, TargetScale, at, constrained_optimum, credibility, promotable
-from sweep.law.prediction import DiscrepancyAt, FormAnswer, Interval, Intervals, Sources, TargetPrediction
+from sweep.law.prediction import AtEdge, DiscrepancyAt, FormAnswer, Interval, Intervals, Sources, TargetPrediction
 from sweep.law.refusal import refusal
 from sweep.law.select import Laws
 from sweep.law.table import ObservationTable
@@ -85,7 +85,7 @@ def _predict(
     ensemble = with_discrepancy(plain, carried, box, settings)
     answer = ensemble_answer(ensemble, mean, target, box, budget, pick) if ensemble else None
     lattice = Lattice(ensemble, target, box, budget) if ensemble else None
-    chance = answer.chance if answer else None
+    chance, at_edge = _at_edge(answer, laws.noise.domain_gain, carried.domain_gain, box)
     shown = promotable(mean, target, mean_optimum.point) if mean_optimum.point else None
     promoted = chance.point if chance else None
     optima = answer.optima if answer else []
@@ -107,6 +107,7 @@ def _predict(
         mean_within_budget=_probability(ensemble, target, shown, budget),
         best_probability=answer.best_probability if answer else None,
         toward=box.outside(promoted.lr_fraction, promoted.domain_share) if promoted else mean_optimum.toward,
+        at_edge=at_edge,
         intervals=_intervals(draws, promoted or shown, target, settings.level, widen),
         discrepancy=carried,
         forms=_form_answers(laws, refits, target, box, budget),
@@ -116,6 +117,24 @@ def _predict(
     reach = lattice.reach if lattice else _nowhere
     why = refusal(prediction, laws, mean_optimum.least_forgetting, [v.toward for v in beyond], settings, reach)
     return prediction.model_copy(update={"refusal": why})
+
+
+def _at_edge(
+    answer: EnsembleAnswer | None, noise: float, relative: float, box: SearchBox
+) -> tuple[ChancePoint | None, AtEdge | None]:
+    """The rule's point, or its best inside the box when the point lies beyond it by a lower-confidence gain within
+    MATERIAL x the replicates' noise and the form's error in domain_gain (as a refit's point beyond counts against
+    the box, sweep.law.lattice): along the budget's contour the gain is nearly flat, and a point a hair past the
+    box's edge is the edge's answer, not a reason to search elsewhere."""
+    chance = answer.chance if answer else None
+    if chance is None or answer.inside is None or answer.inside is chance:
+        return chance, None
+    inside = answer.inside
+    material = MATERIAL * math.hypot(noise, relative * max(inside.point.domain_gain, 0.0))
+    more = chance.lower_gain - inside.lower_gain
+    if more > material:
+        return chance, None
+    return inside, AtEdge(beyond=chance.point, gains_more=max(more, 0.0), material=material)
 
 
 def _lattice_figures(lattice: Lattice | None, carried: DiscrepancyAt, beyond: list, failed: int) -> dict:

@@ -84,6 +84,19 @@ class FormAnswer(StrictConfig):
     """Refits drawn from this form."""
 
 
+class AtEdge(StrictConfig):
+    """The rule's own point, found beyond the searched box by a gain no trial could tell apart from the best point
+    inside it: the answer is that best point inside, at the box's edge (sweep.law.predict)."""
+
+    beyond: Point
+    """The rule's point beyond the box, as a plan would write it."""
+    gains_more: float = Field(ge=0.0)
+    """Its lower-confidence domain_gain over the answer's (0 when it gains less)."""
+    material: float = Field(gt=0.0)
+    """What would have counted: MATERIAL x the replicates' noise and the form's error in domain_gain together
+    (sweep.law.lattice)."""
+
+
 class TargetPrediction(StrictConfig):
     """What the law says at one target."""
 
@@ -113,6 +126,8 @@ class TargetPrediction(StrictConfig):
     """The same without the discrepancy, the refits alone: what the form's error costs."""
     toward: list[str]
     """Directions in which the answer lies outside the box."""
+    at_edge: AtEdge | None = None
+    """Set when the rule's own point lay beyond the box by no material gain and the answer is the best inside."""
     intervals: Intervals | None
     discrepancy: DiscrepancyAt | None = None
     forms: list[FormAnswer] = Field(default_factory=list)

@@ -55,7 +55,7 @@ def test_sweep_law_fit_prints_the_law_its_answer_and_the_trend(capsys, tmp_path)
     assert "law: fitted to 432 evaluations of 108 trials on 4 rung(s) (xs, s, m, l)" in printed
     assert "forgetting = (N / " in printed and "R2 0.99" in printed
     assert "target llama3.1-70b: N 6.845e+10, 1e+12 tokens" in printed
-    assert "refused (" not in printed  # answered at the box's edge (docs/ladder.md)
+    assert "refused (" not in printed  # answered inside the box (docs/ladder.md)
     assert "critical domain share with N (at LR area" in printed and "published: grows" in printed
     report = LAW_FIT.read(output, LawFitReport)
     assert json.loads(output.read_text())[FORMAT_KEY] == LAW_FIT.version == 4
