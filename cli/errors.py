@@ -3,6 +3,7 @@
 from sweep.address import AddressError
 from sweep.choice.best import NoBestSummary
 from sweep.files.config_file import SpecError
+from sweep.files.outputs import OutputError
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDirError
 from sweep.files.storage_url import StorageError
@@ -25,6 +26,7 @@ INPUT_ERRORS = (
     RunDirError,
     StorageError,
     CorruptFile,
+    OutputError,
     NoBestSummary,
     TrackingError,
     PromotionError,

@@ -26,6 +26,7 @@ from reports.snapshot import RunSnapshot, load_run, spec_differences
 from reports.tables import row_notes
 from sweep.choice.feasible import is_feasible
 from sweep.choice.verdict import numbers, spread
+from sweep.files.outputs import check_own_folder
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
 
@@ -59,11 +60,20 @@ class Plot:
 
 
 def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
-    """Writes one run's report (default RUN/report/); returns the path of its index.html."""
+    """Writes one run's report (default RUN/report/, or `output`, checked by the caller: sweep.files.outputs);
+    returns the path of its index.html."""
+    folder = output or own_report_dir(run_dir)
     snapshot = load_run(run_dir)
     plot_list = _run_plots(snapshot)
     context = {"run": _run_context(snapshot), "plots": plot_list, "table": _table(snapshot)}
-    return write_page(output or run_dir / REPORT_DIR, "run", context, plot_list)
+    return write_page(folder, "run", context, plot_list)
+
+
+def own_report_dir(run_dir: Path) -> Path:
+    """RUN/report/, once proven to be a real folder of the run (or not there yet)."""
+    folder = run_dir / REPORT_DIR
+    check_own_folder(folder, under=run_dir)
+    return folder
 
 
 def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path:
@@ -91,7 +101,8 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
 
 
 def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
-    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run.
+    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run, and a real folder
+    (not a link that leads elsewhere, nor a file in its place).
 
     Many runs' names would make a folder name longer than a file system allows: the folder is then
     named by a digest of them.
@@ -99,7 +110,9 @@ def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
     folder = "compare-" + "-vs-".join(names)
     if len(folder) > MAX_FOLDER_NAME:
         folder = f"compare-{len(names)}-runs-{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
-    return run_dirs[0].parent / folder / REPORT_DIR
+    path = run_dirs[0].parent / folder / REPORT_DIR
+    check_own_folder(path, under=run_dirs[0].parent)
+    return path
 
 
 def write_page(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:

@@ -33,8 +33,14 @@ class CorruptFile(ValueError):
 
 
 def write_whole(path: Path, data: str | bytes) -> None:
+    """`data` into a new hidden sibling renamed over `path`. The sibling is made afresh, never opened through a link a
+    copied run directory may hold in its place (which would write wherever the link points); the rename replaces a
+    link at `path` itself rather than following it."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    tmp.unlink(missing_ok=True)  # a link or a killed writer's leftover: removed, not followed
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data.encode("utf-8") if isinstance(data, str) else data)
     os.replace(tmp, path)
 
 
