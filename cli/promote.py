@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cli.args import fraction, non_negative_int, positive_int, positive_int_at_m
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.targets import PRESETS
+from train_entry.config import shown
 
 SIDES = ("general", "non_english", "domain")
 
@@ -102,6 +104,7 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """The target and the two numbers of its base a config.json (or an unpublishing maker) does not give."""
     parser.add_argument(
         "--target",
+        type=_named("target"),
         help=f"a preset ({', '.join(PRESETS)}), "
         "a Hugging Face model directory (its config.json only: no weights read, no code run), or a target YAML file",
     )
@@ -121,7 +124,9 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """The cluster, named from its registry, and whether its image has Transformer Engine."""
     parser.add_argument(
-        "--cluster", help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file"
+        "--cluster",
+        type=_named("cluster"),
+        help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file",
     )
     parser.add_argument(
         "--transformer-engine",
@@ -200,6 +205,21 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _named(kind: str) -> Callable[[str], str]:
+    """A preset's name or a path, refused at once when it can be neither (a 100,000-character name was an OSError)."""
+
+    def parse(text: str) -> str:
+        from sweep.promote.errors import PromotionError
+        from sweep.promote.presets import check_value
+
+        try:
+            return check_value(text, kind=kind)
+        except PromotionError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
 def _tokens(text: str) -> int:
     from sweep.promote.request.config import (
         MOST_TOKENS,  # here: it loads the promotion's models, which `sweep --help` skips
@@ -226,7 +246,11 @@ def _data_prefix(text: str):
     try:
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
+        from sweep.promote.request.config import MOST_TOKENS
+
+        raise argparse.ArgumentTypeError(
+            f"TOKENS must be a positive number of at most {MOST_TOKENS:.0e}, got {shown(text)}"
+        ) from None
 
 
 def _valid_prefix(text: str) -> tuple[str, str]:

@@ -80,11 +80,28 @@ def _check_sqlite_file(path: Path) -> None:
         raise StorageError(f"the SQLite file's folder {path.parent} does not exist; create it or name another file")
     if path.is_dir():
         raise StorageError(f"{path} is a directory; name a SQLite file (it is created if missing)")
-    if path.is_file() and path.stat().st_size > 0:
-        with open(path, "rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-        if header != SQLITE_HEADER:
-            raise StorageError(f"{path} exists and is not a SQLite database; name a new file or an Optuna study's")
+    if path.is_file() and path.stat().st_size > 0 and _header(path) != SQLITE_HEADER:
+        raise StorageError(f"{path} exists and is not a SQLite database; name a new file or an Optuna study's")
+
+
+def stored_study_problem(path: Path) -> str | None:
+    """Why the SQLite file `path` cannot hold a study a reader opens, read from its bytes before SQLite or Optuna
+    touches it (either would write into a file that is none: an empty one got Optuna's whole schema); None when its
+    header is SQLite's."""
+    if not path.exists():
+        return f"{path} is missing"
+    if not path.is_file():
+        return f"{path} is not a regular file"
+    if path.stat().st_size == 0:
+        return f"{path} is an empty file, not a SQLite database"
+    if _header(path) != SQLITE_HEADER:
+        return f"{path} is not a SQLite database (its first bytes are not SQLite's)"
+    return None
+
+
+def _header(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(len(SQLITE_HEADER))
 
 
 def resolve(url: str, *, environ: Mapping[str, str] = os.environ) -> str:

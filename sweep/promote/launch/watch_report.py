@@ -109,7 +109,7 @@ def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
     found = [
         path
         for plan in run.plans()
-        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(plan))]
+        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(run, plan))]
         if path.is_file()
     ]
     if not found:
@@ -121,14 +121,14 @@ def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
 def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool = False) -> WatchedJob:
     """The job's evaluations: `job_id`'s, else the latest rehearsal's, else the latest submission's."""
     run = RunDir(run_dir)
-    candidates = [(plan, job_dir) for plan in run.plans() for job_dir in _job_dirs(plan)]
+    candidates = [(plan, job_dir) for plan in run.plans() for job_dir in _job_dirs(run, plan)]
     if job_id is not None:
         candidates = [(plan, job_dir) for plan, job_dir in candidates if job_dir.name == job_id]
     if not candidates:
-        wanted = f"job {job_id!r}" if job_id else "submitted or rehearsed job"
+        wanted = f"job {shown(job_id)}" if job_id else "submitted or rehearsed job"
         raise PromotionError(f"{run.promotion} holds no {wanted}: submit or rehearse a plan first")
     plan, job_dir = max(candidates, key=lambda item: item[1].stat().st_mtime)
-    job = _read_job(job_dir / JOB_JSON)
+    job = _read_job(job_dir)
     if job.watch is None:
         raise PromotionError(f"{job_dir / JOB_JSON}: the job has no forgetting watch (planned before it had one)")
     source, text = _log(plan, job_dir, allow_remote=allow_remote)
@@ -142,7 +142,7 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
 def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
     """The evaluations in Megatron-LM stdout logs (read in the order given: a --skip-train launch's base evaluation
     first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
-    plan = _plan(RunDir(run_dir), plan_id)
+    plan_dir, plan = _plan(RunDir(run_dir), plan_id)
     watch = watch_config(plan, stop_on_forgetting=False)
     evaluations = Evaluations(watch)
     for path in logs:
@@ -158,20 +158,21 @@ def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) 
                 )
             evaluations.read(line)
     source = ", ".join(str(path) for path in logs)
-    plan_dir = RunDir(run_dir).plan(plan.id).path
-    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir)
+    return WatchedJob(
+        f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir.path
+    )
 
 
-def _plan(run: RunDir, plan_id: str | None) -> Plan:
+def _plan(run: RunDir, plan_id: str | None) -> tuple[PlanDir, Plan]:
     plans = run.plans()
     if plan_id is not None:
         plans = [plan for plan in plans if plan.path.name == plan_id]
     if len(plans) != 1:
         known = ", ".join(plan.path.name for plan in run.plans()) or "none"
-        wanted = f"no plan {plan_id!r}" if plan_id is not None else f"{len(plans)} plans, not one"
+        wanted = f"no plan {shown(plan_id)}" if plan_id is not None else f"{len(plans)} plans, not one"
         raise PromotionError(f"{run.promotion} holds {wanted} (plans: {known}): name the log's plan with --plan")
     try:
-        return Plan.read(plans[0].path)
+        return plans[0], Plan.read(plans[0].path)
     except CorruptFile as error:
         raise PromotionError(str(error)) from None
 
@@ -195,17 +196,28 @@ def _log_text(path: Path, named: str) -> str:
         raise PromotionError(f"{named}: cannot read it ({error.strerror})") from None
 
 
-def _job_dirs(plan: PlanDir) -> list[Path]:
-    """Each submission's and each rehearsal's job folder (the one holding its job.json)."""
+def _job_dirs(run: RunDir, plan: PlanDir) -> list[Path]:
+    """Each submission's and each rehearsal's job folder (the one holding its job.json); RunDirError for one that is
+    a link leading out of the run (its watch.json is written beside its job.json)."""
     folders = [plan.path / "jobs", *(p / "jobs" for p in sorted(plan.rehearsals.glob("*")))]
-    return [job for folder in folders if folder.is_dir() for job in sorted(folder.iterdir()) if job.is_dir()]
+    return [
+        run.inside(job) for folder in folders if folder.is_dir() for job in sorted(folder.iterdir()) if job.is_dir()
+    ]
 
 
-def _read_job(path: Path) -> JobConfig:
+def _read_job(job_dir: Path) -> JobConfig:
+    """job.json of `job_dir`; PromotionError when it is not one, or names another job than its folder does."""
+    path = job_dir / JOB_JSON
     try:
-        return read_model(path, JobConfig, fmt=JOB)
+        job = read_model(path, JobConfig, fmt=JOB)
     except CorruptFile as error:
         raise PromotionError(str(error)) from None
+    if job.name != job_dir.name:
+        raise PromotionError(
+            f"{path}: name is {shown(job.name)}, but the job's folder is {shown(job_dir.name)}: a job's record lives "
+            "in the folder its submission id names"
+        )
+    return job
 
 
 def _log(plan: PlanDir, job_dir: Path, *, allow_remote: bool) -> tuple[str, str]:
