@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
-from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.config_file import SpecError, describe_errors, load_config, read_raw, resolve_path
 from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
 from sweep.run.tracking import TrackingConfig
@@ -385,6 +385,23 @@ def spec_content(path: Path, *, copy: bool = False) -> Any:
     if not copy and not (isinstance(raw, dict) and FORMAT_KEY in raw):
         return raw
     return _unstamped(path, raw)
+
+
+def spec_copy_content(path: Path) -> dict[str, Any]:
+    """The spec copy a run keeps (RUN/spec.yaml) as written, its format checked and its keys checked as a spec's are:
+    a key no spec has, at any level, is a SpecError naming it (the copy is read back from a run directory that may have
+    been edited). Its values are each reader's to check with its own model: the corpora and base it names may live on
+    another machine than the one that plans or reports, so missing paths are no error here."""
+    raw = spec_content(path, copy=True)
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec copy is a mapping with keys {', '.join(SweepSpec.model_fields)}")
+    try:
+        SweepSpec.model_validate(raw, context={"root": path.resolve().parent})
+    except ValidationError as exc:
+        unknown = [error for error in exc.errors(include_url=False) if error["type"] == "extra_forbidden"]
+        if unknown:
+            raise SpecError(describe_errors(path, unknown, SweepSpec, "spec copy")) from None
+    return raw
 
 
 def _unstamped(path: Path, raw: Any) -> Any:
