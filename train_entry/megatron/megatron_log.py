@@ -13,6 +13,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from train_entry.config import shown
+
 _LINE = re.compile(
     r"validation(?:-(?P<set>\d+))? loss at iteration (?P<iteration>\d+)(?: on validation set)? \| "
     r"lm loss value: (?P<loss>[-+0-9.EeNnAaIiFf]+) \|"
@@ -62,7 +64,7 @@ def read_validation(line: str) -> ValidationLoss | None:
     try:
         loss = float(match["loss"])
     except ValueError:
-        raise ValueError(f"the loss {match['loss']!r} is not a number") from None
+        raise ValueError(f"the loss {shown(match['loss'], 40)} is not a number") from None
     return ValidationLoss(int(match["set"]), int(match["iteration"]), loss)
 
 

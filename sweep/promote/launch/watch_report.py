@@ -22,6 +22,7 @@ from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.launch.job_records import read_records
+from sweep.promote.launch.log_evidence import LogEvidence
 from sweep.promote.launch.rehearse import JOB_LOG
 from sweep.promote.launch.watching import watch_config
 from sweep.promote.plan.plan import Plan
@@ -132,9 +133,7 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
     if job.watch is None:
         raise PromotionError(f"{job_dir / JOB_JSON}: the job has no forgetting watch (planned before it had one)")
     source, text = _log(plan, job_dir, allow_remote=allow_remote)
-    evaluations = Evaluations(job.watch)
-    for line in text.splitlines():
-        evaluations.read(line)
+    evaluations = _evaluations(job.watch, [(source, text)], last_iteration=job.steps, of=f"job {job.name}")
     tokens = job.steps * job.watch.tokens_per_iteration
     return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched, tokens, job_dir)
 
@@ -144,19 +143,8 @@ def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) 
     first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
     plan_dir, plan = _plan(RunDir(run_dir), plan_id)
     watch = watch_config(plan, stop_on_forgetting=False)
-    evaluations = Evaluations(watch)
-    for path in logs:
-        for number, line in enumerate(_log_lines(path), 1):
-            try:
-                found = read_validation(line)
-            except ValueError as error:
-                raise PromotionError(f"{path}, line {number}: {error}: {shown(line.strip(), 160)}") from None
-            if found is not None and found.set_index >= len(watch.sets):
-                raise PromotionError(
-                    f"{path}, line {number}: validation set {found.set_index}, where plan {plan.id} has "
-                    f"{len(watch.sets)} ({', '.join(watch.sets)}): not a log of the plan's launch"
-                )
-            evaluations.read(line)
+    texts = [(str(path), _log_text(path, f"--log {path}")) for path in logs]
+    evaluations = _evaluations(watch, texts, last_iteration=plan.run.optimization.train_iters, of=f"plan {plan.id}")
     source = ", ".join(str(path) for path in logs)
     return WatchedJob(
         f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir.path
@@ -177,9 +165,27 @@ def _plan(run: RunDir, plan_id: str | None) -> tuple[PlanDir, Plan]:
         raise PromotionError(str(error)) from None
 
 
-def _log_lines(path: Path) -> list[str]:
-    """A --log file's lines, numbered as an editor numbers them."""
-    return _log_text(path, f"--log {path}").split("\n")
+def _evaluations(watch: WatchConfig, logs: list[tuple[str, str]], *, last_iteration: int, of: str) -> Evaluations:
+    """The evaluations in `logs` ((where it was read, its text), in the order the run wrote them), each validation line
+    read strictly and admitted as evidence (sweep.promote.launch.log_evidence) before it is measured; PromotionError
+    naming the log and its line (numbered as an editor numbers them) otherwise."""
+    evaluations = Evaluations(watch)
+    evidence = LogEvidence(last_iteration=last_iteration)
+    for source, text in logs:
+        for number, line in enumerate(text.split("\n"), 1):
+            where = f"{source}, line {number}"
+            try:
+                found = read_validation(line)
+            except ValueError as error:
+                raise PromotionError(f"{where}: {error}: {shown(line.strip(), 160)}") from None
+            if found is not None and found.set_index >= len(watch.sets):
+                raise PromotionError(
+                    f"{where}: validation set {found.set_index}, where {of} has {len(watch.sets)} "
+                    f"({', '.join(watch.sets)}): not a log of its launch"
+                )
+            if found is not None and evidence.admit(where, found):
+                evaluations.read(line)
+    return evaluations
 
 
 def _log_text(path: Path, named: str) -> str:
