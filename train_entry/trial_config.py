@@ -64,6 +64,10 @@ class CorpusPrefixes(StrictConfig):
 
 MAX_LOSS = 100.0
 """Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
+MIN_LOSS = 0.01
+"""Nats per token, a perplexity of 1.01: no model's loss on held-out text is lower; a figure read from outside (a
+full run's log, a table of runs) that is lower is a unit error (bits for nats, a sum for a mean) or a damaged line,
+and a base loss near zero makes every ratio to it huge."""
 
 
 class BaseLosses(StrictConfig):

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from sweep.law.table import LawInputError, Observation, ObservationTable
 from train_entry.config import shown
 from train_entry.mix import MixRatio
+from train_entry.trial_config import MIN_LOSS
 
 COLUMNS = (
     "rung", "trial", "seed", "parameters", "pretrain_tokens", "tokens", "lr_fraction", "lr_mean", "mix",
@@ -31,6 +32,15 @@ COLUMNS = (
 OPTIONAL = {"seed": "0"}
 """Columns a file may leave out, and the value they then take."""
 MAX_BYTES = 64 << 20
+MAX_HEADER_CHARACTERS = 1000
+"""The header names at most the 13 columns, about 140 characters: a longer first line is not a table of runs (a
+one-megabyte header took 98 s to refuse, its columns compared pairwise, and printed a megabyte of names)."""
+FLOORS = {"tokens": 1.0, "pretrain_tokens": 1.0, "lr_fraction": 1e-6, "lr_mean": 1e-6, **{
+    loss: MIN_LOSS for loss in ("general_loss", "domain_loss", "base_general_loss", "base_domain_loss")}}
+"""The least each column may hold, above the zero its type already excludes: a token count is at least one token, a
+peak LR a millionth of the base's and a schedule's mean a millionth of its peak, a loss MIN_LOSS nats. Below them a
+value is a unit error, and 1e-300 in tokens, lr_fraction, lr_mean or pretrain_tokens made the fit's LR area under- or
+overflow into a scipy traceback after fitting had started."""
 MAX_ROWS = 6_500
 """What `sweep law fit` fits within 2 minutes with its default 200 refits, three forms and their cross-validation:
 6,432 rows took 42 s, 1,632 rows 20 s and 432 rows 15 s, but 19,632 rows 380 s (BENCHMARKS.md, measured under
@@ -47,7 +57,7 @@ def read_runs_csv(path: Path) -> ObservationTable:
         if size > MAX_BYTES:
             raise LawInputError(f"{path}: {size:,} bytes, more than a table of runs may hold ({MAX_BYTES:,})")
         with path.open(newline="", encoding="utf-8-sig") as file:
-            rows = _rows(path, csv.reader(file))
+            rows = _rows(path, _header(path, file), file)
     except OSError as exc:
         raise LawInputError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -61,15 +71,26 @@ def read_runs_csv(path: Path) -> ObservationTable:
         raise LawInputError(f"{path}: {exc}") from None
 
 
-def _rows(path: Path, reader) -> list[tuple[int, Observation]]:
-    header = next(reader, None)
-    if header is None:
+def _header(path: Path, file: TextIO) -> list[str]:
+    """The column names on the file's first line, read no further than MAX_HEADER_CHARACTERS."""
+    first = file.readline(MAX_HEADER_CHARACTERS + 1)
+    if not first.strip():
         raise LawInputError(f"{path}: empty; the first line names the columns: {', '.join(COLUMNS)}")
-    columns = [name.strip() for name in header]
+    if len(first) > MAX_HEADER_CHARACTERS:
+        raise LawInputError(
+            f"{path}: line 1 is longer than {MAX_HEADER_CHARACTERS:,} characters, not a header naming the columns "
+            f"{', '.join(COLUMNS)}"
+        )
+    columns = [name.strip() for name in next(csv.reader([first]))]
     _check_header(path, columns)
+    return columns
+
+
+def _rows(path: Path, columns: list[str], file: TextIO) -> list[tuple[int, Observation]]:
+    reader = csv.reader(file)
     rows = []
     for record in reader:
-        line = reader.line_num
+        line = reader.line_num + 1  # the header was line 1
         if not any(field.strip() for field in record):
             continue
         if len(rows) >= MAX_ROWS:
@@ -89,7 +110,7 @@ def _check_header(path: Path, columns: list[str]) -> None:
     repeated = sorted({name for name in columns if columns.count(name) > 1})
     problems = []
     if unknown:
-        problems.append(f"unknown column(s) {', '.join(map(repr, unknown))}")
+        problems.append(f"unknown column(s) {', '.join(shown(name, 40) for name in unknown)}")
     if missing:
         problems.append(f"missing column(s) {', '.join(map(repr, missing))}")
     if repeated:
@@ -100,6 +121,16 @@ def _check_header(path: Path, columns: list[str]) -> None:
 
 def _observation(path: Path, line: int, fields: dict[str, str]) -> Observation:
     values: dict[str, Any] = {**OPTIONAL, **fields}
+    for column, floor in FLOORS.items():
+        try:
+            below = 0 < float(values[column]) < floor
+        except ValueError:
+            continue  # not a number (or, as zero or less, out of its type's range): the model below names it
+        if below:
+            raise LawInputError(
+                f"{path}: line {line}, column {column!r}: {shown(fields[column])} is below {floor:g}, the least it may "
+                "be (a unit error?)"
+            )
     mix = values.pop("mix")
     try:
         values["domain_share"] = MixRatio.parse(mix).domain_share

@@ -14,11 +14,7 @@ import math
 
 from sweep.promote.errors import PromotionError
 from train_entry.megatron.megatron_log import ValidationLoss
-from train_entry.trial_config import MAX_LOSS
-
-MIN_LOSS = 0.01
-"""Nats per token, a perplexity of 1.01: no model's loss on held-out text is lower; a lower figure is a unit error
-(bits for nats, a sum for a mean) or a damaged line, and a base loss near zero makes every ratio to it huge."""
+from train_entry.trial_config import MAX_LOSS, MIN_LOSS
 
 
 class LogRefused(PromotionError):

@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 
 from cli import main
-from sweep.promote.launch.log_evidence import MIN_LOSS
 from tests.hostile import tree
 from tests.sweep.promote.launch.test_watch_report import MEGATRON_LOG, planned, rehearsed
-from train_entry.trial_config import MAX_LOSS
+from train_entry.trial_config import MAX_LOSS, MIN_LOSS
 
 LINES = MEGATRON_LOG.splitlines()
 BASE_GENERAL, TRAINED_GENERAL = 4, 10
