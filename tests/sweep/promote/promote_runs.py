@@ -6,19 +6,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import optuna
 from optuna.trial import TrialState
 
 from sweep.choice.best import BestSummary, Cost, Evidence, write_best
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
+from sweep.choice.surrogate import Predictions
 from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.space import SearchSpace
 from sweep.study.config import PickConfig
 from sweep.study.record import Attr, Status
 from sweep.study.row import TrialRow
+from sweep.study.run_study import open_run
 from sweep.study.study import open_study
+from sweep.study.table import trial_rows
 from tests.sweep.scripted import spec_with
 from train_entry.file_format import TRIAL_CONFIG
 from train_entry.mix import MixRatio
@@ -27,6 +31,8 @@ from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, Tr
 MAX_LR = 3e-3
 """The default spec's built-in base max_lr: the proxy's, not the target's."""
 PROXY = ProxyConfig(steps=200, seq_len=128, batch_size=8, warmup_steps=20, eval_interval=50, min_lr_ratio=0.1)
+BUDGET = 0.02
+"""The run's forgetting budget (spec_with's)."""
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["2:1", "1:1", "1:2", "1:4"]})
 
 
@@ -43,15 +49,20 @@ def write_run(
     """runs/<name>/ with best.json and trials/0007/trial_config.json; no best observed trial when not feasible.
 
     best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the best observed trial;
-    its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget."""
-    ratio = MixRatio.parse(mix)
-    row = TrialRow(
-        number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
-        mix=mix, domain_share=ratio.domain_share, domain_gain=0.21, forgetting=0.015 if feasible else 0.08,
-        domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21, best_step=200, steps=200, stopped_step=None,
-        tokens_seen=204800, wall_seconds=60.0, attempts=1,
-    )  # fmt: skip
+    its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget. A run that has a
+    study already (a ladder's rung, its scripted trials) keeps it, and best.json's trial row is its trial 7's."""
     run = RunDir(run_dir)
+    if run.run_json.exists():
+        row = _studied_row(run, 7)
+        lr_fraction, mix = row.lr_fraction, row.mix
+    else:
+        row = TrialRow(
+            number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
+            mix=mix, domain_share=MixRatio.parse(mix).domain_share, domain_gain=0.21,
+            forgetting=0.015 if feasible else 0.08, domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21,
+            best_step=200, steps=200, stopped_step=None, tokens_seen=204800, wall_seconds=60.0, attempts=1, seed=0,
+        )  # fmt: skip
+    ratio = MixRatio.parse(mix)
     run.trial(7).mkdir(parents=True, exist_ok=True)
     verdict = "best observed trial: 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
     pick = pick or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None)
@@ -83,6 +94,11 @@ def write_run(
     return run_dir
 
 
+def _studied_row(run: RunDir, number: int) -> TrialRow:
+    _, sweep = open_run(run)
+    return next(row for row in trial_rows(sweep) if row.number == number)
+
+
 def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
     """run.json and the study best.json summarises, as `sweep run` leaves them: seven trials that failed before
     choosing a point, trial 7 at the row's point with its metrics, and each confirmation round's trials."""
@@ -93,15 +109,26 @@ def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
     sweep = open_study(spec.plan(), url=record.url(run), name=record.study_name)
     for _ in range(7):
         sweep.study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
-    sweep.study.add_trial(_trial(SPACE, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, seed=0))
+    sweep.study.add_trial(_trial(SPACE, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, row=row, seed=0))
     for round_ in confirmation.rounds:
         for seed in round_.seeds:
             measured = (round_.gain.mean, round_.forgetting.mean) if round_.gain and round_.forgetting else (0.0, 1.0)
             sweep.study.add_trial(_trial(SPACE, round_.lr_fraction, round_.mix, *measured, seed=seed, confirms=0))
 
 
-def _trial(space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, **attrs):
+def _trial(
+    space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, row: TrialRow | None = None,
+    **attrs,
+):
+    """A completed trial at the point; with `row`, holding every figure of it (as best.json's rows are the study's)."""
     last = {"step": 200, "tokens_seen": 204800, "domain_gain": gain, "forgetting": forgetting}
+    if row is not None:
+        last |= {"domain_loss": row.domain_loss, "general_loss": row.general_loss}
+        attrs |= {
+            Attr.BEST.value: {"domain_gain": row.best_domain_gain, "step": row.best_step},
+            Attr.WALL_SECONDS.value: row.wall_seconds,
+            Attr.ATTEMPTS.value: row.attempts,
+        }
     return optuna.trial.create_trial(
         state=TrialState.COMPLETE, value=gain, params=space.params_of(lr_fraction, MixRatio.parse(mix)),
         distributions=space.distributions, user_attrs={
@@ -110,14 +137,16 @@ def _trial(space: SearchSpace, lr_fraction: float, mix: str, gain: float, forget
     )  # fmt: skip
 
 
-def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()) -> Pick:
-    """A pick of the surrogate at a point between the tried ones, with its intervals."""
+def surrogate_pick(
+    lr_fraction: float, mix: str, *, trials: tuple[int, ...] = (), forgetting: float = 0.016, budget: float = BUDGET
+) -> Pick:
+    """A pick of the surrogate at a point between the tried ones, with its intervals and P as the surrogate's own
+    constructors make them from a mean and a spread (a seed noise as large as the spread)."""
 
-    def estimate(mean: float, sd: float) -> Prediction:
-        return Prediction(
-            mean=mean, sd=sd, noise_sd=sd, low=mean - 1.645 * sd, high=mean + 1.645 * sd,
-            remeasured_low=mean - 2.33 * sd, remeasured_high=mean + 2.33 * sd,
-        )  # fmt: skip
+    def estimate(mean: float, sd: float) -> Predictions:
+        return Predictions(mean=np.array([mean]), sd=np.array([sd]), noise_sd=sd)
+
+    gain, forgotten = estimate(0.23, 0.004), estimate(forgetting, 0.0015)
 
     point = PickedPoint(
         lr_fraction=lr_fraction, mix=mix, domain_share=MixRatio.parse(mix).domain_share, trials=list(trials),
@@ -129,9 +158,9 @@ def surrogate_pick(lr_fraction: float, mix: str, *, trials: tuple[int, ...] = ()
         reason="12 of 205 candidate points are within the budget with probability >= 0.9",
         rule="the rule",
         min_probability=0.9,
-        gain=estimate(0.23, 0.004),
-        forgetting=estimate(0.016, 0.0015),
-        probability_within_budget=0.93,
+        gain=Prediction.at(gain, 0),
+        forgetting=Prediction.at(forgotten, 0),
+        probability_within_budget=float(forgotten.probability_at_most(budget)[0]),
     )
 
 
