@@ -18,7 +18,8 @@ from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.space import SearchSpace
 from sweep.study.config import PickConfig
-from sweep.study.record import Attr, Status
+from sweep.spec.spec import SweepSpec
+from sweep.study.record import Attr, Status, base_attr, base_losses_of
 from sweep.study.row import TrialRow
 from sweep.study.run_study import open_run
 from sweep.study.study import open_study
@@ -26,14 +27,19 @@ from sweep.study.table import trial_rows
 from tests.sweep.scripted import spec_with
 from train_entry.file_format import TRIAL_CONFIG
 from train_entry.mix import MixRatio
-from train_entry.trial_config import BaseLosses, CorpusPrefixes, ProxyConfig, TrialConfig
+from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
 MAX_LR = 3e-3
 """The default spec's built-in base max_lr: the proxy's, not the target's."""
-PROXY = ProxyConfig(steps=200, seq_len=128, batch_size=8, warmup_steps=20, eval_interval=50, min_lr_ratio=0.1)
 BUDGET = 0.02
 """The run's forgetting budget (spec_with's)."""
 SPACE = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["2:1", "1:1", "1:2", "1:4"]})
+SPEC_OF_STUDY = spec_with(
+    lr_fraction=SPACE.lr_fraction.model_dump(), mix=[str(mix) for mix in SPACE.mix], confirmation={"seeds": 2}
+)
+"""The sweep the run's study was made by (the default spec, the space above, two confirmation seeds)."""
+BASE = BaseLosses(domain_loss=3.9, general_loss=3.4)
+"""The base's losses every trial of the run stored and its trial config was resolved with."""
 
 
 def write_run(
@@ -45,19 +51,25 @@ def write_run(
     feasible: bool = True,
     pick: Pick | None = None,
     confirmation: Confirmation | None = None,
+    spec: SweepSpec = SPEC_OF_STUDY,
+    base: BaseLosses = BASE,
 ) -> Path:
     """runs/<name>/ with best.json and trials/0007/trial_config.json; no best observed trial when not feasible.
 
     best.json's pick is `pick`, or what the sweep's own code picks from its one trial: the best observed trial;
-    its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget. A run that has a
-    study already (a ladder's rung, its scripted trials) keeps it, and best.json's trial row is its trial 7's."""
+    its confirmation is `confirmation`, or two fresh seeds that held the pick within the budget. Its study, spec copy
+    and trial config are of `spec` and `base` (the base's losses each trial stored). A run that has a study already (a
+    ladder's rung, its scripted trials) keeps it, and best.json's trial row and trial 7's config are resolved from
+    it."""
     run = RunDir(run_dir)
-    if run.run_json.exists():
+    studied = run.run_json.exists()
+    if studied:
         row = _studied_row(run, 7)
         lr_fraction, mix = row.lr_fraction, row.mix
     else:
         row = TrialRow(
-            number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
+            number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction,
+            peak_lr=lr_fraction * spec.base.max_lr,
             mix=mix, domain_share=MixRatio.parse(mix).domain_share, domain_gain=0.21,
             forgetting=0.015 if feasible else 0.08, domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21,
             best_step=200, steps=200, stopped_step=None, tokens_seen=204800, wall_seconds=60.0, attempts=1, seed=0,
@@ -65,10 +77,12 @@ def write_run(
     ratio = MixRatio.parse(mix)
     run.trial(7).mkdir(parents=True, exist_ok=True)
     verdict = "best observed trial: 7" if feasible else "no completed trial is within the forgetting budget 0.0200"
-    pick = pick or make_pick([row], space=SPACE, budget=0.02, config=PickConfig(), observed=row if feasible else None)
+    pick = pick or make_pick(
+        [row], space=spec.space, budget=0.02, config=PickConfig(), observed=row if feasible else None
+    )
     confirmation = confirmation or confirmed(pick)
     summary = BestSummary(
-        verdict=headline(pick, confirmation, budget=0.02, max_lr=MAX_LR),
+        verdict=headline(pick, confirmation, budget=0.02, max_lr=spec.base.max_lr),
         pick=pick,
         confirmation=confirmation,
         pick_trials=[7] if pick.point is not None and pick.point.trials else [],
@@ -82,13 +96,18 @@ def write_run(
         cost=Cost(tokens_used=204800, tokens_saved_by_pruning=0, full_trial_tokens=204800),
     )
     write_best(summary, run)
-    if not run.run_json.exists():  # a ladder's rung keeps the study its scripted trials made
-        write_study(run, row, summary.confirmation)
+    if studied:  # a ladder's rung keeps the study its scripted trials made: trial 7's config is resolved from it
+        _, sweep = open_run(run)
+        base, proxy, max_lr = base_losses_of(sweep.frozen(7), study=run.path.name), sweep.plan.proxy, sweep.plan.max_lr
+    else:
+        write_study(run, row, summary.confirmation, spec=spec, base=base)
+        write_spec_copy(run, spec, non_english_share)
+        proxy, max_lr = spec.proxy, spec.base.max_lr
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     config = TrialConfig(
-        lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=MAX_LR,
-        base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4), train=prefixes, valid=prefixes,
-        non_english_share=non_english_share, proxy=PROXY, output_dir=str(run.trial(7)),
+        lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=max_lr,
+        base_losses=base, train=prefixes, valid=prefixes, non_english_share=non_english_share, proxy=proxy,
+        output_dir=str(run.trial(7)),
     )  # fmt: skip
     run.trial_config(7).write_text(TRIAL_CONFIG.dumps(config))
     return run_dir
@@ -99,25 +118,45 @@ def _studied_row(run: RunDir, number: int) -> TrialRow:
     return next(row for row in trial_rows(sweep) if row.number == number)
 
 
-def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
+def write_spec_copy(run: RunDir, spec: SweepSpec, non_english_share: float) -> None:
+    """The spec copy a run keeps: the study's spec, with the trial config's non-English share and no W&B."""
+    data = spec.model_dump(mode="json", exclude_none=True)
+    data["tracking"] = {}
+    if non_english_share > 0:
+        data["data"]["non_english"]["share"] = non_english_share
+    else:
+        del data["data"]["non_english"]
+    run.write_spec_copy(SweepSpec.model_validate(data))
+
+
+def write_study(
+    run: RunDir, row: TrialRow, confirmation: Confirmation, *, spec: SweepSpec = SPEC_OF_STUDY, base: BaseLosses = BASE
+) -> None:
     """run.json and the study best.json summarises, as `sweep run` leaves them: seven trials that failed before
     choosing a point, trial 7 at the row's point with its metrics, and each confirmation round's trials."""
     record = RunRecord(study_name=run.path.name, storage=None)
     run.write_record(record)
-    space = {"lr_fraction": SPACE.lr_fraction.model_dump(), "mix": [str(mix) for mix in SPACE.mix]}
-    spec = spec_with(**space, confirmation={"seeds": 2})
     sweep = open_study(spec.plan(), url=record.url(run), name=record.study_name)
+    space = spec.space
     for _ in range(7):
         sweep.study.add_trial(optuna.trial.create_trial(state=TrialState.FAIL))
-    sweep.study.add_trial(_trial(SPACE, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, row=row, seed=0))
+    sweep.study.add_trial(
+        _trial(space, row.lr_fraction, row.mix, row.domain_gain, row.forgetting, base, row=row, seed=0)
+    )
     for round_ in confirmation.rounds:
         for seed in round_.seeds:
             measured = (round_.gain.mean, round_.forgetting.mean) if round_.gain and round_.forgetting else (0.0, 1.0)
-            sweep.study.add_trial(_trial(SPACE, round_.lr_fraction, round_.mix, *measured, seed=seed, confirms=0))
+            sweep.study.add_trial(_trial(space, round_.lr_fraction, round_.mix, *measured, base, seed=seed, confirms=0))
 
 
 def _trial(
-    space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, row: TrialRow | None = None,
+    space: SearchSpace,
+    lr_fraction: float,
+    mix: str,
+    gain: float,
+    forgetting: float,
+    base: BaseLosses,
+    row: TrialRow | None = None,
     **attrs,
 ):
     """A completed trial at the point; with `row`, holding every figure of it (as best.json's rows are the study's)."""
@@ -132,7 +171,8 @@ def _trial(
     return optuna.trial.create_trial(
         state=TrialState.COMPLETE, value=gain, params=space.params_of(lr_fraction, MixRatio.parse(mix)),
         distributions=space.distributions, user_attrs={
-            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.STEPS.value: 200, **attrs,
+            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.STEPS.value: 200,
+            Attr.BASE_LOSSES.value: base_attr(base), **attrs,
         },
     )  # fmt: skip
 
