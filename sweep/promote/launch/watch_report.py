@@ -23,6 +23,7 @@ from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.launch.job_records import read_records
 from sweep.promote.launch.log_evidence import LogEvidence
+from sweep.promote.launch.record_checks import check_job, check_plan
 from sweep.promote.launch.rehearse import JOB_LOG
 from sweep.promote.launch.watching import watch_config
 from sweep.promote.plan.plan import Plan
@@ -132,6 +133,9 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
     job = _read_job(job_dir)
     if job.watch is None:
         raise PromotionError(f"{job_dir / JOB_JSON}: the job has no forgetting watch (planned before it had one)")
+    planned = _read_plan(plan)
+    trial = check_plan(run, plan, planned)
+    check_job(job_dir, job, planned, trial, rehearsal=job_dir.parent.parent != plan.path)
     source, text = _log(plan, job_dir, allow_remote=allow_remote)
     evaluations = _evaluations(job.watch, [(source, text)], last_iteration=job.steps, of=f"job {job.name}")
     tokens = job.steps * job.watch.tokens_per_iteration
@@ -141,7 +145,9 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
 def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
     """The evaluations in Megatron-LM stdout logs (read in the order given: a --skip-train launch's base evaluation
     first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
-    plan_dir, plan = _plan(RunDir(run_dir), plan_id)
+    run = RunDir(run_dir)
+    plan_dir, plan = _plan(run, plan_id)
+    check_plan(run, plan_dir, plan)
     watch = watch_config(plan, stop_on_forgetting=False)
     texts = [(str(path), _log_text(path, f"--log {path}")) for path in logs]
     evaluations = _evaluations(watch, texts, last_iteration=plan.run.optimization.train_iters, of=f"plan {plan.id}")
@@ -159,8 +165,12 @@ def _plan(run: RunDir, plan_id: str | None) -> tuple[PlanDir, Plan]:
         known = ", ".join(plan.path.name for plan in run.plans()) or "none"
         wanted = f"no plan {shown(plan_id)}" if plan_id is not None else f"{len(plans)} plans, not one"
         raise PromotionError(f"{run.promotion} holds {wanted} (plans: {known}): name the log's plan with --plan")
+    return plans[0], _read_plan(plans[0])
+
+
+def _read_plan(directory: PlanDir) -> Plan:
     try:
-        return plans[0], Plan.read(plans[0].path)
+        return Plan.read(directory.path)
     except CorruptFile as error:
         raise PromotionError(str(error)) from None
 

@@ -10,15 +10,16 @@ import numpy as np
 import optuna
 from optuna.trial import TrialState
 
-from sweep.choice.best import BestSummary, Cost, Evidence, write_best
+from sweep.choice.best import BestSummary, Cost, Evidence, best_summary, write_best
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
+from sweep.choice.observed import select
 from sweep.choice.pick import Pick, PickedPoint, PickSource, Prediction, make_pick
 from sweep.choice.surrogate import Predictions
 from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.space import SearchSpace
+from sweep.spec.spec import NonEnglishConfig, SweepSpec, spec_copy_content
 from sweep.study.config import PickConfig
-from sweep.spec.spec import SweepSpec
 from sweep.study.record import Attr, Status, base_attr, base_losses_of
 from sweep.study.row import TrialRow
 from sweep.study.run_study import open_run
@@ -218,3 +219,29 @@ def confirmed(pick: Pick, *, forgetting: float = 0.017, budget: float = 0.02) ->
     )  # fmt: skip
     outcome = Outcome.CONFIRMED if within else Outcome.NOT_FOUND
     return Confirmation(outcome=outcome, reason=f"round 0: forgetting {forgetting}", rounds=[round_])
+
+
+def promotable(run_dir: Path) -> Path:
+    """A run with a study and a spec copy (tests/reports/test_report.py's make_run) finished as `sweep run` finishes
+    one: best.json written from its study with the sweep's own functions, and each completed trial's resolved config
+    as the trial wrote it (its point, seed and stored base losses, the study's recipe, the spec copy's share)."""
+    run = RunDir(run_dir)
+    _, sweep = open_run(run)
+    rows, plan = trial_rows(sweep), sweep.plan
+    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    write_best(best_summary(selection, rows, plan), run)
+    non_english = (spec_copy_content(run.spec_copy).get("data") or {}).get("non_english")
+    share = non_english.get("share", NonEnglishConfig.model_fields["share"].default) if non_english else 0.0
+    prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
+    for row in rows:
+        if row.status is not Status.COMPLETED:
+            continue
+        run.trial(row.number).mkdir(parents=True, exist_ok=True)
+        config = TrialConfig(
+            lr_fraction=row.lr_fraction, mix=MixRatio.parse(row.mix), base_dir="/cache/base",
+            tokenizer_dir="/cache/tokenizer", max_lr=plan.max_lr, seed=row.seed,
+            base_losses=base_losses_of(sweep.frozen(row.number), study=run.path.name), train=prefixes,
+            valid=prefixes, non_english_share=share, proxy=plan.proxy, output_dir=str(run.trial(row.number)),
+        )  # fmt: skip
+        run.trial_config(row.number).write_text(TRIAL_CONFIG.dumps(config))
+    return run_dir

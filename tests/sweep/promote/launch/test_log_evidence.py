@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from cli import main
-from tests.hostile import tree
+from tests.hostile import files_but_the_study
 from tests.sweep.promote.launch.test_watch_report import MEGATRON_LOG, planned, rehearsed
 from train_entry.trial_config import MAX_LOSS, MIN_LOSS
 
@@ -65,14 +65,14 @@ def test_a_log_line_that_is_no_evidence_is_exit_2_naming_the_file_and_line(case,
     run_dir = planned(finished_run)
     log = tmp_path / "pretrain_gpt.log"
     log.write_text("\n".join(lines) + "\n")
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
     capsys.readouterr()
 
     assert main(["promote", "watch", str(run_dir), "--log", str(log)]) == 2
 
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {log}, line {index + 1}: ") and message in line, line
-    assert len(line) < 500 and tree(tmp_path) == before
+    assert len(line) < 500 and files_but_the_study(tmp_path) == before
 
 
 def test_a_log_given_twice_reads_as_once(finished_run, tmp_path, capsys):
@@ -88,9 +88,9 @@ def test_a_log_given_twice_reads_as_once(finished_run, tmp_path, capsys):
 
 
 def test_a_rehearsals_log_is_held_to_the_same_bounds(tmp_path, capsys):
-    job_dir = rehearsed(tmp_path, {0: (2.0, 3.0), 10: (-2.0, 2.7)})
-    before = tree(tmp_path)
-    assert main(["promote", "watch", str(tmp_path)]) == 2
+    job_dir = rehearsed(tmp_path / "lr_mix", {0: (2.0, 3.0), 10: (-2.0, 2.7)})
+    before = files_but_the_study(tmp_path)
+    assert main(["promote", "watch", str(tmp_path / "lr_mix")]) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {job_dir / 'job.log'}, line 4: validation set 0's loss at iteration 10 is -2")
-    assert tree(tmp_path) == before
+    assert files_but_the_study(tmp_path) == before

@@ -10,7 +10,7 @@ import json
 import shutil
 
 from cli import main
-from tests.hostile import tree
+from tests.hostile import files_but_the_study
 from tests.sweep.promote.launch.test_watch_report import MEGATRON_LOG, planned, rehearsed
 from train_entry.fullrun.config import JOB_JSON
 
@@ -43,14 +43,14 @@ def test_a_plan_id_that_climbs_out_of_the_run_is_refused_and_nothing_is_written(
     edit_plan_id(plan_dir, "../../../x")
     log = tmp_path / "pretrain_gpt.log"
     log.write_text(MEGATRON_LOG)
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
     capsys.readouterr()
 
     assert watch(run_dir, "--log", str(log), "--plan", plan_dir.name) == 2
 
     line = refused(capsys)
     assert f"{plan_dir / 'plan.json'} is not a promotion plan cpt-sweep wrote: id: " in line and "'../../../x'" in line
-    assert tree(tmp_path) == before
+    assert files_but_the_study(tmp_path) == before
 
 
 def test_a_plan_id_that_is_not_its_folders_name_is_refused_naming_both(finished_run, tmp_path, capsys):
@@ -59,7 +59,7 @@ def test_a_plan_id_that_is_not_its_folders_name_is_refused_naming_both(finished_
     edit_plan_id(plan_dir, "llama3.1-8b-h100-480-00000000")
     log = tmp_path / "pretrain_gpt.log"
     log.write_text(MEGATRON_LOG)
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
     capsys.readouterr()
 
     assert watch(run_dir, "--log", str(log), "--plan", plan_dir.name) == 2
@@ -68,7 +68,7 @@ def test_a_plan_id_that_is_not_its_folders_name_is_refused_naming_both(finished_
         f"error: {plan_dir / 'plan.json'}: id is 'llama3.1-8b-h100-480-00000000', but the plan's folder is "
         f"'{plan_dir.name}': a plan lives in the folder its id names; promote the run again to write it whole"
     )
-    assert tree(tmp_path) == before
+    assert files_but_the_study(tmp_path) == before
 
 
 def test_a_plan_folder_linked_out_of_the_run_is_not_read_or_written(finished_run, tmp_path, capsys):
@@ -79,14 +79,14 @@ def test_a_plan_folder_linked_out_of_the_run_is_not_read_or_written(finished_run
     plan_dir.symlink_to(elsewhere)
     log = tmp_path / "pretrain_gpt.log"
     log.write_text(MEGATRON_LOG)
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
     capsys.readouterr()
 
     assert watch(run_dir, "--log", str(log)) == 2
 
     line = refused(capsys)
     assert line.startswith(f"error: {plan_dir} leads outside the run directory {run_dir}")
-    assert tree(tmp_path) == before and not (elsewhere / "watch.json").exists()
+    assert files_but_the_study(tmp_path) == before and not (elsewhere / "watch.json").exists()
 
 
 def test_a_job_folder_linked_out_of_the_run_is_not_read_or_written(tmp_path, capsys):
@@ -95,12 +95,12 @@ def test_a_job_folder_linked_out_of_the_run_is_not_read_or_written(tmp_path, cap
     elsewhere = tmp_path / "elsewhere"
     shutil.move(job, elsewhere)
     job.symlink_to(elsewhere)
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
 
     assert watch(tmp_path / "run") == 2
 
     assert refused(capsys).startswith(f"error: {job} leads outside the run directory {tmp_path / 'run'}")
-    assert tree(tmp_path) == before
+    assert files_but_the_study(tmp_path) == before
 
 
 def test_a_job_record_naming_another_job_than_its_folder_is_refused(tmp_path, capsys):
@@ -109,7 +109,7 @@ def test_a_job_record_naming_another_job_than_its_folder_is_refused(tmp_path, ca
     data = json.loads((job / JOB_JSON).read_text())
     data["name"] = "cpt-another"
     (job / JOB_JSON).write_text(json.dumps(data))
-    before = tree(tmp_path)
+    before = files_but_the_study(tmp_path)
 
     assert watch(tmp_path / "run") == 2
 
@@ -117,4 +117,4 @@ def test_a_job_record_naming_another_job_than_its_folder_is_refused(tmp_path, ca
         f"error: {job / JOB_JSON}: name is 'cpt-another', but the job's folder is '{job.name}': a job's record lives "
         "in the folder its submission id names"
     )
-    assert tree(tmp_path) == before
+    assert files_but_the_study(tmp_path) == before
