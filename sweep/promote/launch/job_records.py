@@ -11,7 +11,7 @@ from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from sweep.address import parse_address
 from sweep.files.compat import JOBS
-from sweep.files.records import read_model, write_model
+from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import PlanDir, Segment
 from train_entry.config import StrictConfig
 
@@ -51,10 +51,18 @@ class JobRecords(StrictConfig):
 
 
 def read_records(plan: PlanDir) -> list[JobRecord]:
-    """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours."""
+    """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours, or when a record
+    names another plan than the folder it sits in."""
     if not plan.jobs_json.exists():
         return []
-    return read_model(plan.jobs_json, JobRecords, fmt=JOBS, max_bytes=MAX_JOBS_JSON_BYTES).jobs
+    records = read_model(plan.jobs_json, JobRecords, fmt=JOBS, max_bytes=MAX_JOBS_JSON_BYTES).jobs
+    for index, record in enumerate(records):
+        if record.plan_id != plan.id:
+            raise CorruptFile(
+                f"{plan.jobs_json}: jobs.{index}.plan_id is {record.plan_id!r}, but the plan's folder is {plan.id!r}: "
+                "a plan's submissions are recorded in its own folder"
+            )
+    return records
 
 
 def append_record(plan: PlanDir, record: JobRecord) -> None:
