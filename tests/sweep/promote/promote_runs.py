@@ -18,7 +18,7 @@ from sweep.choice.surrogate import Predictions
 from sweep.choice.verdict import headline
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.space import SearchSpace
-from sweep.spec.spec import NonEnglishConfig, SweepSpec, spec_copy_content
+from sweep.spec.spec import NonEnglishConfig, SweepSpec, spec_content
 from sweep.study.config import PickConfig
 from sweep.study.record import Attr, Status, base_attr, base_losses_of
 from sweep.study.row import TrialRow
@@ -230,7 +230,7 @@ def promotable(run_dir: Path) -> Path:
     rows, plan = trial_rows(sweep), sweep.plan
     selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
     write_best(best_summary(selection, rows, plan), run)
-    non_english = (spec_copy_content(run.spec_copy).get("data") or {}).get("non_english")
+    non_english = (spec_content(run.spec_copy, copy=True).get("data") or {}).get("non_english")
     share = non_english.get("share", NonEnglishConfig.model_fields["share"].default) if non_english else 0.0
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     for row in rows:
