@@ -261,11 +261,11 @@ def _valid_prefix(text: str) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    request = build_request(args)  # before the planner's imports (torch, megatron-core): a bad request exits at once
     from reports.console import make_console
     from sweep.promote.launch.promotion import make_promotion
     from sweep.promote.plan.summary import summary_tables
 
-    request = build_request(args)
     promotion = make_promotion(request)
     plan = promotion.plan
     console = make_console()
