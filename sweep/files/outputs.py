@@ -48,7 +48,8 @@ def _check(
         if _same_or_inside(path, source):
             raise refuse(f"{what} itself" if not source.is_dir() or _same(path, source) else f"inside {what}")
     if path.exists() and not force and (not folder or any(path.iterdir())):
-        raise refuse("the folder holds files (--force replaces them)" if folder else "the file exists (--force replaces it)")
+        why = "the folder holds files (--force replaces them)" if folder else "the file exists (--force replaces it)"
+        raise refuse(why)
     parent = path.parent
     if not parent.is_dir():
         raise refuse(f"its folder {str(parent)!r} does not exist")

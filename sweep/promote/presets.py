@@ -28,7 +28,8 @@ def preset_or_file(value: str, presets: dict[str, Config], model: type[Config], 
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_config(path, model, kind=kind)
     raise PromotionError(
-        f"unknown {kind} {shown(value)}; presets: {', '.join(presets)}, or a {kind} YAML file (see search_spaces/{kind}s/)"
+        f"unknown {kind} {shown(value)}; presets: {', '.join(presets)}, or a {kind} YAML file (see "
+        f"search_spaces/{kind}s/)"
     )
 
 

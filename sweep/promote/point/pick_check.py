@@ -56,7 +56,11 @@ def _check_point(point: PickedPoint, rows: dict[int, TrialRow], refuse) -> None:
         raise refuse("point.domain_share", point.domain_share, f"its mix {point.mix} has domain_share {share:g}")
     here = {row.number: row for row in completed(rows.values())}
     key = point_key(point.lr_fraction, share)
-    strangers = [n for n in point.trials if n not in here or point_key(here[n].lr_fraction, here[n].domain_share) != key]
+    strangers = [
+        number
+        for number in point.trials
+        if number not in here or point_key(here[number].lr_fraction, here[number].domain_share) != key
+    ]
     if strangers:
         raise refuse("point.trials", point.trials, f"trial {strangers[0]} is no completed trial of the study at "
                      f"{point.lr_fraction:g} @ {point.mix}")  # fmt: skip

@@ -33,6 +33,7 @@ from sweep.study.table import trial_rows
 from train_entry.config import shown
 from train_entry.mix import MixRatio
 
+
 def check_against_study(run: RunDir, best: BestSummary, *, where: str, trial: int | None, confirmed: bool) -> None:
     """PromotionError unless best.json's point at `where` (best_observed or pick.point) lies in the searched
     space, `trial` (its trial, None between tried points) ran there with the metrics best.json gives, and (when
@@ -127,7 +128,9 @@ def _check_rows(run: RunDir, best: BestSummary, rows: dict[int, TrialRow]) -> No
         if row is None:
             continue
         if row.number not in rows:
-            raise PromotionError(f"{run.best_json}: {where} names trial {row.number}, which the study does not hold; {REWRITE}")
+            raise PromotionError(
+                f"{run.best_json}: {where} names trial {row.number}, which the study does not hold; {REWRITE}"
+            )
         mismatch = first_difference(row, rows[row.number])
         if mismatch is not None:
             key, stored, measured = mismatch

@@ -60,7 +60,8 @@ def test_token_counts_that_would_overflow_the_blend_are_refused_on_the_command_l
 def test_token_counts_that_would_overflow_the_blend_are_refused_in_a_promotion_file(tmp_path, capsys):
     run_dir = write_run(tmp_path / "runs" / "lr_mix")
     config = tmp_path / "promotion.yaml"
-    config.write_text("data:\n  general:\n  - {prefix: /data/a, tokens: 1.0e+308}\n  - {prefix: /data/b, tokens: 1.0e+308}\n")
+    sides = "\n".join(f"  - {{prefix: /data/{name}, tokens: 1.0e+308}}" for name in "ab")
+    config.write_text(f"data:\n  general:\n{sides}\n")
     before = tree(tmp_path)
     assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b", "--config", str(config)]) == 2
     error = capsys.readouterr().err

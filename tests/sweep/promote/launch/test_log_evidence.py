@@ -55,7 +55,9 @@ REFUSED = {
         len(LINES),
         "iteration 2080 of validation set 0 is logged twice with different losses (2.02 at",
     ),
-    "a loss of a million digits": (with_loss(TRAINED_GENERAL, "1" * 1_000_000), TRAINED_GENERAL, "is inf: not a finite"),
+    "a loss of a million digits": (
+        with_loss(TRAINED_GENERAL, "1" * 1_000_000), TRAINED_GENERAL, "is inf: not a finite"
+    ),
 }
 
 

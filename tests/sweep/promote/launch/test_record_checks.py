@@ -79,7 +79,8 @@ JOB_EDITS = {
     "an upper bound": (lambda d: d["watch"]["prediction"]["points"][-1].update(forgetting_upper=0.9),
                        "watch.prediction.points."),
     "no prediction": (lambda d: d["watch"].update(prediction=None), "watch.prediction is None, but plan "),
-    "its tokens per iteration": (lambda d: d["watch"].update(tokens_per_iteration=1), "watch.tokens_per_iteration is 1"),
+    "its tokens per iteration": (lambda d: d["watch"].update(tokens_per_iteration=1),
+                                 "watch.tokens_per_iteration is 1"),
     "its steps": (lambda d: d.update(steps=400), "steps is 400, but plan "),
 }  # fmt: skip
 

@@ -37,7 +37,8 @@ EDITS = {
     "a spread": (predicted("forgetting", "sd", 0.0001), "pick.forgetting.low is 0.01"),
     "a negative spread": (predicted("forgetting", "noise_sd", -1.0), "pick.forgetting.sd is 0.0015, but a prediction's "
                           "spreads are at least 0"),
-    "P of 5": (pick("probability_within_budget", 5), "pick.probability_within_budget is 5.0, but a probability lies in"),
+    "P of 5": (pick("probability_within_budget", 5), "pick.probability_within_budget is 5.0, but a probability "
+               "lies in"),
     "P not its prediction's": (pick("probability_within_budget", 0.95), "pick.probability_within_budget is 0.95, but "
                                "its forgetting prediction gives 0.970"),
     "source ladder": (pick("source", "ladder"), "pick.source is 'ladder', but a sweep's pick is the surrogate's or"),
@@ -49,8 +50,8 @@ EDITS = {
                                      "measured 0.22"),
     "a measured figure without trials": (at_point("measured_gain", 0.3), "pick.point.measured_gain is 0.3, but its "
                                          "trials [] measured None"),
-    "a row's figure": (lambda data: data["best_observed"].update(wall_seconds=1.0), "best_observed.wall_seconds is 1.0, "
-                       "but the study's trial 7 has 60.0"),
+    "a row's figure": (lambda data: data["best_observed"].update(wall_seconds=1.0), "best_observed.wall_seconds is "
+                       "1.0, but the study's trial 7 has 60.0"),
     "a Pareto row's figure": (lambda data: data["pareto_front"][0].update(general_loss=9.0), "pareto_front.0."
                               "general_loss is 9.0, but the study's trial 7 has 3.5"),
 }  # fmt: skip
