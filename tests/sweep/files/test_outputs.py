@@ -140,3 +140,14 @@ def test_the_rules_are_one_function_for_files_and_folders(tmp_path):
         check_output(runs, inputs={}, force=True, folder=True)
     check_output(tmp_path / "new.json", inputs={runs: "the runs file"}, force=False)
 
+
+
+@pytest.mark.parametrize(("output", "message"), [("kept", "the folder holds files"), ("", "no folder named")])
+def test_trial_output_follows_the_output_rules_before_the_spec_is_read(output, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "result.json").write_text("an earlier trial's\n")
+    before = tree(tmp_path)
+    argv = ["trial", "no-such-spec.yaml", "--lr-fraction", "0.1", "--mix", "1:1", "--output", output]
+    line = refused(argv, capsys)
+    assert line.startswith(f"error: --output {str(Path(output))!r}: {message}") and tree(tmp_path) == before
