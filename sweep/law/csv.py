@@ -15,6 +15,7 @@ One row per evaluation (docs/ladder.md, "Runs as a CSV"); `mix` is general:domai
 from __future__ import annotations
 
 import csv
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,9 +33,11 @@ COLUMNS = (
 OPTIONAL = {"seed": "0"}
 """Columns a file may leave out, and the value they then take."""
 MAX_BYTES = 64 << 20
-MAX_HEADER_CHARACTERS = 1000
-"""The header names at most the 13 columns, about 140 characters: a longer first line is not a table of runs (a
-one-megabyte header took 98 s to refuse, its columns compared pairwise, and printed a megabyte of names)."""
+MAX_LINE_CHARACTERS = 1000
+"""The header names at most the 13 columns, about 140 characters, and a row is 13 numbers (about 70 characters, 250
+at full float precision): a longer line is not one of a table of runs. Each line is read no further than this (a
+one-megabyte header took 98 s to refuse, its columns compared pairwise, and printed a megabyte of names; a 60 MB row
+of one quoted field took 7 s)."""
 FLOORS = {"tokens": 1.0, "pretrain_tokens": 1.0, "lr_fraction": 1e-6, "lr_mean": 1e-6, **{
     loss: MIN_LOSS for loss in ("general_loss", "domain_loss", "base_general_loss", "base_domain_loss")}}
 """The least each column may hold, above the zero its type already excludes: a token count is at least one token, a
@@ -46,6 +49,8 @@ MAX_ROWS = 6_500
 6,432 rows took 42 s, 1,632 rows 20 s and 432 rows 15 s, but 19,632 rows 380 s (BENCHMARKS.md, measured under
 load); a ladder of 8 rungs x 16 trials x 50 evaluations is 6,400. A larger file is refused at its 6,501st row,
 before the rest is read."""
+MAX_LINES = 2 * MAX_ROWS
+"""Lines read at most, blank ones between the rows included: 60 MB of blank lines took 44 s to find no rows in."""
 
 
 def read_runs_csv(path: Path) -> ObservationTable:
@@ -72,22 +77,40 @@ def read_runs_csv(path: Path) -> ObservationTable:
 
 
 def _header(path: Path, file: TextIO) -> list[str]:
-    """The column names on the file's first line, read no further than MAX_HEADER_CHARACTERS."""
-    first = file.readline(MAX_HEADER_CHARACTERS + 1)
+    """The column names on the file's first line, read no further than MAX_LINE_CHARACTERS."""
+    first = _line(path, file, 1)
     if not first.strip():
         raise LawInputError(f"{path}: empty; the first line names the columns: {', '.join(COLUMNS)}")
-    if len(first) > MAX_HEADER_CHARACTERS:
-        raise LawInputError(
-            f"{path}: line 1 is longer than {MAX_HEADER_CHARACTERS:,} characters, not a header naming the columns "
-            f"{', '.join(COLUMNS)}"
-        )
     columns = [name.strip() for name in next(csv.reader([first]))]
     _check_header(path, columns)
     return columns
 
 
+def _line(path: Path, file: TextIO, number: int) -> str:
+    """Line `number` of `file`, read no further than MAX_LINE_CHARACTERS; LawInputError for a longer one."""
+    line = file.readline(MAX_LINE_CHARACTERS + 1)
+    if len(line) > MAX_LINE_CHARACTERS:
+        what = "a header naming the columns " + ", ".join(COLUMNS) if number == 1 else "a row of a table of runs"
+        raise LawInputError(f"{path}: line {number} is longer than {MAX_LINE_CHARACTERS:,} characters, not {what}")
+    return line
+
+
+def _lines(path: Path, file: TextIO) -> Iterator[str]:
+    """The lines after the header, each bounded (_line), refused past MAX_LINES."""
+    for number in range(2, MAX_LINES + 2):
+        line = _line(path, file, number)
+        if not line:
+            return
+        yield line
+    if file.read(1):
+        raise LawInputError(
+            f"{path}: more than {MAX_LINES:,} lines, more than a table of at most {MAX_ROWS:,} rows holds (blank lines "
+            "included)"
+        )
+
+
 def _rows(path: Path, columns: list[str], file: TextIO) -> list[tuple[int, Observation]]:
-    reader = csv.reader(file)
+    reader = csv.reader(_lines(path, file))
     rows = []
     for record in reader:
         line = reader.line_num + 1  # the header was line 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from cli import main
-from sweep.law.csv import FLOORS, MAX_HEADER_CHARACTERS, read_runs_csv
+from sweep.law.csv import FLOORS, MAX_LINE_CHARACTERS, MAX_LINES, MAX_ROWS, read_runs_csv
 from sweep.law.table import LawInputError
 from tests.sweep.law.test_law_csv import HEADER, ROW, write
 
@@ -62,8 +62,33 @@ def test_a_header_of_one_long_line_is_refused_at_once_in_one_short_line(size, tm
     with pytest.raises(LawInputError) as raised:
         read_runs_csv(path)
     message = str(raised.value)
-    assert message.startswith(f"{path}: line 1 is longer than {MAX_HEADER_CHARACTERS:,} characters")
+    assert message.startswith(f"{path}: line 1 is longer than {MAX_LINE_CHARACTERS:,} characters")
     assert len(message) < 400
+
+
+@pytest.mark.parametrize(
+    "row",
+    ['"' + "a" * (2 << 20), "1," * (1 << 20), ("x" * 100_000 + ",") * 12 + "x"],
+    ids=["one quoted field", "a million fields", "13 long fields"],
+)
+def test_a_row_of_one_long_line_is_refused_at_its_line_without_reading_it_whole(row, tmp_path):
+    """A 60 MB row of one quoted field took 7 s to refuse, and a row of 600 fields of 100,000 characters 9 s."""
+    path = write(tmp_path, HEADER, ROW.format(trial=0), row, ROW.format(trial=1))
+    with pytest.raises(LawInputError) as raised:
+        read_runs_csv(path)
+    assert str(raised.value) == (
+        f"{path}: line 3 is longer than {MAX_LINE_CHARACTERS:,} characters, not a row of a table of runs"
+    )
+
+
+@pytest.mark.parametrize("blank", ["", ",,,", " "])
+def test_a_table_of_more_lines_than_rows_it_may_hold_is_refused_at_its_bound(blank, tmp_path):
+    """60 MB of blank lines (or of lines of empty fields) took 44 s to find no rows in."""
+    path = write(tmp_path, HEADER, ROW.format(trial=0), *[blank] * MAX_LINES)
+    with pytest.raises(LawInputError) as raised:
+        read_runs_csv(path)
+    assert str(raised.value).startswith(f"{path}: more than {MAX_LINES:,} lines, more than a table of at most")
+    assert MAX_LINES >= 2 * MAX_ROWS  # a table at its most rows, a blank line after each, still reads
 
 
 def test_unknown_column_names_are_shortened(tmp_path):
