@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from train_entry.config import shown
@@ -43,6 +44,19 @@ def parse_validation(line: str) -> ValidationLoss | None:
     except ValueError:
         return None
     return ValidationLoss(int(match["set"] or 0), int(match["iteration"]), loss)
+
+
+def report_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(number, line) of each line of `text` in which a validation report begins, numbered as an editor numbers them;
+    found by one scan of the whole text, so a log of millions of other lines (or of empty ones) costs no Python per
+    line (10 million empty lines, read one by one, took 11 s)."""
+    number, counted_to = 1, 0
+    while (match := _STARTS.search(text, counted_to)) is not None:
+        start = text.rfind("\n", counted_to, match.start()) + 1  # counted_to is 0 or the last line's own newline
+        number += text.count("\n", counted_to, start)
+        end = text.find("\n", match.end())
+        counted_to = len(text) if end < 0 else end
+        yield number, text[start:counted_to]
 
 
 def read_validation(line: str) -> ValidationLoss | None:

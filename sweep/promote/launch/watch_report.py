@@ -31,7 +31,7 @@ from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
-from train_entry.megatron.megatron_log import read_validation
+from train_entry.megatron.megatron_log import read_validation, report_lines
 from train_entry.trial_config import BaseLosses
 
 MOST_LOG_BYTES = 1 << 30
@@ -182,7 +182,7 @@ def _evaluations(watch: WatchConfig, logs: list[tuple[str, str]], *, last_iterat
     evaluations = Evaluations(watch)
     evidence = LogEvidence(last_iteration=last_iteration)
     for source, text in logs:
-        for number, line in enumerate(text.split("\n"), 1):
+        for number, line in report_lines(text):
             where = f"{source}, line {number}"
             try:
                 found = read_validation(line)
