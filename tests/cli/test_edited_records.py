@@ -4,7 +4,8 @@ added; the command that reads it (promote plan for best.json and trial_config.js
 job.json and the log) either answers exactly as it did from the untouched file (exit 0) or refuses in one line
 (exit 2), never a traceback, and never writes outside the run. Seeded and bounded (tests/fuzzing.py's settings), on
 one run per module. The pick's and the confirmation's `reason` prose is carried into the plan as written: the answer
-compared is the plan without it."""
+compared is the plan without it. `sweep status` and `sweep report` never answer from best.json: an edited pick prints
+what the untouched run prints."""
 
 from __future__ import annotations
 
@@ -226,3 +227,32 @@ def test_an_edited_log_is_watched_within_bounds_or_is_exit_2(data, watch_run, tm
         (refusal,) = err.strip().splitlines()
         assert refusal.startswith("error: ") and len(refusal) < 2000
     assert {name: info for name, info in tree(root).items() if not name.startswith("runs")} == outside
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [("pick", "point", "lr_fraction", 5), ("pick", "point", "mix", "abc"), ("pick", "forgetting", "high", 0.5)],
+    ids=["lr_fraction 5", "mix abc", "forgetting.high 0.5"],
+)
+def test_status_and_report_answer_from_the_study_whatever_best_json_says(edit, promote_run, tmp_path):
+    """What `sweep status` and `sweep report` print of the pick is computed from the study, as `sweep run` writes
+    best.json, never read from best.json: an edited pick prints what the untouched run prints."""
+    answers = []
+    for name, edited_pick in [("original", False), ("modified", True)]:
+        root = tmp_path / name  # names of one length: a table centres its title on it
+        shutil.copytree(promote_run, root, symlinks=True)
+        run_dir = root / "runs" / "lr_mix"
+        if edited_pick:
+            (run_dir / "best.json").write_text(json.dumps(replaced(record_of(root, "best.json"), edit[:-1], edit[-1])))
+        status = quietly(["status", str(run_dir)])
+        report = quietly(["report", str(run_dir), "--output", str(root / "report")])
+        assert status[0] == report[0] == 0, status[2] + report[2]
+        answers.append((status[1].replace(str(root), "<root>"), (root / "report" / "report.md").read_text()))
+    assert answers[0][0] == answers[1][0]
+    assert _undated(answers[0][1], tmp_path) == _undated(answers[1][1], tmp_path)
+
+
+def _undated(markdown: str, root: Path) -> str:
+    """report.md without the time it was taken at and the folders the two copies lie in."""
+    text = markdown.replace(str(root / "original"), "<root>").replace(str(root / "modified"), "<root>")
+    return re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?(Z|\+00:00| UTC)?", "<time>", text)
