@@ -118,7 +118,8 @@ def test_a_run_record_whose_storage_port_is_no_number_is_refused_naming_the_file
     run.run_json.write_text(RUN_RECORD.dumps_data({"study_name": "port", "storage": "postgresql://u@db:!1/x"}))
     assert main(["status", str(run.path)]) == 2
     error = capsys.readouterr().err
-    assert f"{run.run_json} is not a run record" in error and "storage: " in error and "'postgresql://u@db:!1/x'" in error
+    assert f"{run.run_json} is not a run record" in error and "storage: " in error
+    assert "'postgresql://u@db:!1/x'" in error
 
 
 def test_a_sqlite_storage_that_is_another_kind_of_file_is_refused_before_it_is_opened(tmp_path):
