@@ -232,7 +232,9 @@ def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) ->
 
 
 def _interval(prediction: Prediction | None, ended: list[TrialRow], errors: list[float | None]) -> tuple | None:
-    """The 90 % interval of the mean of `ended`'s figures (module docstring of ConfirmedPoint.gain_interval)."""
+    """The 90 % interval predicted for the mean of `ended`'s figures on their draw: the surface's uncertainty, the seed
+    noise over their number, the pool's text error and the draw's (the root mean square of `errors`, each trial's
+    text error on it) (ConfirmedPoint.gain_interval)."""
     if prediction is None or not ended:
         return None
     measured = [error for error in errors if error is not None and math.isfinite(error)]

@@ -1,7 +1,7 @@
 """How many tokens of each corpus a sweep may read, and so how large a sample of each corpus it prepares.
 
 A sample holds `margin` times the most tokens any run of the sweep reads from the corpus (a trial at the space's
-largest share of it, the built-in base's pretraining, the validation sets), and at least `min_tokens`: no run
+largest share of it, the built-in base's pretraining, the validation texts), and at least `min_tokens`: no run
 reads past the end of its sample, so none repeats a document, and a corpus smaller than that is read whole.
 """
 

@@ -157,7 +157,7 @@ class CorpusConfig(StrictConfig):
 
     train: CorpusPaths
     valid: CorpusPaths
-    """Held out: the fixed validation set every trial of a sweep is measured on."""
+    """Held out: the validation text the trials are measured on, dealt into the pool and the confirmation draws."""
     text_field: str = Field("text", min_length=1, max_length=256)
     """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
     format: Annotated[str | None, AfterValidator(_corpus_format)] = None
