@@ -1,11 +1,12 @@
-"""The GPU check's closing line: the tests passed, the entry's per-layer ratio to bare PyTorch, the optimizer
+"""The GPU check's closing line: the tests passed, an evaluation's cost against a training iteration and the watch's
+last line, the entry's per-layer ratio to bare PyTorch, the optimizer
 step's time, whether Adam's step count survived megatron-core's save and load, the 1B proxy trial's ratio to
 its bare loop, MFU and peak memory against the estimate, on one GPU and sharded over all of them, and the sweep's
 trials per hour at each share of a GPU.
 
     python benchmarks/gpu_check_summary.py LOG_DIR [PART ...]   # reads gpu-tests.xml and the benchmarks' JSON there
 
-PART: the parts benchmarks/gpu_check.sh ran (tests, sweep, proxy, full-run; default all). A part's file may be
+PART: the parts benchmarks/gpu_check.sh ran (tests, evaluation, sweep, pick, proxy, full-run; default all). A part's file may be
 missing (it stopped at its time limit); the line then says so.
 """
 
@@ -20,7 +21,9 @@ TESTS_XML = "gpu-tests.xml"
 BENCHMARK_JSON = "full-run-benchmark.json"
 PROXY_JSON = "proxy-trial-benchmark.json"
 SWEEP_JSON = "gpu-sweep.json"
-PARTS = ("tests", "sweep", "proxy", "full-run")
+PICK_JSON = "gpu-pick.json"
+EVALUATION_JSON = "evaluation.json"
+PARTS = ("tests", "evaluation", "sweep", "pick", "proxy", "full-run")
 RESUME_TEST = "test_the_step_count_and_the_moments_survive_megatron_cores_own_save_and_load"
 
 
@@ -28,9 +31,11 @@ def summary(log_dir: Path, parts: tuple[str, ...] = PARTS) -> str:
     """The closing line of the `parts` that ran."""
     shown = {
         "tests": lambda: _tests(log_dir / TESTS_XML),
+        "evaluation": lambda: [_evaluation(log_dir / EVALUATION_JSON)],
         "full-run": lambda: _benchmark(log_dir / BENCHMARK_JSON),
         "proxy": lambda: [_proxy(log_dir / PROXY_JSON)],
         "sweep": lambda: [_sweep(log_dir / SWEEP_JSON)],
+        "pick": lambda: [_pick(log_dir / PICK_JSON)],
     }
     return "gpu_check: " + "; ".join(line for part in shown if part in parts for line in shown[part]())
 
@@ -62,6 +67,18 @@ def _resume_check(root: ET.Element) -> str:
     return f"resume step check {verdict} (megatron-core's load alone left step {alone}, finish_load {restored})"
 
 
+def _evaluation(path: Path) -> str:
+    try:
+        found = json.loads(path.read_text())
+        cost = found["evaluation_in_steps"]
+        watched = found["watch_lines"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "full-run evaluation: no figures (stopped at the time limit, or failed)"
+    shown = "not timed" if cost is None else f"{cost:.2f} training iterations each"
+    last = watched[-1].removeprefix("watch ") if watched else "no evaluation watched"
+    return f"full-run evaluation of {len(found['sets'])} sets: {shown}; last: {last}"
+
+
 def _benchmark(path: Path) -> list[str]:
     try:
         rows = json.loads(path.read_text())
@@ -90,11 +107,18 @@ def _proxy(path: Path) -> str:
 
 def _sweep(path: Path) -> str:
     try:
-        figures = json.loads(path.read_text())
-        shown = sweep_line(figures["sweeps"])
+        shown = sweep_line(json.loads(path.read_text())["sweeps"])
     except (OSError, ValueError, KeyError, TypeError):
         return "sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
-    return f"sweep on the GPU: {shown}; {pick_line(figures.get('pick_check'))}"
+    return f"sweep on the GPU: {shown}"
+
+
+def _pick(path: Path) -> str:
+    try:
+        check = json.loads(path.read_text())["pick_check"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "pick check GPU vs CPU: no figures (stopped at the time limit, or failed)"
+    return pick_line(check)
 
 
 def sweep_line(sweeps: list[dict]) -> str:

@@ -33,8 +33,12 @@ steps of 4 x 64 tokens) are swept twice, 4 trials at once: with the trials on th
 (CUDA hidden from that sweep's driver and trials; the base and its losses are those the first cached, so only where
 the trials train differs); its line says whether the two picks, point and confirmation, are the same.
 
-    .venv/bin/python benchmarks/gpu_sweep.py [--json PATH] [--work DIR] [--time-limit 290] [--pick-time-limit 120]
-                                             [--steps 150]
+    .venv/bin/python benchmarks/gpu_sweep.py [--json PATH] [--work DIR] [--only sweeps|pick] [--time-limit 400]
+                                             [--pick-time-limit 210] [--steps 150]
+
+--only runs one of the two (benchmarks/gpu_check.sh's parts sweep and pick): on an H200 (2026-11-28) the caches took
+38 s cold, a Ray start 9 s, the sweeps 115 s at 1 GPU per trial and 103 s at 0.25, and the pick check's GPU sweep
+77 s, so the three sweeps and the pick check together outgrow one 10-minute call with the install.
 
 Each row is printed (and --json rewritten) the moment its sweep ends; a sweep still running at --time-limit is
 stopped as Ctrl-C stops one, and its row says so. Without a CUDA GPU it exits with code 2 in one line.
@@ -124,9 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, help="also write the figures here, for benchmarks/gpu_check.sh")
     parser.add_argument("--work", type=Path, help="where the specs, caches and runs go (default: a temp dir)")
-    parser.add_argument("--time-limit", type=float, default=290.0, help="seconds for everything; default 290")
-    parser.add_argument("--pick-time-limit", type=float, default=120.0,
-                        help="seconds for the pick check after the sweeps; default 120")  # fmt: skip
+    parser.add_argument("--only", choices=("sweeps", "pick"), help="run the sweeps or the pick check alone")
+    parser.add_argument("--time-limit", type=float, default=400.0, help="seconds for the sweeps; default 400")
+    parser.add_argument("--pick-time-limit", type=float, default=210.0,
+                        help="seconds for the pick check after the sweeps; default 210")  # fmt: skip
     parser.add_argument("--steps", type=int, default=150, help="steps of each proxy trial (16 x 512 tokens each)")
     parser.add_argument("--peak-tflops", type=float, default=PEAK_TFLOPS, help="one card's dense bf16 peak")
     args = parser.parse_args(argv)
@@ -150,13 +155,37 @@ def run(args: argparse.Namespace, card: Card) -> int:
         print(f"gpu_sweep: {exc}", file=sys.stderr)
         return 2
     env = {**os.environ, "CPT_SWEEP_CACHE": str(work / "cache"), "PYTHONPATH": _pythonpath()}
+    figures: dict[str, Any] = {"card": asdict(card)}
+    failed = False
+    if args.only != "pick":
+        failed = run_sweeps(args, card, specs, work=work, env=env, figures=figures, deadline=deadline)
+        print(f"gpu_sweep: {sweep_line(figures['sweeps'])}", flush=True)
+    if args.only != "sweeps":
+        figures["pick_check"] = pick_check(work, picks, env=env, deadline=time.monotonic() + args.pick_time_limit)
+        _write(args.json, figures)
+        print(f"gpu_sweep: {pick_line(figures['pick_check'])}", flush=True)
+    ended = [*figures.get("sweeps", []), *(side for side in figures.get("pick_check", {}).values() if side)]
+    return 0 if not failed and all(sweep["exit_code"] == 0 for sweep in ended) else 1
+
+
+def run_sweeps(
+    args: argparse.Namespace,
+    card: Card,
+    specs: dict[float, SweepSpec],
+    *,
+    work: Path,
+    env: dict[str, str],
+    figures: dict[str, Any],
+    deadline: float,
+) -> bool:
+    """The caches, a Ray start and a sweep at each share into `figures` (--json rewritten after each); whether a
+    sweep left no figures."""
     first = specs[SHARES[0]]
     shape = base_shape(first)
     print(f"{card.name} x {card.count}, {card.memory_gb:.1f} GB each; base {_params(first) / 1e9:.2f}B parameters; "
           f"{first.proxy.steps} steps x {first.proxy.batch_size} x {first.proxy.seq_len} tokens per trial; MFU of "
           f"{args.peak_tflops:g} TFLOP/s per GPU", flush=True)  # fmt: skip
-    preparation = prepare_caches(spec_path(work, sweep_name(SHARES[0])), env)
-    figures: dict[str, Any] = {"card": asdict(card), "preparation": preparation}
+    figures["preparation"] = prepare_caches(spec_path(work, sweep_name(SHARES[0])), env)
     figures["ray_start_s"] = ray_start(specs[min(SHARES)])
     figures["sweeps"], failed = [], False
     print(preparation_line(figures), flush=True)
@@ -178,12 +207,8 @@ def run(args: argparse.Namespace, card: Card) -> int:
         print(table_row(sweep, baseline=figures["sweeps"][0]), flush=True)
         print(trials_line(sweep), flush=True)
         _write(args.json, figures)
-    figures["pick_check"] = pick_check(work, picks, env=env, deadline=time.monotonic() + args.pick_time_limit)
     _write(args.json, figures)
-    print(f"gpu_sweep: {sweep_line(figures['sweeps'])}", flush=True)
-    print(f"gpu_sweep: {pick_line(figures['pick_check'])}", flush=True)
-    ended = [*figures["sweeps"], *(side for side in figures["pick_check"].values() if side)]
-    return 0 if not failed and all(sweep["exit_code"] == 0 for sweep in ended) else 1
+    return failed
 
 
 def sweep_name(share: float) -> str:

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from cli import base, jobs, law, promote, report, run, status, trial
+from train_entry.file_format import WRITTEN_BY
 
 VERBS = (base, trial, run, status, report, promote, jobs, law)
 
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
             "to the full Megatron run."
         ),
     )
+    parser.add_argument("--version", action="version", version=WRITTEN_BY, help="print cpt-sweep's version and exit")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
     for verb in VERBS:
         verb.add_parser(verbs)

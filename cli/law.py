@@ -109,7 +109,10 @@ def run(args: argparse.Namespace) -> int:
     from sweep.law.lines import report_lines
     from sweep.law.runs import fit_runs
     from sweep.law.table import LawInputError
+    from sweep.spec.spec import forgetting_budget_warning
 
+    if (budget := forgetting_budget_warning(args.budget, key="--budget")) is not None:
+        print(f"warning: {budget}", file=sys.stderr)
     if args.output is not None:
         check_output(args.output, args.runs, force=args.force)
     report = fit_runs(

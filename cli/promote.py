@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
-from sweep.promote.estimate.targets import PRESETS
+from sweep.promote.estimate.targets import TARGET_FORMS
 
 SIDES = ("general", "non_english", "domain")
 
@@ -35,9 +35,7 @@ def add_parser(verbs) -> None:
         ),
     )
     modes = promote.add_subparsers(dest="mode", required=True, metavar="plan | submit | rehearse | watch")
-    plan = modes.add_parser("plan", help="plan only: print it and write it under RUN/promotion/<id>/")
-    submit = modes.add_parser("submit", help="plan, then submit the full run as a Ray job to --address")
-    rehearse = modes.add_parser("rehearse", help="plan, then rehearse the job path locally with a fault drill")
+    plan, submit, rehearse = _add_plan_modes(modes)
     for parser in (plan, submit, rehearse):
         _add_plan_arguments(parser)
         parser.set_defaults(func=run)
@@ -76,6 +74,20 @@ def add_parser(verbs) -> None:
         )
 
 
+def _add_plan_modes(modes: argparse._SubParsersAction) -> tuple[argparse.ArgumentParser, ...]:
+    """plan, submit and rehearse, each usage line showing the target as the required argument it is."""
+    target = "--target {PRESET | TARGET.yaml | MODEL_DIR}"
+    helps = {
+        "plan": ("plan only: print it and write it under RUN/promotion/<id>/", ""),
+        "submit": ("plan, then submit the full run as a Ray job to --address", " --address URL"),
+        "rehearse": ("plan, then rehearse the job path locally with a fault drill", ""),
+    }
+    return tuple(
+        modes.add_parser(mode, help=text, usage=f"%(prog)s RUN {target}{more} [options]")
+        for mode, (text, more) in helps.items()
+    )
+
+
 def _add_watch_parser(modes: argparse._SubParsersAction) -> None:
     watch = modes.add_parser(
         "watch", help="a submitted or rehearsed job's forgetting, measured against the plan's prediction"
@@ -99,11 +111,10 @@ def _add_watch_parser(modes: argparse._SubParsersAction) -> None:
 
 
 def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
-    """The target and the two numbers of its base a config.json (or an unpublishing maker) does not give."""
-    parser.add_argument(
-        "--target",
-        help=f"a preset ({', '.join(PRESETS)}), "
-        "a Hugging Face model directory (its config.json only: no weights read, no code run), or a target YAML file",
+    """The target (required, here or in --config) and the two numbers of its base a config.json (or an unpublishing
+    maker) does not give."""
+    parser.add_argument_group("required (or target: in the --config file)").add_argument(
+        "--target", metavar="TARGET", help=f"the model the full run trains: {TARGET_FORMS}"
     )
     parser.add_argument(
         "--max-lr",
@@ -237,11 +248,12 @@ def _valid_prefix(text: str) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    request = build_request(args)  # a missing target or a bad flag is said before torch and megatron-core load
+
     from reports.console import make_console
     from sweep.promote.launch.promotion import make_promotion
     from sweep.promote.plan.summary import summary_tables
 
-    request = build_request(args)
     promotion = make_promotion(request)
     plan = promotion.plan
     console = make_console()
@@ -281,9 +293,11 @@ def build_request(args: argparse.Namespace):
                 stop_on_forgetting=args.stop_on_forgetting,
                 overshoot_drill=args.overshoot_drill,
             )
+        config = config_from_args(args)
+        config.require_target()
         return PromotionRequest(
             run=args.run,
-            config=config_from_args(args),
+            config=config,
             observed=args.observed,
             unconfirmed=args.unconfirmed,
             calibrate=args.calibrate,

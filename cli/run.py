@@ -44,14 +44,17 @@ def run(args: argparse.Namespace) -> int:
     from sweep.files.rundir import RunDir
     from sweep.run.driver import RayConnection, run_sweep
     from sweep.run.tracking import resolve_wandb
-    from sweep.spec.spec import load_spec
+    from sweep.spec.spec import forgetting_budget_warning, load_spec
 
     spec = load_spec(args.spec)
+    console = make_console()
+    budget = forgetting_budget_warning(spec.objective.forgetting_budget, key="objective.forgetting_budget")
+    if budget is not None:  # said before anything runs: a budget of 1 lets the sweep pick a run that forgets a lot
+        console.print(f"warning: {args.spec}: {budget}", style="yellow")
     _check_storage_driver(args.spec, spec.execution.storage)
     name, origin = (args.name, "--name") if args.name is not None else (args.spec.stem, "the spec file's name")
     run_dir = RunDir.named(name, origin=origin)
     address = check_ray_address(args.address, allow_remote=args.allow_remote) if args.address is not None else None
-    console = make_console()
     wandb, notice = resolve_wandb(spec.tracking.wandb)  # the one place the W&B mode is decided
     if notice:
         console.print(notice, style="yellow")

@@ -228,6 +228,8 @@ class FinishedSweep:
     run_dir: Path
     output: str
     """What `sweep run` printed."""
+    spec: Path
+    """The spec it swept: beside the corpora of the worker that ran it, whose files' mtimes the caches are keyed by."""
 
 
 @pytest.fixture(scope="session")
@@ -252,8 +254,10 @@ def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
                 timeout=600,
             )
             assert done.returncode == 0, done.stdout + done.stderr
+            (root / "spec.txt").write_text(str(spec))
             output.write_text(done.stdout)
-        return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=output.read_text())
+        swept = Path((root / "spec.txt").read_text())
+        return FinishedSweep(run_dir=root / "runs" / "tiny_sweep", output=output.read_text(), spec=swept)
 
 
 def pytest_addoption(parser):

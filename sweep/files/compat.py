@@ -39,7 +39,7 @@ RUN_RECORD = FileFormat("run record", 1, RESUME)
 BEST = FileFormat("sweep summary", 4, RESUME)
 LADDER = FileFormat("ladder summary", 3, NEW_RUN)
 LAW_FIT = FileFormat("law fit report", 3, "fit it again with this cpt-sweep: `sweep law fit`")
-PLAN = FileFormat("promotion plan", 4, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
+PLAN = FileFormat("promotion plan", 5, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
 JOBS = FileFormat(
     "list of job records",
     1,

@@ -266,6 +266,22 @@ class ObjectiveConfig(StrictConfig):
     """The rule that picks the recommended point on the surrogate (sweep/choice/pick.py)."""
 
 
+LARGE_BUDGET = 0.1
+"""A forgetting budget from which on a spec (or `sweep law fit --budget`) is warned about: a 10 % rise in general
+loss, ten times the reference recipe's ~1 % regression; a budget of 1, general loss allowed to double, was seen given
+where 0.01 was meant."""
+
+
+def forgetting_budget_warning(budget: float, *, key: str) -> str | None:
+    """A warning that says the unit of a forgetting budget of LARGE_BUDGET or more, None below it."""
+    if budget < LARGE_BUDGET:
+        return None
+    return (
+        f"{key} = {budget:g} lets general loss rise {budget:.0%} over the base's: the budget is a fraction "
+        f"(0.01 = general loss may rise 1 %, 1 = general loss may double); did you mean {budget / 100:g}?"
+    )
+
+
 def _storage_url(url: str | None) -> str | None:
     return None if url is None else check_url(url)
 

@@ -132,6 +132,24 @@ def test_a_wheel_carried_in_parts_in_two_folders_is_joined_and_installed_before_
     assert (tmp_path / "gpu-site" / "cpt_sweep_probe" / "__init__.py").read_text() == "VALUE = 1\n"
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="stops at the preflight only where there is no CUDA")
+def test_a_wheel_whose_parts_have_not_all_come_is_left_out_and_the_whole_ones_installed(tmp_path):
+    wheel = _probe_wheel()
+    (tmp_path / "wheels" / "call-1").mkdir(parents=True)
+    (tmp_path / "wheels" / "call-1" / PROBE_WHEEL).write_bytes(wheel)
+    (tmp_path / "wheels" / "call-1" / f"ray-2.60.0-cp312-none-any.whl.part-aa").write_bytes(wheel[:100])
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "gpu_check.sh"), str(tmp_path / "log")],
+        check=False, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "WHEELS": str(tmp_path / "wheels"), "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert "gpu_check: ray-2.60.0-cp312-none-any.whl: its 1 part(s) under" in result.stderr
+    assert "do not make a whole wheel yet; left out" in result.stderr
+    assert result.returncode == 2 and "sees no CUDA GPU" in result.stderr  # after the install of the whole one
+    assert (tmp_path / "gpu-site" / "cpt_sweep_probe" / "__init__.py").exists()
+    assert sorted(path.name for path in (tmp_path / "wheels").rglob("ray-*")) == ["ray-2.60.0-cp312-none-any.whl.part-aa"]
+
+
 PROBE_WHEEL = "cpt_sweep_probe-1.0-py3-none-any.whl"
 
 
@@ -188,10 +206,18 @@ def test_the_summary_line_reads_the_tests_and_the_benchmark_rows(tmp_path):
 def test_the_summary_says_which_part_left_nothing(tmp_path):
     assert summary(tmp_path) == (
         "gpu_check: tests: no result (stopped at the time limit, or pytest did not start); resume step check: not "
-        "run; benchmark: no figures (stopped at the time limit before its first row, or failed); 1B proxy trial: no "
-        "figures (stopped at the time limit before its first row, or failed); sweep on the GPU: no figures (stopped "
-        "at the time limit before its first sweep ended, or failed)"
+        "run; full-run evaluation: no figures (stopped at the time limit, or failed); benchmark: no figures (stopped "
+        "at the time limit before its first row, or failed); 1B proxy trial: no figures (stopped at the time limit "
+        "before its first row, or failed); sweep on the GPU: no figures (stopped at the time limit before its first "
+        "sweep ended, or failed); pick check GPU vs CPU: no figures (stopped at the time limit, or failed)"
     )
     assert summary(tmp_path, ("sweep",)) == (
         "gpu_check: sweep on the GPU: no figures (stopped at the time limit before its first sweep ended, or failed)"
     )
+
+
+def test_the_pick_part_reads_its_own_file_apart_from_the_sweeps(tmp_path):
+    side = {"gpus_per_trial": 0.25, "exit_code": 0, "stopped": False, "wall_s": 77.0, "finished": 6}
+    check = {"gpu": side | {"pick": "0.3 @ 1:1 (confirmed)"}, "cpu": side | {"gpus_per_trial": 0.0, "pick": "0.3 @ 1:1 (confirmed)"}}
+    (tmp_path / "gpu-pick.json").write_text(json.dumps({"card": {}, "pick_check": check}))
+    assert summary(tmp_path, ("pick",)) == "gpu_check: pick check GPU (gpus 0.25) vs CPU: the same pick: 0.3 @ 1:1 (confirmed)"

@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import gpu_sweep
 import gpu_sweep_figures as figures
-from gpu_check_summary import SWEEP_JSON, _sweep, pick_line, sweep_line
+from gpu_check_summary import SWEEP_JSON, _sweep, sweep_line
 
 from sweep.files.rundir import RunDir
 from sweep.spec.spec import load_spec
@@ -54,7 +54,7 @@ def test_a_finished_sweep_becomes_its_row_its_trials_and_the_summary_line(tiny_s
     assert row.count("|") == figures.TABLE_HEADER.splitlines()[0].count("|")
     assert figures.trials_line(sweep).count(" MFU ") == len(trials)
     gpu_sweep._write(tmp_path / SWEEP_JSON, {"sweeps": [asdict(sweep)]})
-    assert _sweep(tmp_path / SWEEP_JSON) == f"sweep on the GPU: {sweep_line([asdict(sweep)])}; {pick_line(None)}"
+    assert _sweep(tmp_path / SWEEP_JSON) == f"sweep on the GPU: {sweep_line([asdict(sweep)])}"
 
 
 def test_a_sweep_that_left_no_study_picked_nothing(tmp_path):

@@ -40,7 +40,7 @@ def test_a_trial_process_loads_none_of_the_rules_that_choose_the_point():
 
 
 @pytest.mark.slow
-def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_trial_stack(tiny_sweep, tiny_corpora):
+def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_trial_stack(tiny_sweep):
     """`sweep run` hands each trial to a Ray worker: its own process, once the tokenizer, the corpora's samples, the
     base and its losses are cached (every sweep of a spec but the first), loads neither torch, transformers nor
     megatron-core (~5 s of CPU at every start), nor do the loggers Ray Tune adds to the driver's callbacks (its
@@ -49,7 +49,7 @@ def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_tr
         "import sys\nfrom pathlib import Path\n"
         "import cli.run, sweep.ladder.driver, sweep.run.driver, sweep.run.trainable\n"
         "from sweep.run.prepare import prepare\nfrom sweep.spec.spec import load_spec\n"
-        f"prepare(load_spec(Path({str(tiny_corpora / 'tiny_sweep.yaml')!r})))\n"
+        f"prepare(load_spec(Path({str(tiny_sweep.spec)!r})))\n"
         "from ray.tune.utils.callback import _create_default_callbacks\n"
         "sweep.run.driver.quiet_tune()\n_create_default_callbacks([])\n"
         f"print(sorted({{name.split('.')[0] for name in sys.modules}} & {set(TRAINING_STACK) - {'ray'}!r}))"

@@ -16,6 +16,7 @@ from megatron.core.models.gpt.gpt_layer_specs import (
     get_gpt_layer_with_transformer_engine_spec,
 )
 from megatron.core.tensor_parallel import set_defaults_if_not_set_tensor_model_parallel_attributes
+from megatron.core.transformer.moe import moe_utils
 from megatron.core.transformer.module import Float16Module
 from megatron.core.transformer.spec_utils import ModuleSpec
 from megatron.core.transformer.transformer_config import TransformerConfig
@@ -33,9 +34,22 @@ def layer_spec(shape: ModelShape, *, transformer_engine: bool) -> ModuleSpec:
         return get_gpt_layer_with_transformer_engine_spec(
             num_experts=experts, moe_grouped_gemm=experts is not None, qk_layernorm=shape.qk_layernorm
         )
+    if experts is not None:
+        _router_gemm_without_te()
     spec = get_gpt_layer_local_spec(num_experts=experts, qk_layernorm=shape.qk_layernorm, normalization="RMSNorm")
     spec.submodules.self_attention.submodules.core_attention = SDPAttention
     return spec
+
+
+def _router_gemm_without_te() -> None:
+    """Lets megatron-core's MoE router run without Transformer Engine: in megatron-core 0.16.1
+    (megatron/core/transformer/moe/moe_utils.py) `te_general_gemm` is imported only when TE is, but
+    RouterGatingLinearFunction tests `te_general_gemm is not None` unconditionally, so the first MoE forward without
+    TE raised NameError (seen on an H200, 2026-11-28). None is what its test expects for "no TE": the router's
+    logits are then torch.mm in the router's dtype, megatron-core's own fallback. A release that defines the name
+    is left alone."""
+    if not hasattr(moe_utils, "te_general_gemm"):
+        moe_utils.te_general_gemm = None
 
 
 def build_chunks(shape: ModelShape, transformer: TransformerConfig, *, transformer_engine: bool) -> list[GPTModel]:

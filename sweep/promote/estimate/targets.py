@@ -142,6 +142,13 @@ PRESETS: dict[str, Target] = {
 }
 
 
+TARGET_FORMS = (
+    f"a preset ({', '.join(PRESETS)}), a target YAML file (the fields of sweep/promote/estimate/targets.py), or a "
+    "Hugging Face model directory (its config.json only: no weights read, no code run)"
+)
+"""What a target may be, as `sweep promote --help` and the error without one say it."""
+
+
 def load_target(name_or_path: str, *, max_lr: float | None = None, pretrain_tokens: float | None = None) -> Target:
     """A preset by name, a Hugging Face model directory (its config.json through its family), or a target YAML
     file (keys: the fields of Target); max_lr and pretrain_tokens, when given, in place of the target's own."""

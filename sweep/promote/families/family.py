@@ -46,6 +46,9 @@ class DecoderConfig(BaseModel):
     attention_bias: bool = False
     mlp_bias: bool = False
     attention_dropout: float = 0.0
+    partial_rotary_factor: float = 1.0
+    """The share of each head's width RoPE rotates (transformers reads it where a config gives it); the plan's
+    Megatron-LM arguments rotate the whole head (--rotary-percent 1.0)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ def decoder_shape(config: DecoderConfig, seq_length: int, **features: Any) -> Mo
         raise refuse("mlp_bias", True, "Megatron's Llama-style layers have no MLP biases (--disable-bias-linear)")
     if config.attention_dropout:
         raise refuse("attention_dropout", config.attention_dropout, "the full run trains without dropout")
+    if config.partial_rotary_factor != 1.0:
+        raise refuse("partial_rotary_factor", config.partial_rotary_factor, "the plan rotates each head's whole width "
+                     "(megatron-core's rotary_percent 1.0, which the full-run entry builds)")  # fmt: skip
     heads = config.num_attention_heads
     own_width = config.head_dim is not None and config.head_dim * heads != config.hidden_size
     return ModelShape(

@@ -21,7 +21,7 @@ from sweep.promote.launch.rehearse import RehearsalConfig, RehearsalResult, rehe
 from sweep.promote.launch.rehearse import toy_trainer as rehearsal_trainer
 from sweep.promote.launch.submit import Submitted, submit_plan
 from sweep.promote.launch.watching import forced_overshoot, job_wandb, watch_config
-from sweep.promote.plan.megatron_args import args_text, launch_script
+from sweep.promote.plan.megatron_args import args_text, differing_flags, launch_script
 from sweep.promote.plan.plan import Plan, differences, make_plan, plan_dir
 from sweep.promote.plan.summary import summary_markdown
 from sweep.promote.point.point import proxy_trial
@@ -51,25 +51,41 @@ def make_promotion(request: PromotionRequest) -> Promotion:
 def write_plan(plan: Plan, run_dir: Path) -> PlanDir:
     """plan.json, full_run.json (its FullRunConfig), summary.md and the Megatron-LM arguments and launch script."""
     directory = plan_dir(run_dir, plan.id)
+    arguments, script = args_text(plan), launch_script(plan)
     if directory.plan_json.exists():
-        _refuse_another_plan(Plan.read(directory.plan_json), plan, directory)
+        _refuse_another_plan(Plan.read(directory.plan_json), plan, directory, arguments=arguments, script=script)
     directory.path.mkdir(parents=True, exist_ok=True)
     write_model(directory.plan_json, plan, PLAN)
     write_model(directory.full_run_json, plan.run, FULL_RUN)
     write_whole(directory.summary_md, summary_markdown(plan))
-    write_whole(directory.megatron_args, args_text(plan))
-    write_whole(directory.launch_script, launch_script(plan))
+    write_whole(directory.megatron_args, arguments)
+    write_whole(directory.launch_script, script)
     directory.launch_script.chmod(0o755)
     return directory
 
 
-def _refuse_another_plan(existing: Plan, plan: Plan, directory: PlanDir) -> None:
-    """PromotionError when the plan already written under this id is another plan (one from before the id covered
-    data, tokenizer and checkpoints): overwriting it would silently lose the plan a job may have been launched from."""
-    if differing := differences(existing, plan):
+SHOWN_DIFFERENCES = 6
+"""Differences an error lists before it counts the rest."""
+
+
+def _refuse_another_plan(existing: Plan, plan: Plan, directory: PlanDir, *, arguments: str, script: str) -> None:
+    """PromotionError when what is written under this id is not what this plan would write: another plan.json (the
+    id is a hash of it, so that takes a hand edit or another cpt-sweep's plan of the same format), or Megatron-LM
+    arguments or a launch script that differ (edited by hand, or written by a cpt-sweep that rendered them
+    otherwise). Overwriting either would silently change what a launched job was started from."""
+    found = [f"plan.json's {path}" for path in differences(existing, plan)]
+    if directory.megatron_args.is_file() and directory.megatron_args.read_text(encoding="utf-8") != arguments:
+        changed = differing_flags(directory.megatron_args.read_text(encoding="utf-8"), arguments)
+        found += [f"{directory.megatron_args.name} {change}" for change in changed or ["(its layout)"]]
+    if directory.launch_script.is_file() and directory.launch_script.read_text(encoding="utf-8") != script:
+        found.append(f"{directory.launch_script.name}")
+    if found:
+        shown = "; ".join(found[:SHOWN_DIFFERENCES]) + (
+            f"; and {len(found) - SHOWN_DIFFERENCES} more" if len(found) > SHOWN_DIFFERENCES else ""
+        )
         raise PromotionError(
-            f"{directory.plan_json} holds another plan under id {plan.id} (it differs in: {', '.join(differing)}); "
-            "nothing was written: move that directory aside to plan this request"
+            f"{directory.path} holds another plan under id {plan.id} (it differs in: {shown}); nothing was written: "
+            "move that directory aside to plan this request"
         )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shlex
 
 from sweep.promote.plan.plan import Plan
+from sweep.scale import head_width
 from train_entry.megatron.core_configs import recompute_module
 
 PRETRAIN_SCRIPT = "pretrain_gpt.py"
@@ -84,8 +85,13 @@ def _wandb(plan: Plan) -> list[list[str]]:
 
 
 def _model(plan: Plan) -> list[list[str]]:
-    """The model: the target's decoder through megatron-core's GPT model (Llama's, with the features of its family)."""
-    model, tensor = plan.run.model, plan.run.parallelism.tensor
+    """The model: the target's decoder through megatron-core's GPT model (Llama's, with the features of its family).
+
+    Every shape the base checkpoint fixes is given, none left for Megatron-LM to derive: it would pad the vocabulary
+    from len(tokenizer) (core_v0.16.1 megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding), which for
+    Qwen's released tokenizers (151,665 and 151,669 tokens) is not the checkpoint's 151,936 or 152,064 rows, and
+    would take each head as hidden / heads wide and RoPE over the whole head (validate_args, --rotary-percent)."""
+    model = plan.run.model
     args: list[list[str]] = [
         ["--num-layers", str(model.num_layers)],
         ["--hidden-size", str(model.hidden_size)],
@@ -93,10 +99,12 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--num-attention-heads", str(model.num_attention_heads)],
         ["--group-query-attention"],
         ["--num-query-groups", str(model.num_query_groups)],
-        ["--kv-channels", str(model.kv_channels)] if model.kv_channels is not None else [],
+        ["--kv-channels", str(head_width(model))],
         ["--seq-length", str(model.seq_length)],
         ["--max-position-embeddings", str(model.seq_length)],
         ["--position-embedding-type", "rope"],
+        # RoPE over each head's whole width, as the families the planner maps rotate it (partial_rotary_factor 1).
+        ["--rotary-percent", "1.0"],
         ["--rotary-base", str(model.rotary_base)],
     ]
     if model.rope_scaling_factor is not None:
@@ -114,8 +122,8 @@ def _model(plan: Plan) -> list[list[str]]:
         ["--attention-dropout", "0.0"],
         ["--hidden-dropout", "0.0"],
         ["--init-method-std", _number(model.init_method_std)],
-        # Pad the vocabulary only as far as TP needs, so the embedding keeps the base checkpoint's rows.
-        ["--make-vocab-size-divisible-by", str(_vocab_divisor(model.vocab_size, tensor))],
+        # The embedding's and output layer's rows as the base checkpoint stores them (config.json's vocab_size).
+        ["--padded-vocab-size", str(model.vocab_size)],
     ]
     if model.untie_embeddings_and_output_weights:
         args.append(["--untie-embeddings-and-output-weights"])
@@ -209,6 +217,21 @@ def args_text(plan: Plan) -> str:
     return "".join(" ".join(shlex.quote(item) for item in group) + "\n" for group in megatron_args(plan))
 
 
+def differing_flags(written: str, now: str) -> list[str]:
+    """The flags whose values differ between two pretrain_gpt_args.txt texts, as `--flag old -> new` (a flag one of
+    them lacks shows as absent): what a request would change in arguments a job may have been launched with."""
+    old, new = (_flag_values(text) for text in (written, now))
+    flags = list(old) + [flag for flag in new if flag not in old]
+    changed = [flag for flag in flags if old.get(flag) != new.get(flag)]
+    return [f"{flag} {old.get(flag, 'absent')} -> {new.get(flag, 'absent')}" for flag in changed]
+
+
+def _flag_values(text: str) -> dict[str, str]:
+    """Each line's flag and its values as written (one flag per line, as args_text writes them)."""
+    lines = (line.split(" ", 1) for line in text.splitlines() if line.strip())
+    return {parts[0]: parts[1] if len(parts) > 1 else "(set)" for parts in lines}
+
+
 def launch_script(plan: Plan) -> str:
     """pretrain_gpt.sh: the same arguments under torchrun, one node's launch (run it on every node)."""
     cluster = plan.cluster
@@ -240,14 +263,6 @@ def _wandb_mode(plan: Plan) -> list[str]:
         f"# W&B as the sweep's tracking says: project {plan.wandb.project}, mode {plan.wandb.mode}.",
         f'export WANDB_MODE="${{WANDB_MODE:-{plan.wandb.mode}}}"',
     ]
-
-
-def _vocab_divisor(vocab_size: int, tensor: int) -> int:
-    """The largest power of two up to 128 (Megatron-LM's default) with divisor x TP dividing the vocabulary."""
-    divisor = 128
-    while divisor > 1 and vocab_size % (divisor * tensor):
-        divisor //= 2
-    return divisor
 
 
 def _number(value: float) -> str:

@@ -1,10 +1,11 @@
 """The plan: the promoted point turned into the full run's FullRunConfig, its layout and its estimate.
 
 make_plan() builds it from a finished sweep's run directory and a PromotionConfig; which point it
-promotes is sweep/promote/point/point.py's choice. Plan.read() loads a written plan.json. The plan id is derived only
-from what decides the run (sweep name, point, target, cluster, tokens, global batch, data, tokenizer, checkpoints,
-LR schedule), so the same request always lands in the same runs/<name>/promotion/<id>/ directory and another one
-never does.
+promotes is sweep/promote/point/point.py's choice. Plan.read() loads a written plan.json. The plan id is a hash of the
+whole plan (plan_identity: everything plan.json holds but the id itself and the path the run directory was named by),
+which is everything pretrain_gpt_args.txt, pretrain_gpt.sh, full_run.json and a submitted job's job.json are made
+from: the same request always lands in the same runs/<name>/promotion/<id>/ directory, and a request that changes
+any of them (another MFU, whose step time moves the checkpoint interval; another W&B project) lands in another.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
 from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.plan.evidence import Carried, ProxyBase, carried, proxy_base
 from sweep.promote.plan.plan_wandb import sweep_wandb
 from sweep.promote.plan.prediction import predicted_trajectory
 from sweep.promote.plan.sweep_data import with_sweep_prefixes
@@ -51,6 +53,10 @@ class SweepOrigin(StrictConfig):
     promoted: PromotedPoint
     non_english_share: float
     """Of the general side, as the promoted point's proxy trial ran it (0 without non-English data)."""
+    proxy: ProxyBase
+    """The base the promoted lr_fraction was measured on (sweep/promote/plan/evidence.py)."""
+    carried: Carried
+    """How that lr_fraction reached the target: a ladder's law, or unchanged from the proxy."""
 
 
 class RunEstimate(StrictConfig):
@@ -131,9 +137,7 @@ def make_plan(
     best.json's pick (refused unconfirmed unless `unconfirmed`), or of its best observed trial's point when
     `observed` (sweep/promote/point/point.py)."""
     run_dir = Path(run_dir)
-    if config.target is None:
-        raise PromotionError("no target: name a preset or a target YAML file (--target, or target: in --config)")
-    target = load_target(config.target, max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
+    target = load_target(config.require_target(), max_lr=config.max_lr, pretrain_tokens=config.pretrain_tokens)
     if target.max_lr is None:
         raise PromotionError(
             f"target {target.name} has no max_lr, its base's own pretraining peak LR ({target.source or 'not given'}): "
@@ -153,10 +157,15 @@ def make_plan(
     validation, missing = validation_sets(config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT)
     run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config, validation)
     origin = SweepOrigin(
-        run_dir=str(run_dir), name=run_dir.resolve().name, promoted=promoted, non_english_share=trial.non_english_share
+        run_dir=str(run_dir),
+        name=run_dir.resolve().name,
+        promoted=promoted,
+        non_english_share=trial.non_english_share,
+        proxy=proxy_base(run_dir, trial),
+        carried=carried(promoted, target),
     )
-    return Plan(
-        id=plan_id(origin, target, cluster, config, run, validation),
+    plan = Plan(
+        id="",  # a hash of everything else, below
         sweep=origin,
         target=target,
         cluster=cluster,
@@ -172,6 +181,7 @@ def make_plan(
         wandb=sweep_wandb(RunDir(run_dir)),
         prediction=predicted_trajectory(RunDir(run_dir), promoted, config.tokens),
     )
+    return plan.model_copy(update={"id": plan_id(plan)})
 
 
 def _global_batch_size(config: PromotionConfig, model: ModelShape) -> int:
@@ -234,71 +244,36 @@ def _full_run(
     return run, placeholders
 
 
-def plan_id(
-    origin: SweepOrigin,
-    target: Target,
-    cluster: Cluster,
-    config: PromotionConfig,
-    run: FullRunConfig,
-    validation: list[ValidationSet],
-) -> str:
-    """<target>-<cluster>-<hash8>: the hash covers everything that makes one plan another (plan_identity) and the
-    pinned parts of the layout when there are any."""
-    decided_by = plan_identity(
-        origin, target, cluster, run, tokens=config.tokens, batch=config.global_batch_tokens, validation=validation
-    )
-    pinned = config.layout.model_dump(exclude_none=True)
-    if pinned:  # a pinned layout is another plan; an unpinned request keeps its id
-        decided_by["layout"] = pinned
-    digest = hashlib.sha256(json.dumps(decided_by, sort_keys=True).encode()).hexdigest()
-    return f"{target.name}-{cluster.name}-{digest[:8]}"
+def plan_id(plan: Plan) -> str:
+    """<target>-<cluster>-<hash8>: the hash covers the whole plan (plan_identity)."""
+    digest = hashlib.sha256(json.dumps(plan_identity(plan), sort_keys=True).encode()).hexdigest()
+    return f"{plan.target.name}-{plan.cluster.name}-{digest[:8]}"
 
 
-def plan_identity(
-    origin: SweepOrigin,
-    target: Target,
-    cluster: Cluster,
-    run: FullRunConfig,
-    *,
-    tokens: int,
-    batch: int,
-    validation: list[ValidationSet],
-) -> dict[str, Any]:
-    """What makes one plan another: the sweep and its promoted point, target, cluster, tokens and batch, the data
-    (prefixes, weights, tokenizer, split, validation sets), the checkpoints and the LR schedule. The layout the search chose and the
-    estimate are left out: a calibrated MFU refines the same plan (sweep promote --calibrate) rather than making
-    another."""
-    return {
-        "sweep": origin.name,
-        "lr_fraction": origin.promoted.lr_fraction,
-        "mix": str(origin.promoted.mix),
-        "non_english_share": origin.non_english_share,
-        "target": target.model_dump(mode="json"),
-        "cluster": cluster.model_dump(mode="json"),
-        "tokens": tokens,
-        "global_batch_tokens": batch,
-        "data": run.data.model_dump(mode="json"),
-        "checkpoints": {"base_dir": run.checkpoint.base_dir, "save_dir": run.checkpoint.save_dir},
-        "optimization": run.optimization.model_dump(mode="json"),
-        "validation": [item.model_dump(mode="json") for item in validation],
-    }
+def plan_identity(plan: Plan) -> dict[str, Any]:
+    """What makes one plan another: everything it holds but its id and the path its run directory was named by
+    (runs/lr_mix and ./runs/lr_mix are one sweep). That is every input of the Megatron-LM arguments, the launch
+    script, the entry's FullRunConfig and a job's record (the run, the cluster, the W&B settings, the predicted
+    trajectory the watch holds the job to), and the estimate and assumptions they were chosen by: a calibrated MFU,
+    which moves the step time and so the checkpoint interval, is another plan."""
+    identity = plan.model_dump(mode="json", exclude={"id"})
+    identity["sweep"].pop("run_dir")
+    return identity
 
 
 def differences(old: Plan, new: Plan) -> list[str]:
-    """The parts of plan_identity in which two plans differ: a plan written over another's id must not differ."""
-    first, second = (
-        plan_identity(
-            plan.sweep,
-            plan.target,
-            plan.cluster,
-            plan.run,
-            tokens=plan.tokens,
-            batch=plan.global_batch_tokens,
-            validation=plan.validation,
-        )
-        for plan in (old, new)
-    )
-    return [key for key in first if first[key] != second[key]]
+    """Where two plans differ, as dotted paths into plan.json (run.checkpoint.save_interval, wandb.project): a plan
+    written over another's id must not differ anywhere."""
+    return _differing_paths(plan_identity(old), plan_identity(new), "")
+
+
+def _differing_paths(old: Any, new: Any, path: str) -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = list(old) + [key for key in new if key not in old]
+        return [found for key in keys for found in _differing_paths(old.get(key), new.get(key), f"{path}.{key}")]
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [found for i, pair in enumerate(zip(old, new)) for found in _differing_paths(*pair, f"{path}[{i}]")]
+    return [] if old == new else [path.lstrip(".")]
 
 
 def _blend(mix: MixRatio, non_english_share: float, config: PromotionConfig) -> tuple[list[BlendSource], list[str]]:

@@ -45,7 +45,9 @@ def _run_table(plan: Plan) -> Table:
     table.add_column("")
     rows = [
         ("sweep", f"{plan.sweep.name}: {_point(promoted)}"),
-        *_certainty(promoted),
+        ("proxy base", _proxy_text(plan)),
+        ("lr_fraction", _carried_text(plan)),
+        ("certainty", _certainty(plan)),
         *_ladder(promoted),
         ("chosen by", promoted.reason),
         ("target", _target_text(plan)),
@@ -56,7 +58,11 @@ def _run_table(plan: Plan) -> Table:
                 f"{plan.cluster.gpu_memory_gb:g} GB, {plan.cluster.peak_bf16_tflops:g} TFLOP/s bf16"
             ),
         ),
-        ("peak LR", f"{opt.lr:.4g} = lr_fraction {promoted.lr_fraction:.4g} x max_lr {plan.target.max_lr:.4g}"),
+        (
+            "peak LR",
+            f"{opt.lr:.4g} = lr_fraction {promoted.lr_fraction:.4g} x {plan.target.name}'s max_lr "
+            f"{plan.target.max_lr:.4g}",
+        ),
         ("schedule", f"{opt.warmup_iters} warmup iters, {opt.decay_style} to min LR {opt.min_lr:.4g}"),
         (
             "tokens",
@@ -129,16 +135,57 @@ def _point(point: PromotedPoint) -> str:
     return f"{text} domain_gain {point.domain_gain:.4f}, forgetting {point.forgetting:.4f}"
 
 
-def _certainty(point: PromotedPoint) -> list[tuple[str, str]]:
-    """The surrogate's 90 % intervals at the point and its chance of staying within the budget, when it has them."""
+def _proxy_text(plan: Plan) -> str:
+    """The base the lr_fraction was measured on: its model, size, tokenizer and own peak LR."""
+    proxy = plan.sweep.proxy
+    whose = "the largest rung's base " if plan.sweep.carried.by == "law" else ""
+    return (
+        f"{whose}{proxy.model}: {_size(proxy.parameters)}, tokenizer {proxy.tokenizer}, max_lr {proxy.max_lr:g} (its "
+        "own pretraining peak LR, which lr_fraction was measured against)"
+    )
+
+
+def _size(parameters: int | None) -> str:
+    return f"{parameters:,} non-embedding parameters" if parameters else "non-embedding parameters not read"
+
+
+def _carried_text(plan: Plan) -> str:
+    """How the fraction reached the target: the law's prediction there with its interval, or the proxy's own
+    point applied unchanged, which the line says nothing validates at the target's size."""
+    carried, lr_fraction = plan.sweep.carried, plan.sweep.promoted.lr_fraction
+    target = f"{plan.target.name}'s {carried.target_parameters / 1e9:.2f} B non-embedding parameters"
+    if carried.by == "law":
+        interval = carried.lr_fraction_interval
+        shown = "no interval (no refit gave one)"
+        if interval is not None:
+            shown = f"90 % interval [{interval[0]:.4g}, {interval[1]:.4g}]"
+        return f"{lr_fraction:.4g}, carried to {target} by the ladder's loss law: {shown}"
+    return (
+        f"{lr_fraction:.4g}, unchanged from the proxy ({_size(plan.sweep.proxy.parameters)}): UNVALIDATED at "
+        f"{target}, no law carried it there (a ladder of proxy sizes fits one: docs/ladder.md)"
+    )
+
+
+def _certainty(plan: Plan) -> str:
+    """Whose the figures above are (the proxy's, or the law's at the target), their 90 % intervals and the chance of
+    staying within the budget, when there are any."""
+    point = plan.sweep.promoted
+    if plan.sweep.carried.by == "law":
+        owner = f"the law's at {plan.target.name}'s size, not a proxy's"
+    else:
+        owner = f"the proxy's ({_size(plan.sweep.proxy.parameters)}), not {plan.target.name}'s"
     if point.gain_interval is None or point.forgetting_interval is None:
-        return []
+        measured = f"one proxy trial's measurement (trial {point.trial})" if point.trial is not None else "predicted"
+        return f"{owner}: domain_gain and forgetting above are {measured}, without an interval"
     (gain_low, gain_high), (forget_low, forget_high) = point.gain_interval, point.forgetting_interval
-    text = f"90 % intervals: domain_gain [{gain_low:.4f}, {gain_high:.4f}], forgetting [{forget_low:.4f}, {forget_high:.4f}]"
+    text = (
+        f"{owner}: 90 % intervals domain_gain [{gain_low:.4f}, {gain_high:.4f}], "
+        f"forgetting [{forget_low:.4f}, {forget_high:.4f}]"
+    )
     if point.probability_within_budget is not None:
-        what = "share of refits within budget" if point.ladder is not None else "P(re-run within budget)"
+        what = "share of refits within budget" if point.ladder is not None else "P(proxy re-run within budget)"
         text += f"; {what} {point.probability_within_budget:.2f}"
-    return [("certainty", text)]
+    return text
 
 
 def _ladder(point: PromotedPoint) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.layout import LayoutRequest
+from sweep.promote.estimate.targets import TARGET_FORMS
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import check_split
 
@@ -98,6 +99,12 @@ class PromotionConfig(StrictConfig):
     checkpoint: PromotionCheckpoint = PromotionCheckpoint()
     layout: LayoutRequest = LayoutRequest()
     assumptions: Assumptions = Assumptions()
+
+    def require_target(self) -> str:
+        """The target; PromotionError naming its three forms when none is given, before anything is read or planned."""
+        if self.target is None:
+            raise PromotionError(f"no target: --target is required (or target: in the --config file): {TARGET_FORMS}")
+        return self.target
 
     def train_iters(self) -> int:
         """Optimizer steps: the tokens over the global batch, rounded up; PromotionError when they are too few for

@@ -4,11 +4,14 @@ request that has no valid plan."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cli import main
+from sweep.promote.estimate.targets import TARGET_FORMS
 from sweep.promote.plan.plan import Plan
 from sweep.promote.request.config import PromotionConfig
 from sweep.spec.spec import load_config
@@ -111,7 +114,7 @@ def test_every_shipped_promotion_file_plans_with_its_real_inputs(finished_run, c
             "context parallel size 2 needs Transformer Engine's layers, and the cluster's image has none",
         ),
         (["--target", "llama9"], "unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"),
-        ([], "no target: name a preset or a target YAML file"),
+        ([], "no target: --target is required"),
     ],
     ids=[
         "tp8-on-7-gpu-nodes",
@@ -258,3 +261,24 @@ def test_the_default_and_the_shipped_70b_plans_get_their_own_ids_and_neither_ove
     assert promote(run_dir, "--target", "llama3.1-70b") == 2
     assert f"holds another plan under id {default.name}" in capsys.readouterr().err
     assert (default / "plan.json").read_text() == other
+
+
+def test_a_request_without_a_target_is_exit_2_naming_its_three_forms_before_any_work(tmp_path):
+    """Before the run is read or torch, Ray and megatron-core load (it took ~10 s to say, and named two forms)."""
+    probe = (
+        "import sys\nfrom cli import main\nrc = main(['promote', 'plan', sys.argv[1]])\n"
+        "print(rc, sorted({'torch', 'ray', 'megatron'} & {name.split('.')[0] for name in sys.modules}))"
+    )
+    missing = tmp_path / "runs" / "no-such-run"
+    done = subprocess.run([sys.executable, "-c", probe, str(missing)], cwd=REPO, capture_output=True, text=True)
+    assert done.stdout.strip() == "2 []", done.stderr
+    assert done.stderr == (
+        f"error: no target: --target is required (or target: in the --config file): {TARGET_FORMS}\n"
+    )
+
+
+def test_a_promotion_config_without_a_target_is_the_same_error(finished_run, tmp_path, capsys):
+    config = tmp_path / "promotion.yaml"
+    config.write_text("cluster: h100-480\n")
+    assert promote(finished_run(), "--config", str(config)) == 2
+    assert "no target: --target is required (or target: in the --config file): a preset (" in capsys.readouterr().err

@@ -123,3 +123,22 @@ def test_megatron_core_builds_each_family_with_the_parameters_the_planner_counts
     assert (attention.linear_qkv.bias is not None) == shape.add_qkv_bias
     assert (type(attention.q_layernorm).__name__ != "IdentityOp") == shape.qk_layernorm
     assert (type(chunk.decoder.layers[0].mlp).__name__ == "MoELayer") == (shape.moe is not None)
+
+
+def test_an_moe_layer_without_transformer_engine_routes_with_megatron_cores_own_fallback():
+    """megatron-core 0.16.1 reads `te_general_gemm` in its router's gating GEMM but defines it only where Transformer
+    Engine is installed: without TE the first MoE forward raised NameError (an H200, 2026-11-28). The local spec of an
+    MoE shape makes the gating run megatron-core's torch.mm fallback, forward and backward, in the router's dtype."""
+    import torch
+    from megatron.core.transformer.moe.moe_utils import router_gating_linear
+
+    from train_entry.megatron.model import layer_spec
+
+    layer_spec(FAMILIES["moe"], transformer_engine=False)
+    inputs = torch.randn(3, 2, 64, dtype=torch.bfloat16, requires_grad=True)
+    weight = torch.randn(4, 64, dtype=torch.bfloat16, requires_grad=True)
+    logits = router_gating_linear(inputs, weight, None, torch.float32)
+    assert logits.dtype == torch.float32 and logits.shape == (3, 2, 4)
+    assert torch.allclose(logits, inputs.float() @ weight.float().t())
+    logits.sum().backward()
+    assert inputs.grad.shape == inputs.shape and weight.grad.shape == weight.shape

@@ -13,12 +13,12 @@ import math
 import os
 import shlex
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from sweep.files.compat import SPEC
 from sweep.files.config_file import load_config
+from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.layout import LayoutRequest
 from sweep.promote.launch.promotion import write_plan
@@ -30,8 +30,12 @@ from sweep.promote.request.config import (
     PromotionData,
     ValidationPrefixes,
 )
+from sweep.run.tracking import TrackingConfig
+from sweep.scale import head_width
 from tests.conftest import REPO
+from tests.sweep.promote.plan import megatron_lm
 from tests.sweep.promote.promote_runs import write_run
+from tests.sweep.scripted import spec_with
 from train_entry.megatron.core_configs import core_configs, transformer_engine_settings
 from train_entry.mix import MixRatio, blend_weights
 
@@ -61,7 +65,10 @@ TARGETS = list(PROMOTIONS)
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    return write_run(tmp_path_factory.mktemp("plans") / "runs" / "lr_mix")
+    """A finished sweep of the shipped spec (its W&B tracking off), with the spec copy `sweep run` keeps."""
+    run_dir = write_run(tmp_path_factory.mktemp("plans") / "runs" / "lr_mix")
+    RunDir(run_dir).write_spec_copy(spec_with().model_copy(update={"tracking": TrackingConfig()}))
+    return run_dir
 
 
 @pytest.fixture(scope="module")
@@ -266,7 +273,8 @@ def test_megatron_lm_arguments_agree_with_plan_json(plans, target, tmp_path):
     assert value("--save") == value("--load") == run.checkpoint.save_dir
     assert value("--pretrained-checkpoint") == run.checkpoint.base_dir
     assert int(value("--save-interval")) == run.checkpoint.save_interval
-    assert model.vocab_size % (int(value("--make-vocab-size-divisible-by")) * par.tensor) == 0  # no padding
+    assert int(value("--padded-vocab-size")) == model.vocab_size  # the checkpoint's rows, not len(tokenizer)'s
+    assert int(value("--kv-channels")) == head_width(model)
     assert ("--untie-embeddings-and-output-weights" in args) == model.untie_embeddings_and_output_weights
     assert ("--add-qkv-bias" in args, "--qk-layernorm" in args) == (model.add_qkv_bias, model.qk_layernorm)
     assert args.get("--window-size") == (None if model.window_size is None else [f"{model.window_size - 1},0"])
@@ -315,35 +323,15 @@ def test_the_plan_reads_whole_in_an_80_column_terminal(plans, target):
     assert row[-1] == f"{chosen.step.total_s:.2f}"
 
 
-H100 = SimpleNamespace(name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=80 * 2**30)
-"""What validate_args asks of the device (its architecture, for the features it gates), as the full run's nodes answer."""
-
-
 @pytest.mark.parametrize("target", TARGETS)
 def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, monkeypatch):
     """Where Megatron-LM's training package is importable (a GPU cluster's image, or a checkout of Megatron-LM
-    core_v0.16.1 on PYTHONPATH with triton installed), its own parse_args and validate_args read the arguments.
-    Without CUDA, validate_args is told the device is an H100, as on the nodes the plan is for."""
-    arguments = pytest.importorskip(
-        "megatron.training.arguments", reason="Megatron-LM (megatron.training) not installed"
-    )
-    import torch
-
-    if not torch.cuda.is_available():
-        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *_: H100)
-        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: (H100.major, H100.minor))
+    core_v0.16.1 on PYTHONPATH with triton installed), its own parse_args and validate_args read the arguments;
+    elsewhere skipped, naming what is missing (tests/sweep/promote/plan/megatron_lm.py)."""
+    arguments = megatron_lm.megatron_training()
     plan = plans[target]
     tokens = shlex.split(write_plan(plan, tmp_path).megatron_args.read_text())
-    monkeypatch.setattr("sys.argv", ["pretrain_gpt.py", *tokens])
-    for name, value in (
-        ("WORLD_SIZE", str(plan.cluster.gpus)),
-        ("RANK", "0"),
-        ("LOCAL_RANK", "0"),
-        ("CUDA_DEVICE_MAX_CONNECTIONS", "1"),
-    ):
-        monkeypatch.setenv(name, value)
-    args = arguments.parse_args()
-    arguments.validate_args(args, {})
+    args = megatron_lm.parsed_args(arguments, tokens, world_size=plan.cluster.gpus, monkeypatch=monkeypatch)
     assert (args.tensor_model_parallel_size, args.pipeline_model_parallel_size) == (
         plan.run.parallelism.tensor,
         plan.run.parallelism.pipeline,
@@ -367,6 +355,7 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
     assert args.data_parallel_size == plan.chosen.data_parallel
     model, par = plan.run.model, plan.run.parallelism
     assert (args.add_qkv_bias, args.qk_layernorm) == (model.add_qkv_bias, model.qk_layernorm)
+    assert (args.padded_vocab_size, args.kv_channels) == (model.vocab_size, head_width(model))
     assert args.untie_embeddings_and_output_weights == model.untie_embeddings_and_output_weights
     assert args.window_size == (None if model.window_size is None else (model.window_size - 1, 0))
     assert (args.decoder_first_pipeline_num_layers, args.decoder_last_pipeline_num_layers) == (
@@ -450,10 +439,9 @@ def test_a_target_whose_heads_are_not_hidden_over_heads_wide_plans_with_kv_chann
     assert args["--kv-channels"] == ["128"] and args["--hidden-size"] == ["5120"]
     transformer, _, _ = core_configs(plan.run)
     assert transformer.kv_channels == 128
-    plans_without = parse_args_txt(
-        write_plan(make_plan(run_dir, PROMOTIONS["llama3.1-8b"]), tmp_path).megatron_args.read_text()
-    )
-    assert "--kv-channels" not in plans_without  # a Llama's heads are hidden / heads wide: Megatron's default
+    llama = write_plan(make_plan(run_dir, PROMOTIONS["llama3.1-8b"]), tmp_path).megatron_args.read_text()
+    llama = parse_args_txt(llama)
+    assert llama["--kv-channels"] == ["128"]  # hidden / heads, given all the same: nothing left to derive
 
 
 def test_each_input_that_makes_a_plan_different_changes_its_id(run_dir, plans):
@@ -486,6 +474,17 @@ def test_another_plan_is_never_written_over_an_existing_id(run_dir, plans, tmp_p
         (write_plan(plan, tmp_path).plan_json).read_text().replace(plan.id, other.id), encoding="utf-8"
     )
     before = directory.plan_json.read_text()
-    with pytest.raises(PromotionError, match=r"holds another plan under id .* differs in: data"):
+    with pytest.raises(PromotionError, match=r"another plan under id .* differs in: plan.json's run.data.tokenizer"):
         write_plan(other, tmp_path)
     assert directory.plan_json.read_text() == before
+
+
+def test_arguments_edited_under_a_plans_id_are_not_written_over(plans, tmp_path):
+    """pretrain_gpt_args.txt a job may have been launched with, edited by hand (or rendered by another cpt-sweep):
+    planning the same request again says which flags differ and writes nothing."""
+    directory = write_plan(plans["llama3.1-70b"], tmp_path)
+    edited = directory.megatron_args.read_text().replace("--eval-iters 10\n", "--eval-iters 20\n")
+    directory.megatron_args.write_text(edited)
+    with pytest.raises(PromotionError, match=r"differs in: pretrain_gpt_args.txt --eval-iters 20 -> 10\)"):
+        write_plan(plans["llama3.1-70b"], tmp_path)
+    assert directory.megatron_args.read_text() == edited

@@ -12,6 +12,7 @@ from sweep.promote.plan.plan import make_plan
 from sweep.promote.request.config import PromotionCheckpoint, PromotionConfig
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
+from tests.sweep.promote.plan import megatron_lm
 from tests.sweep.promote.promote_runs import write_run
 
 SECRET = "wandb-key-that-must-not-leak-0123456789"
@@ -50,10 +51,8 @@ def test_a_sweep_without_wandb_gives_a_plan_without_its_flags(tmp_path, tiny_spe
 
 def test_megatron_lm_own_parser_reads_the_wandb_flags(tmp_path, tiny_spec_path, monkeypatch):
     """Where Megatron-LM's training package is importable (see docs/full-run.md), it reads the flags as the plan
-    means them."""
-    arguments = pytest.importorskip(
-        "megatron.training.arguments", reason="Megatron-LM (megatron.training) not installed"
-    )
+    means them; elsewhere skipped, naming what is missing."""
+    arguments = megatron_lm.megatron_training()
     plan = make_plan(_tracked_run(tmp_path, tiny_spec_path, WandbConfig(mode="online", project="p")), CONFIG)
     tokens = [item for group in megatron_args(plan) for item in group]
     monkeypatch.setattr("sys.argv", ["pretrain_gpt.py", *tokens])

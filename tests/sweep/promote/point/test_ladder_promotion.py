@@ -54,8 +54,20 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     assert weights == pytest.approx(blend_weights(promoted.mix, 0.1))
     assert plan.run.optimization.lr == pytest.approx(promoted.lr_fraction * 1.5e-4, rel=1e-5)
     assert Plan.model_validate_json(plan.model_dump_json()) == plan
+    assert make_plan(ladder, TARGET).id == plan.id  # seeded refits: the same request hashes to the same plan
     text = summary_markdown(plan)
     assert "the ladder's loss law at the target's size: predicted" in text and "share of refits within" in text
+    # The evidence: the fraction carried to the target by the law, with its interval there; none of it the proxy's.
+    carried, lr = plan.sweep.carried, intervals.lr_fraction
+    assert (carried.by, carried.lr_fraction_interval) == ("law", (lr.low, lr.high))
+    assert plan.sweep.proxy.max_lr == 3e-3  # the largest rung's trial's base
+    flat = " ".join(text.replace("│", " ").split())
+    assert (
+        f"{promoted.lr_fraction:.4g}, carried to llama3.1-70b's {carried.target_parameters / 1e9:.2f} B non-embedding "
+        f"parameters by the ladder's loss law: 90 % interval [{lr.low:.4g}, {lr.high:.4g}]"
+    ) in flat
+    assert "certainty the law's at llama3.1-70b's size, not a proxy's: 90 % intervals" in flat
+    assert "proxy base the largest rung's base " in flat
     assert "- warning: predicted 5.0 orders of magnitude beyond the largest rung" in text
     assert "- warning: matched only in part: pretrain_tokens_per_parameter" in text
 

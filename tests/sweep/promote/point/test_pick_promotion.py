@@ -40,7 +40,7 @@ def test_the_plan_promotes_the_surrogates_pick_with_its_intervals(tmp_path):
     assert promoted.reason.startswith("12 of 205 candidate points")
     summary = summary_markdown(plan)
     assert "surrogate pick between tried points: predicted domain_gain 0.2300" in summary
-    assert "forgetting [0.0135, 0.0185]; P(re-run within budget)" in summary
+    assert "forgetting [0.0135, 0.0185]; P(proxy re-run within budget) 0.93" in summary
 
 
 def test_observed_takes_the_best_trial_instead(tmp_path):
