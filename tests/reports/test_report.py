@@ -132,6 +132,14 @@ def test_the_evidence_is_the_searchs_on_the_pool_and_every_row_names_its_text(ru
     best = snapshot.selection.best_observed
     assert best.number == 1 and best.text == "pool"  # not the confirmation trial, which measured 0.28
     assert "Beyond the budget, trial 3 would gain 0.0400 more but forgets 0.0400." in markdown
+    # the figure the report prints is best.json's own: its best observed trial and its front, neither on the draw
+    from sweep.choice.best import write_best
+
+    write_best(snapshot.summary, RunDir(run_dir))
+    written = json.loads((run_dir / "best.json").read_text())
+    front = {row["number"]: row for row in written["pareto_front"]}
+    assert written["best_observed"]["number"] == 1 and number not in front
+    assert f"would gain {front[3]['domain_gain'] - written['best_observed']['domain_gain']:.4f} more" in markdown
     assert "| 0.2600 | 0.0150 | pool | 0.02 | 1 |" in markdown
     assert '<td class="left">draw 1</td>' in html and html.count('<td class="left">pool</td>') >= 5
 
