@@ -201,8 +201,8 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         else f"the {len(space.mix)} listed mixes"
     )
     return (
-        f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on a fresh draw "
-        f"of validation text) ends with forgetting within the budget {budget:g} with probability >= "
+        f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on fresh "
+        f"validation text of the pool's size) ends with forgetting within the budget {budget:g} with probability >= "
         f"{config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
         f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
