@@ -144,6 +144,35 @@ def test_the_evidence_is_the_searchs_on_the_pool_and_every_row_names_its_text(ru
     assert '<td class="left">draw 1</td>' in html and html.count('<td class="left">pool</td>') >= 5
 
 
+def test_a_confirmation_above_its_predicted_interval_is_said_so_in_the_reports_calibration_table(runs):
+    """Issue 49: both confirmation trials measured above their predicted interval and nothing said so. The report's
+    table of confirmation rounds sets each round's mean on its draw against the interval predicted for it."""
+    from sweep.run.searcher import enqueue_confirmations
+
+    run_dir = make_run(runs, "confirmed-above", confirmation={"seeds": 2, "candidates": 1})
+    _, sweep = open_run(RunDir(run_dir))
+    assert enqueue_confirmations(sweep) == 2
+    pick = load_run(run_dir).summary.pick
+    for _ in range(2):
+        above = scripted([pick.gain.remeasured_high + 0.1] * len(STEPS), forgetting=pick.forgetting.mean)
+
+        def on_its_draw(report, run=above):
+            result = run(report)
+            return result.model_copy(update={"figures": figures_of(result.history[-1], text="draw 1")})
+
+        run_study_trial(sweep, sweep.ask().number, on_its_draw, base=BASE)
+    markdown = (write_run_report(run_dir).parent / REPORT_MD).read_text()
+
+    (held,) = load_run(run_dir).summary.confirmation.rounds
+    low, high = held.gain_interval
+    assert held.text == "draw 1" and held.gain.mean > high and held.within_budget
+    (row,) = [line for line in markdown.splitlines() if line.startswith(f"| 1 ({held.lr_fraction:.4g} @ {held.mix})")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "draw 1" and cells[5].endswith(f"above its interval [{low:.4f}, {high:.4f}]")
+    assert f" in [{held.forgetting_interval[0]:.4f}, {held.forgetting_interval[1]:.4f}]" in cells[6]
+    assert f"held, domain_gain above its predicted interval [{low:.4f}, {high:.4f}]" in markdown
+
+
 def test_run_report_markdown_matches_the_stored_expected_file(runs):
     """A change to what the report says shows up in review. After a deliberate change, rewrite the
     file with CPT_SWEEP_UPDATE_EXPECTED=1 and read its diff."""
