@@ -158,16 +158,16 @@ def check_texts(sides: list[TextSide], *, draws: int, chunked: bool) -> None:
     """Refuses (CorpusError) a text side with fewer than MIN_DOCUMENTS documents, naming it, the figure and what would
     give more; warns (stderr) of one whose documents weigh as fewer (a long one among short ones)."""
     short = [side for side in sides if len(side.tokens) < MIN_DOCUMENTS]
+    chunks = (
+        ""
+        if chunked
+        else (
+            "; or, only if the parts of its documents are independent of each other (unrelated records in one "
+            "document), cut them into chunks that count as documents (data.<side>.independent_chunks: TOKENS)"
+        )
+    )
     if short:
         found = "; ".join(f"{side.name} holds {len(side.tokens)} ({' + '.join(side.corpora)})" for side in short)
-        chunks = (
-            ""
-            if chunked
-            else (
-                "; or, only if the parts of its documents are independent of each other (unrelated records in one "
-                "document), cut them into chunks that count as documents (data.<side>.independent_chunks: TOKENS)"
-            )
-        )
         raise CorpusError(
             f"too few validation documents for a text error: {found}, and every text needs at least {MIN_DOCUMENTS} "
             f"per side (the pool, and {draws} confirmation draw(s), get {POOL_SHARE:.0%} and the rest of the "
@@ -180,6 +180,7 @@ def check_texts(sides: list[TextSide], *, draws: int, chunked: bool) -> None:
             print(
                 f"warning: {side.name} holds {len(side.tokens)} documents but their lengths weigh as "
                 f"{effective:.1f} equal ones (its longest is {max(side.tokens):,} of {sum(side.tokens):,} tokens): its "
-                "figures rest mostly on a few documents, and their text error is wide",
+                f"figures rest mostly on a few documents, and their text error is wide: add held-out documents of "
+                f"the kind to {' + '.join(side.corpora)}{chunks}",
                 file=sys.stderr,
             )

@@ -112,3 +112,6 @@ def test_one_long_document_among_short_ones_is_warned_of(capsys):
     warning = capsys.readouterr().err
     assert "the pool's domain side holds 21 documents but their lengths weigh as 1.0 equal ones" in warning
     assert "its longest is 100,000 of 101,000 tokens" in warning
+    assert "add held-out documents of the kind to data.domain.valid" in warning and "independent_chunks" in warning
+    check_texts([skewed], draws=0, chunked=True)  # already chunked: cutting is not offered again
+    assert "independent_chunks" not in capsys.readouterr().err
