@@ -48,8 +48,8 @@ def write_run(
     row = TrialRow(
         number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction, peak_lr=lr_fraction * MAX_LR,
         mix=mix, domain_share=ratio.domain_share, domain_gain=0.21, forgetting=0.015 if feasible else 0.08,
-        domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21, best_step=200, steps=200, stopped_step=None,
-        tokens_seen=204800, wall_seconds=60.0, attempts=1,
+        domain_loss=3.1, general_loss=3.5, text="pool", best_domain_gain=0.21, best_step=200, steps=200,
+        stopped_step=None, tokens_seen=204800, wall_seconds=60.0, attempts=1,
     )  # fmt: skip
     run = RunDir(run_dir)
     run.trial(7).mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,8 @@ def write_run(
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     config = TrialConfig(
         lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=MAX_LR,
-        base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4), train=prefixes, valid=prefixes,
+        base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4),
+        final_base_losses=BaseLosses(domain_loss=3.9, general_loss=3.4), train=prefixes, valid=prefixes,
         non_english_share=non_english_share, proxy=PROXY, output_dir=str(run.trial(7)),
     )  # fmt: skip
     run.trial_config(7).write_text(TRIAL_CONFIG.dumps(config))
@@ -97,15 +98,20 @@ def write_study(run: RunDir, row: TrialRow, confirmation: Confirmation) -> None:
     for round_ in confirmation.rounds:
         for seed in round_.seeds:
             measured = (round_.gain.mean, round_.forgetting.mean) if round_.gain and round_.forgetting else (0.0, 1.0)
-            sweep.study.add_trial(_trial(SPACE, round_.lr_fraction, round_.mix, *measured, seed=seed, confirms=0))
+            sweep.study.add_trial(
+                _trial(SPACE, round_.lr_fraction, round_.mix, *measured, text="draw 1", seed=seed, confirms=0)
+            )
 
 
-def _trial(space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, **attrs):
+def _trial(space: SearchSpace, lr_fraction: float, mix: str, gain: float, forgetting: float, *, text="pool", **attrs):
+    """A completed trial as record_result stores it, its figures on `text` those of its last evaluation."""
     last = {"step": 200, "tokens_seen": 204800, "domain_gain": gain, "forgetting": forgetting}
+    figures = {"text": text, "step": 200, "domain_gain": gain, "forgetting": forgetting, "text_error": None}
     return optuna.trial.create_trial(
         state=TrialState.COMPLETE, value=gain, params=space.params_of(lr_fraction, MixRatio.parse(mix)),
         distributions=space.distributions, user_attrs={
-            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.STEPS.value: 200, **attrs,
+            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.FIGURES.value: figures,
+            Attr.STEPS.value: 200, **attrs,
         },
     )  # fmt: skip
 
