@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import Field
 
 from train_entry.config import StrictConfig
+from train_entry.data.draws import text_name
 from train_entry.trial_config import Metrics, TrialConfig
 
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
@@ -152,6 +153,7 @@ def wandb_trial_config(
             **config.base_losses.model_dump(include={"domain_loss", "general_loss"}),
         },
         "valid_draw": config.valid_draw,
+        "text": text_name(config.valid_draw),
         "threads": config.threads,
         "seed": config.seed,
     }

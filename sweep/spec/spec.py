@@ -157,7 +157,7 @@ class CorpusConfig(StrictConfig):
 
     train: CorpusPaths
     valid: CorpusPaths
-    """Held out: the fixed validation set every trial of a sweep is measured on."""
+    """Held out: the validation text the trials are measured on, dealt into the pool and the confirmation draws."""
     text_field: str = Field("text", min_length=1, max_length=256)
     """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
     format: Annotated[str | None, AfterValidator(_corpus_format)] = None
@@ -165,6 +165,12 @@ class CorpusConfig(StrictConfig):
     none: each shard's name says (docs/corpora.md), so a name that says another thing needs it."""
     tokenizer: TokenizerDir | None = None
     """For Megatron prefixes only: the Hugging Face tokenizer directory that made them; it must be the base's."""
+    independent_chunks: int | None = Field(None, ge=16, le=1_000_000)
+    """Tokens: cut each validation document into chunks of this many tokens that count as documents of their own
+    for the validation texts and their text error (train_entry.data.draws). Only for a corpus whose documents are
+    concatenations of unrelated records (a shard per document, a log of independent items): parts of one book or one
+    source file move together, and counted apart they make the text error too small. Default none: a document is a
+    line (JSONL), a row (Parquet), a blank-line-separated block (text) or a Megatron document."""
 
     @model_validator(mode="after")
     def _tokenizer_names_prefixes(self) -> CorpusConfig:

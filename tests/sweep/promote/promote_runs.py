@@ -72,7 +72,7 @@ def write_run(
             number=7, status=Status.COMPLETED, reason=None, lr_fraction=lr_fraction,
             peak_lr=lr_fraction * spec.base.max_lr,
             mix=mix, domain_share=MixRatio.parse(mix).domain_share, domain_gain=0.21,
-            forgetting=0.015 if feasible else 0.08, domain_loss=3.1, general_loss=3.5, best_domain_gain=0.21,
+            forgetting=0.015 if feasible else 0.08, domain_loss=3.1, general_loss=3.5, text="pool", best_domain_gain=0.21,
             best_step=200, steps=200, stopped_step=None, tokens_seen=204800, wall_seconds=60.0, attempts=1, seed=0,
         )  # fmt: skip
     ratio = MixRatio.parse(mix)
@@ -107,7 +107,8 @@ def write_run(
     prefixes = CorpusPrefixes(general="/cache/general", domain="/cache/domain", non_english="/cache/non_english")
     config = TrialConfig(
         lr_fraction=lr_fraction, mix=ratio, base_dir="/cache/base", tokenizer_dir="/cache/tokenizer", max_lr=max_lr,
-        base_losses=base, train=prefixes, valid=prefixes, non_english_share=non_english_share, proxy=proxy,
+        base_losses=base, final_base_losses=base, train=prefixes, valid=prefixes, non_english_share=non_english_share,
+        proxy=proxy,
         output_dir=str(run.trial(7)),
     )  # fmt: skip
     run.trial_config(7).write_text(TRIAL_CONFIG.dumps(config))
@@ -147,7 +148,9 @@ def write_study(
     for round_ in confirmation.rounds:
         for seed in round_.seeds:
             measured = (round_.gain.mean, round_.forgetting.mean) if round_.gain and round_.forgetting else (0.0, 1.0)
-            sweep.study.add_trial(_trial(space, round_.lr_fraction, round_.mix, *measured, base, seed=seed, confirms=0))
+            sweep.study.add_trial(
+                _trial(space, round_.lr_fraction, round_.mix, *measured, base, text="draw 1", seed=seed, confirms=0)
+            )
 
 
 def _trial(
@@ -158,10 +161,14 @@ def _trial(
     forgetting: float,
     base: BaseLosses,
     row: TrialRow | None = None,
+    *,
+    text: str = "pool",
     **attrs,
 ):
-    """A completed trial at the point; with `row`, holding every figure of it (as best.json's rows are the study's)."""
+    """A completed trial at the point as record_result stores it, its final figures on `text` those of its last
+    evaluation; with `row`, holding every figure of it (as best.json's rows are the study's)."""
     last = {"step": 200, "tokens_seen": 204800, "domain_gain": gain, "forgetting": forgetting}
+    figures = {"text": text, "step": 200, "domain_gain": gain, "forgetting": forgetting, "text_error": None}
     if row is not None:
         last |= {"domain_loss": row.domain_loss, "general_loss": row.general_loss}
         attrs |= {
@@ -172,8 +179,8 @@ def _trial(
     return optuna.trial.create_trial(
         state=TrialState.COMPLETE, value=gain, params=space.params_of(lr_fraction, MixRatio.parse(mix)),
         distributions=space.distributions, user_attrs={
-            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.STEPS.value: 200,
-            Attr.BASE_LOSSES.value: base_attr(base), **attrs,
+            Attr.STATUS.value: Status.COMPLETED.value, Attr.LAST.value: last, Attr.FIGURES.value: figures,
+            Attr.STEPS.value: 200, Attr.BASE_LOSSES.value: base_attr(base), **attrs,
         },
     )  # fmt: skip
 
@@ -240,8 +247,10 @@ def promotable(run_dir: Path) -> Path:
         config = TrialConfig(
             lr_fraction=row.lr_fraction, mix=MixRatio.parse(row.mix), base_dir="/cache/base",
             tokenizer_dir="/cache/tokenizer", max_lr=plan.max_lr, seed=row.seed,
-            base_losses=base_losses_of(sweep.frozen(row.number), study=run.path.name), train=prefixes,
-            valid=prefixes, non_english_share=share, proxy=plan.proxy, output_dir=str(run.trial(row.number)),
+            base_losses=(base := base_losses_of(sweep.frozen(row.number), study=run.path.name)),
+            final_base_losses=base, train=prefixes, valid=prefixes, valid_draw=row.valid_draw,
+            draw_valid=prefixes if row.valid_draw else None, non_english_share=share, proxy=plan.proxy,
+            output_dir=str(run.trial(row.number)),
         )  # fmt: skip
         run.trial_config(row.number).write_text(TRIAL_CONFIG.dumps(config))
     return run_dir

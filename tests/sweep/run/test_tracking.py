@@ -171,6 +171,8 @@ def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_swe
     assert run.summary["pareto_front"]["nrows"] == len(best["pareto_front"])
     table = json.loads((run.path / "files" / run.summary["trials"]["path"]).read_text())
     assert "domain_gain" in table["columns"] and len(table["data"]) == 4
+    # every figure with the text it was measured on: the search's trials on the pool
+    assert {row[table["columns"].index("text")] for row in table["data"]} == {"pool"}
     picked = [row[table["columns"].index("number")] for row in table["data"] if row[table["columns"].index("pick")]]
     assert picked == best["pick_trials"] and {row[table["columns"].index("role")] for row in table["data"]} == {
         "search"
