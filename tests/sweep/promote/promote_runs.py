@@ -171,6 +171,7 @@ def _trial(
     figures = {"text": text, "step": 200, "domain_gain": gain, "forgetting": forgetting, "text_error": None}
     if row is not None:
         last |= {"domain_loss": row.domain_loss, "general_loss": row.general_loss}
+        figures |= {"domain_loss": row.domain_loss, "general_loss": row.general_loss}
         attrs |= {
             Attr.BEST.value: {"domain_gain": row.best_domain_gain, "step": row.best_step},
             Attr.WALL_SECONDS.value: row.wall_seconds,

@@ -44,10 +44,10 @@ EDITS = {
     "source ladder": (pick("source", "ladder"), "pick.source is 'ladder', but a sweep's pick is the surrogate's or"),
     "another rule": (pick("min_probability", 0.5), "pick.min_probability is 0.5, but the sweep's rule asks 0.9"),
     "a domain share not its mix's": (at_point("domain_share", 0.9), "pick.point.domain_share is 0.9, but its mix 1:2"),
-    "trials that ran elsewhere": (at_point("trials", [8, 7]), "pick.point.trials is [8, 7], but trial 7 is no "
-                                  "completed trial of the study at 0.13 @ 1:2"),
-    "trials without their figures": (at_point("trials", [8]), "pick.point.measured_gain is None, but its trials [8] "
-                                     "measured 0.22"),
+    "trials that ran elsewhere": (at_point("trials", [7]), "pick.point names trial 7 at 0.13 @ 1:2, but the study "
+                                  "ran it at 0.1 @ 1:1"),
+    "its confirmation trials": (at_point("trials", [8]), "pick.point.trials is [8], but trial 8 is no completed "
+                                "trial of the study at 0.13 @ 1:2"),  # measured on its own draw: not the pool's
     "a measured figure without trials": (at_point("measured_gain", 0.3), "pick.point.measured_gain is 0.3, but its "
                                          "trials [] measured None"),
     "a row's figure": (lambda data: data["best_observed"].update(wall_seconds=1.0), "best_observed.wall_seconds is "
@@ -72,6 +72,17 @@ def test_an_edited_pick_is_exit_2_naming_the_field_and_both_values(edit, tmp_pat
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"error: {path}: ") and message in line, line
     assert files_but_the_study(tmp_path) == before
+
+
+def test_a_picks_trials_without_their_figures_are_exit_2(tmp_path, capsys):
+    run_dir = write_run(tmp_path / "runs" / "lr_mix")  # the pick is the best observed trial 7's point
+    path = run_dir / "best.json"
+    data = json.loads(path.read_text())
+    at_point("measured_gain", None)(data)
+    path.write_text(json.dumps(data))
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {path}: pick.point.measured_gain is None, but its trials [7] measured 0.21"), line
 
 
 def test_an_untouched_pick_and_an_observed_one_are_promoted(tmp_path):

@@ -35,7 +35,8 @@ EDITS = {
                     "the study's trial 7 gives 3.4"),
     "seed": (top("seed", 5), "seed is 5, but the study's trial 7 gives 0"),
     "point": (top("lr_fraction", 0.2), "lr_fraction is 0.2, but the study's trial 7 gives 0.1"),
-    "validation draw": (top("valid_draw", 1), "valid_draw is 1, but the study's trial 7 gives 0"),
+    "validation draw": (lambda data: data.update(valid_draw=1, draw_valid=data["valid"]),
+                        "valid_draw is 1, but the study's trial 7 gives 0"),
 }  # fmt: skip
 
 
