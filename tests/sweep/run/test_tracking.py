@@ -149,8 +149,10 @@ def test_every_trial_run_ends_with_its_final_metrics_and_the_status_the_study_re
         row = table.loc[run.config["number"]]
         reason = None if pd.isna(row["reason"]) else row["reason"]  # a completed trial has none
         assert run.summary["status"] == row["status"] and run.summary["reason"] == reason
-        assert run.summary["domain_gain"] == pytest.approx(row["domain_gain"])
-        assert run.summary["forgetting"] == pytest.approx(row["forgetting"])
+        final = run.summary["final"]  # the row's figures on its validation text, not the last interim window's
+        assert final["text"] == row["text"] and final["domain_gain"] == pytest.approx(row["domain_gain"])
+        assert final["forgetting"] == pytest.approx(row["forgetting"])
+        assert run.summary["domain_gain"] == pytest.approx(run.history[-1]["domain_gain"])
         if row["status"] == "COMPLETED":  # whether it ended within the budget (0.0 here), beside its role
             assert run.config["within_budget"] == bool(row["forgetting"] <= 0.0)
         assert run.exit_code == 0

@@ -44,7 +44,7 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
     search = prepared.spec.search.model_copy(update={"confirmation": ConfirmationConfig(seeds=2)})
     run_dir = write_run(
         tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1,
-        spec=prepared.spec.model_copy(update={"search": search}), base=prepared.base_losses[0],
+        spec=prepared.spec.model_copy(update={"search": search}), base=prepared.interim_base,
     )  # fmt: skip
     run = RunDir(run_dir)
     trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=run.trial(7))
