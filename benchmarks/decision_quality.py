@@ -1,37 +1,36 @@
-"""Decision quality: how close the default sweep's pick comes to the best point an exhaustive grid finds, measured
-on proxy runs the sweep never saw, and how well the surrogate's P(within budget) is calibrated.
+"""Decision quality: how close the default sweep's pick comes to the best point of the text population, measured on
+proxy runs and text the sweep never saw, and how well the surrogate's P(within budget) is calibrated.
 
-The ground truth is a grid over the default space (5 lr_fractions x its listed mixes), every trial run to its
-end, no replicates, no confirmation: once as a `sweep run` at the spec's proxy seed, measured on validation draw 0
-as every sweep's search is (re-measuring its best point checks that the proxy is deterministic, else the grid is
-stale), then again at each of FRESH_SEEDS, proxy seeds that neither that grid nor any sweep here trains with, each
-measured on a validation draw no sweep here was measured on (fresh_draws: draws D, D + 1, ... past the D =
-validation_draws(spec) that a sweep uses; where the validation text holds fewer stable draws than fresh seeds, the
-ones it holds are cycled, and the benchmark says so). Against it, each variant is a whole `sweep run` of the spec
-with one change: the default spec at several seeds, each varying the sampler's seed *and* the sweep's proxy seed
-(SWEEP_PROXY_SEEDS: another noise realisation of every trial, not only other points), random search with the same
-trial budget, and the default without pruning. Before any fresh measure the benchmark checks that its draws
-0 .. D - 1 hold the very text each sweep's trials were measured on (their trial_config.json), and refuses to go on
-otherwise. Each variant's pick (best.json's: the confirmed one, or the last tried) is re-measured at every fresh
-seed on that seed's draw (from the fresh grids when it is a grid point, else by one proxy trial per seed), and the
-benchmark reports:
+Fresh text: each validation corpus of --spec is split by work (benchmarks/fresh_text.py): the sweeps are given two
+thirds of the works, and a third is kept apart as text none of them reads. Every fresh measurement is a proxy trial
+at a fresh seed (FRESH_SEEDS: proxy seeds that no sweep here trains with) whose final figures are measured on the
+whole fresh text, document by document, with their text error: an estimate of the text population, not one draw of
+it. The ground truth is a grid over the default space (5 lr_fractions x its listed mixes), every point run to its
+end at a fresh seed (GRID_SEEDS) on the fresh text; its best feasible point is the one whose fresh forgetting is
+within the budget with the highest fresh domain_gain. Each variant is a whole `sweep run` of the spec on the sweeps'
+text with one change: the default spec at several seeds (the sampler's seed and the sweep's proxy seed,
+SWEEP_PROXY_STRIDE apart), random search with the same trial budget, and the default without pruning. Each
+variant's pick (best.json's: the confirmed one, or the last tried) is re-run at every fresh seed on the fresh text,
+and the benchmark reports:
 
-- regret: the fresh-seed mean domain_gain of the grid's best feasible point (feasible on its fresh-seed mean
-  forgetting) less the fresh-seed mean domain_gain of the pick;
-- within budget: on how many of the pick's fresh-seed re-runs forgetting stays within the budget;
-- tokens: what the sweep read (pruned trials, replicates and confirmation trials included) over what one grid read;
-- calibration: for every default variant's surrogate (fitted to all its trials), P(re-run within budget) at each
-  grid point against the fresh-seed re-runs of that point, binned by P: the mean P and the observed frequency
-  per bin, a bin with >= CALIBRATION_MIN_POINTS pairs off by more than 0.1 marked.
+- regret: the grid's best feasible fresh domain_gain less the pick's fresh mean domain_gain (over FRESH_SEEDS);
+- within budget: on how many of the pick's fresh re-runs forgetting stays within the budget;
+- tokens: what the sweep trained on (pruned trials, replicates and confirmation trials included) over what the
+  grid's 25 full trials train on;
+- calibration: for every default variant's surrogate (fitted to its trials on the pool), P(a re-run within the
+  budget) at each grid point, a re-run's text error being that of the fresh text it is measured on, against that
+  point's fresh re-runs, binned by P: the mean P and the observed frequency per bin, a bin with >=
+  CALIBRATION_MIN_POINTS pairs off by more than 0.1 marked; and each confirmation round's P and predicted interval
+  against what its trials measured on their draw;
+- cost: the seconds the sweeps' trials spent training and evaluating (interim evaluations and final figures).
 
-Targets (issues 21 and 38): mean regret over fresh seeds <= 0.005 at <= 40 % of the grid's tokens; the pick within
-budget on >= 90 % of fresh re-runs (fresh seed, fresh validation draw); P off by at most 0.1 in every bin with >= 5
-points.
-Everything lives in --workdir and resumes: a finished sweep or re-measure is read back, not run again. On
-2 cores the grids alone are 4 x 25 full trials (about 4 x 12 minutes unloaded); the whole benchmark takes hours.
+Targets (issue 49): the pick within budget on >= 90 % of fresh re-runs; mean regret <= 0.005; every judged
+calibration bin within 0.1; tokens <= 40 % of the grid's. Everything lives in --workdir and resumes: a finished
+sweep or fresh measure is read back, not run again. On 2 cores the fresh grid is 25 full trials and the picks' re-runs
+up to 9 more (about 20 minutes unloaded); with three sweeps the benchmark takes about an hour per corpus unloaded.
 
     .venv/bin/python benchmarks/decision_quality.py [--spec search_spaces/lr_mix.yaml] [--seeds 0 1 2]
-        [--workdir runs-decision-quality] [--grid RUN_DIR] [--only-default]
+        [--workdir runs-decision-quality] [--only-default]
 """
 
 from __future__ import annotations
@@ -46,38 +45,43 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fresh_draws import DrawMismatch, FreshDraws, Text, mismatches, settle, text_of, texts_used
+from fresh_text import Split, describe, split_corpus
 from rich.console import Console
 from rich.table import Table
 
 from sweep.choice.best import read_best
 from sweep.choice.feasible import Score, is_feasible, ranked_feasible
 from sweep.choice.surrogate import fit_surrogate
+from sweep.files.compat import TRIAL_RESULT
+from sweep.files.records import read_model
 from sweep.files.rundir import RUNS, RunDir
 from sweep.run.prepare import Prepared, prepare
-from sweep.run.sample_size import validation_draws
 from sweep.spec.spec import load_spec
-from sweep.study.record import Status
 from sweep.study.study import load_study
 from sweep.study.table import trial_rows
 from train_entry.mix import MixRatio
 from train_entry.proxy import run_trial
+from train_entry.trial_config import TrialResult
 
 GRID_LR_FRACTIONS = (0.05, 0.08, 0.12, 0.2, 0.3)
 """About evenly spaced in log over the default range 0.05-0.30, at round values."""
-REPRODUCE_TOLERANCE = 1e-4
-"""A re-run of a grid point must match the grid's domain_gain this closely for the grid to stand."""
 FRESH_SEEDS = (90_001, 90_002, 90_003)
-"""Proxy seeds of the re-measures: far from every seed a sweep here trains with (SWEEP_PROXY_SEEDS plus its
+"""Proxy seeds of the picks' fresh re-runs: far from every seed a sweep here trains with (SWEEP_PROXY_SEEDS plus its
 replicates' and confirmation trials' few seeds after it)."""
+GRID_SEEDS = FRESH_SEEDS[:1]
+"""The grid's fresh seeds: one. On the whole fresh text a point's seed-to-seed spread is ~0.001 in domain_gain and
+~0.0005 in forgetting (the sweeps' replicates, BENCHMARKS.md), a fifth of the regret target, while each further seed
+costs 25 full trials (on a 2-core machine shared with other work, 25 x 3-8 minutes)."""
 SWEEP_PROXY_STRIDE = 1_000
 """Variant default-seed{s} trains its trials at proxy seed s x this (0: the spec's own), its replicates and
 confirmation trials at the seeds just after it."""
-REMEASURE_FORMAT = 3
-"""Of remeasured.json in the work directory; a file of another format is measured again."""
+REMEASURE_FORMAT = 4
+"""Of remeasured.json in the work directory; a file of another format is measured again (4: figures on the whole
+fresh text, with their text error and the trial's seconds)."""
 CALIBRATION_BINS = 10
 CALIBRATION_MIN_POINTS = 5
 """A calibration bin is judged (|P - frequency| <= 0.1) only with at least this many (point, seed) pairs."""
+SIDES = ("domain", "general", "non_english")
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,10 @@ class Point:
 class Measured:
     domain_gain: float
     forgetting: float
+    gain_text_error: float
+    forgetting_text_error: float
+    train_seconds: float
+    eval_seconds: float
 
 
 @dataclass(frozen=True)
@@ -108,13 +116,18 @@ class Outcome:
     fresh_forgetting: float
     regret: float
     within_budget: int
-    """Fresh re-runs (fresh seed, fresh validation draw) within the budget, of len(FRESH_SEEDS)."""
+    """Fresh re-runs (fresh seed, fresh text) within the budget, of len(FRESH_SEEDS)."""
     tokens_fraction: float
     wall_seconds: float
+    train_seconds: float
+    """Its trials' training seconds, summed (TrialUsage.train_seconds)."""
+    eval_seconds: float
+    """Its trials' evaluation seconds, summed: interim evaluations and final figures (TrialUsage.eval_seconds)."""
 
 
 class Bench:
-    """The benchmark's working directory: one spec file and run directory per variant, and the re-measures."""
+    """The benchmark's working directory: the split validation text, one spec file and run directory per variant,
+    and the fresh measures."""
 
     def __init__(self, spec_path: Path, workdir: Path) -> None:
         self.workdir = workdir.resolve()
@@ -123,27 +136,33 @@ class Bench:
         self.raw = load_spec(spec_path).model_dump(mode="json", exclude_none=True)
         self.raw["tracking"] = {"wandb": {"mode": "disabled"}}
         self.forgetting_budget = self.raw["objective"]["forgetting_budget"]
-        self.proxy_seed = self.raw["proxy"]["seed"]
+        self.splits = self._split()
         self.remeasured_file = self.workdir / "remeasured.json"
         stored = json.loads(self.remeasured_file.read_text()) if self.remeasured_file.is_file() else {}
-        # Re-measures of an earlier format are measured again: before 2 they kept the validation sets of the spec's
-        # proxy seed, before 3 a fresh seed's validation sets overlapped the sweeps' text.
         self.remeasured: dict[str, dict] = (
             stored.get("measures", {}) if stored.get("format") == REMEASURE_FORMAT else {}
         )
-        self.used: dict[str, dict[int, set[Text]]] = {}
-        """The text each sweep here measured on, per draw (settle_draws)."""
-        self.draws: FreshDraws | None = None
-        """The draw each fresh seed is measured on, once settle_draws has checked the draws."""
-        self._prepared: dict[int, Prepared] = {}
+        self._fresh: Prepared | None = None
+
+    def _split(self) -> dict[str, Split]:
+        """Each validation corpus split by work; the variants' specs read the sweeps' part."""
+        splits = {}
+        for side in SIDES:
+            corpus = self.raw["data"].get(side)
+            if corpus is None:
+                continue
+            valid = corpus["valid"] if isinstance(corpus["valid"], list) else [corpus["valid"]]
+            if len(valid) != 1 or not valid[0].endswith(".jsonl"):
+                raise SystemExit(f"data.{side}.valid must be one JSONL file to be split into fresh text, got {valid}")
+            splits[side] = split_corpus(Path(valid[0]), self.workdir / "text" / side)
+            corpus["valid"] = [str(splits[side].sweep)]
+        return splits
 
     def spec(self, name: str, *, space: dict | None = None, proxy: dict | None = None, **search: Any) -> Path:
         raw = json.loads(json.dumps(self.raw))
         raw["space"].update(space or {})
         raw["proxy"].update(proxy or {})
         raw["search"].update(search)
-        if raw["search"].get("sampler") == "grid":
-            raw["search"].pop("num_trials", None)
         path = self.workdir / f"{name}.yaml"
         path.write_text(yaml.safe_dump(raw, sort_keys=False))
         return path
@@ -165,84 +184,56 @@ class Bench:
             times.write_text(json.dumps(walls, indent=2))
         return run, walls[name]
 
-    def settle_draws(self, runs: list[RunDir]) -> FreshDraws:
-        """The fresh draws, once the benchmark's draws 0 .. D - 1 are shown to hold the text every sweep in `runs`
-        (and a sweep of the spec prepared now) was measured on; DrawMismatch otherwise (benchmarks/fresh_draws.py)."""
-        spec = load_spec(self.spec("draws"))
-        sweep_draws = validation_draws(spec)
-        own = prepare(spec)
-        self.used = {run.path.name: texts_used(run) for run in runs}
-        self.used["a sweep of the spec prepared now"] = {d: {text_of(p)} for d, p in enumerate(own.valid_draws)}
-        self.draws = settle(lambda extra: prepare(spec, extra_draws=extra), self.used, sweep_draws, FRESH_SEEDS)
-        return self.draws
+    def fresh_prepared(self) -> Prepared:
+        """The spec on the fresh text, which is all of its pool (no confirmation draws)."""
+        if self._fresh is None:
+            raw = json.loads(json.dumps(self.raw))
+            for side, split in self.splits.items():
+                raw["data"][side]["valid"] = [str(split.fresh)]
+            raw["search"]["confirmation"] = {"seeds": 0}
+            path = self.workdir / "fresh.yaml"
+            path.write_text(yaml.safe_dump(raw, sort_keys=False))
+            self._fresh = prepare(load_spec(path))
+        return self._fresh
 
-    def prepared(self, seed: int) -> Prepared:
-        """The spec at proxy seed `seed`, with the fresh draws past its own; its draws 0 .. D - 1 checked again."""
-        if self.draws is None:
-            raise RuntimeError("settle_draws first: no fresh measure before the draws are checked")
-        if seed not in self._prepared:
-            spec = load_spec(self.spec(f"remeasure-seed{seed}", proxy={"seed": seed}))
-            prepared = prepare(spec, extra_draws=self.draws.stable_extra)
-            found = mismatches(self.used, prepared.valid_draws[: self.draws.sweep_draws])
-            if found:
-                raise DrawMismatch(f"proxy seed {seed}: " + "; ".join(found))
-            self._prepared[seed] = prepared
-        return self._prepared[seed]
-
-    def remeasure(self, point: Point, seed: int, draw: int) -> Measured:
-        """One proxy trial at the point, proxy seed `seed`, measured on validation draw `draw`, on two threads; kept
-        in remeasured.json.
-
-        The proxy seed picks the validation sequences within the draw as well as the training seed (ProxyConfig.seed):
-        a re-measure at seed s is what a grid at proxy seed s measures, on the draw it names."""
-        key = f"{point.key}#{seed}#draw{draw}"
+    def remeasure(self, point: Point, seed: int) -> Measured:
+        """One proxy trial at the point and proxy seed `seed`, its figures on the whole fresh text, on two threads;
+        kept in remeasured.json."""
+        key = f"{point.key}#{seed}"
         if key not in self.remeasured:
-            trial = self.prepared(seed).trial_config(
+            trial = self.fresh_prepared().trial_config(
                 lr_fraction=point.lr_fraction,
                 mix=MixRatio.parse(point.mix),
                 output_dir=self.workdir / "remeasure" / key.replace(":", "-").replace("#", "-"),
                 seed=seed,
-                valid_draw=draw,
             )
             result = run_trial(trial.model_copy(update={"threads": 2}), lambda metrics: False)
-            final = result.history[-1]
-            self.remeasured[key] = {"domain_gain": final.domain_gain, "forgetting": final.forgetting}
+            figures, error, usage = result.figures, result.text_error, result.usage
+            self.remeasured[key] = asdict(
+                Measured(
+                    domain_gain=figures.domain_gain,
+                    forgetting=figures.forgetting,
+                    gain_text_error=error.domain_gain,
+                    forgetting_text_error=error.forgetting,
+                    train_seconds=usage.train_seconds,
+                    eval_seconds=usage.eval_seconds,
+                )
+            )
             stored = {"format": REMEASURE_FORMAT, "measures": self.remeasured}
             self.remeasured_file.write_text(json.dumps(stored, indent=2))
         return Measured(**self.remeasured[key])
 
-    def fresh(self, point: Point) -> list[Measured]:
-        """The point at every fresh seed, each on its fresh validation draw."""
-        if self.draws is None:
-            raise RuntimeError("settle_draws first: no fresh measure before the draws are checked")
-        return [self.remeasure(point, seed, self.draws.by_seed[seed]) for seed in FRESH_SEEDS]
+    def fresh(self, point: Point, seeds: tuple[int, ...] = FRESH_SEEDS) -> list[Measured]:
+        """The point at every one of `seeds`, on the fresh text."""
+        return [self.remeasure(point, seed) for seed in seeds]
 
-    def grid(self, name: str) -> RunDir:
-        """The grid as a `sweep run` at the spec's proxy seed: measured on draw 0, as every sweep's search is."""
-        spec = self.spec(
-            name, space={"lr_fraction": list(GRID_LR_FRACTIONS)}, sampler="grid", pruner={"type": "none"},
-            forgetting_guard=None, replicates={"top": 0}, confirmation={"seeds": 0},
-        )  # fmt: skip
-        return self.sweep(name, spec)[0]
+    def grid_points(self) -> list[Point]:
+        return [Point(lr, mix) for lr in GRID_LR_FRACTIONS for mix in self.raw["space"]["mix"]]
 
-    def other_text(self, run: RunDir) -> list[str]:
-        """How the run's trials were measured on other text than the benchmark's draws (none: the same text)."""
-        if self.draws is None:
-            raise RuntimeError("settle_draws first: the draws to compare with are not checked yet")
-        ours = self.prepared(self.proxy_seed).valid_draws[: self.draws.sweep_draws]
-        return mismatches({run.path.name: texts_used(run)}, ours)
-
-
-def grid_truth(run: RunDir) -> tuple[dict[Point, Measured], int]:
-    """Every completed grid point's final metrics, and the tokens the grid read."""
-    record = run.read_record()
-    rows = trial_rows(load_study(url=record.url(run), name=record.study_name))
-    truth = {
-        Point(row.lr_fraction, row.mix): Measured(row.domain_gain, row.forgetting)
-        for row in rows
-        if row.status is Status.COMPLETED
-    }
-    return truth, sum(row.tokens_seen or 0 for row in rows)
+    def grid_tokens(self) -> int:
+        """What the grid's full trials train on: each the proxy's steps x batch x seq_len tokens."""
+        proxy = self.raw["proxy"]
+        return len(self.grid_points()) * proxy["steps"] * proxy["batch_size"] * proxy["seq_len"]
 
 
 def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, Measured]:
@@ -254,43 +245,6 @@ def best_feasible(truth: dict[Point, Measured], budget: float) -> tuple[Point, M
     if not ranked:
         raise SystemExit(f"no grid point is within the forgetting budget {budget}: the ground truth has no optimum")
     return items[ranked[0]]
-
-
-def ground_truth(bench: Bench, grid: Path | None, console: Console) -> tuple[dict[Point, Measured], int]:
-    """The grid at the spec's proxy seed (given, or run here), checked by its text (the draws' own) and by
-    re-measuring its best feasible point on draw 0."""
-    run = bench.grid("grid") if grid is None else RunDir(grid)
-    other = bench.other_text(run)
-    if other and grid is None:
-        raise DrawMismatch("; ".join(other))
-    if other:
-        console.print(f"grid {run.path}: {'; '.join(other)}: stale, running the grid here")
-        return ground_truth(bench, None, console)
-    truth, tokens = grid_truth(run)
-    expected = len(GRID_LR_FRACTIONS) * len(bench.raw["space"]["mix"])
-    if len(truth) < expected:
-        raise SystemExit(f"the grid {run.path} has {len(truth)} completed points of {expected}")
-    point, measured = best_feasible(truth, bench.forgetting_budget)
-    again = bench.remeasure(point, bench.proxy_seed, 0)
-    if abs(again.domain_gain - measured.domain_gain) <= REPRODUCE_TOLERANCE:
-        console.print(f"grid {run.path}: best feasible {point.key} gain {measured.domain_gain:.4f}, reproduced")
-        return truth, tokens
-    if grid is None:
-        raise SystemExit(
-            f"the grid run here does not reproduce its best point {point.key}: the proxy is not deterministic"
-        )
-    console.print(
-        f"grid {run.path}: {point.key} re-measured at gain {again.domain_gain:.4f}, the grid says "
-        f"{measured.domain_gain:.4f}: stale, running the grid here"
-    )
-    return ground_truth(bench, None, console)
-
-
-def fresh_truth(bench: Bench, points: list[Point]) -> tuple[Point, float]:
-    """Measures the grid's points at every fresh seed on its fresh draw (one proxy trial each, run to its end as the
-    grid's are); the best feasible point on the fresh means and its mean gain."""
-    point, mean = best_feasible({point: _mean(bench.fresh(point)) for point in points}, bench.forgetting_budget)
-    return point, mean.domain_gain
 
 
 def variants(seeds: list[int], *, only_default: bool = False) -> dict[str, dict[str, Any]]:
@@ -311,12 +265,23 @@ def picked(name: str, run: RunDir) -> Point:
     return Point(summary.pick.point.lr_fraction, summary.pick.point.mix)
 
 
-def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float, grid_tokens: int) -> Outcome:
+def trial_seconds(run: RunDir) -> tuple[float, float]:
+    """(training, evaluation) seconds summed over the run's trials that wrote a result."""
+    train = evaluate = 0.0
+    for path in sorted(run.trials.glob("*/result.json")):
+        usage = read_model(path, TrialResult, fmt=TRIAL_RESULT).usage
+        if usage is not None:
+            train, evaluate = train + usage.train_seconds, evaluate + usage.eval_seconds
+    return train, evaluate
+
+
+def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float) -> Outcome:
     summary = read_best(run)
     pick = summary.pick
     point = picked(name, run)
     fresh = bench.fresh(point)
     mean = _mean(fresh)
+    train, evaluation = trial_seconds(run)
     return Outcome(
         variant=name,
         point=point,
@@ -327,27 +292,45 @@ def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float
         fresh_forgetting=mean.forgetting,
         regret=best_gain - mean.domain_gain,
         within_budget=sum(is_feasible(m.forgetting, bench.forgetting_budget) for m in fresh),
-        tokens_fraction=summary.cost.tokens_used / grid_tokens,
+        tokens_fraction=summary.cost.tokens_used / bench.grid_tokens(),
         wall_seconds=wall,
+        train_seconds=train,
+        eval_seconds=evaluation,
     )
 
 
-def calibration_pairs(bench: Bench, run: RunDir, grid_points: list[Point]) -> list[tuple[float, bool]]:
-    """(the run's surrogate P(within budget) at a grid point, whether one fresh re-run there was within)."""
+def calibration_pairs(bench: Bench, run: RunDir) -> list[tuple[float, bool]]:
+    """(the run's surrogate P(a re-run within budget) at a grid point, whether one fresh re-run there was within), a
+    re-run's text error being the fresh measurement's own."""
     record = run.read_record()
     sweep = load_study(url=record.url(run), name=record.study_name)
     surrogate = fit_surrogate(trial_rows(sweep), sweep.plan.space)
     if surrogate is None:
         return []
-    points = sorted(grid_points, key=lambda point: point.key)
-    shares = [MixRatio.parse(point.mix).domain_share for point in points]
-    _, forgetting = surrogate.predict([point.lr_fraction for point in points], shares)
-    probability = forgetting.probability_at_most(bench.forgetting_budget)
-    return [
-        (float(p), is_feasible(measured.forgetting, bench.forgetting_budget))
-        for point, p in zip(points, probability)
-        for measured in bench.fresh(point)
-    ]
+    pairs = []
+    for point in sorted(bench.grid_points(), key=lambda point: point.key):
+        _, forgetting = surrogate.predict([point.lr_fraction], [MixRatio.parse(point.mix).domain_share])
+        for measured in bench.fresh(point, GRID_SEEDS):
+            p = float(
+                forgetting.probability_at_most(bench.forgetting_budget, text_sd=measured.forgetting_text_error)[0]
+            )
+            pairs.append((p, is_feasible(measured.forgetting, bench.forgetting_budget)))
+    return pairs
+
+
+def confirmation_rows(runs: dict[str, RunDir]) -> list[dict]:
+    """Every confirmation round of the runs: its P and whether its trials' mean was within the budget, and where its
+    means fell against their predicted intervals."""
+    found = []
+    for name, run in runs.items():
+        for point in read_best(run).confirmation.rounds:
+            found.append({
+                "variant": name, "round": point.round + 1, "point": f"{point.lr_fraction:.4g} @ {point.mix}",
+                "p": point.probability_within_budget, "within": point.within_budget,
+                "gain": point.gain_against.value if point.gain_against else None,
+                "forgetting": point.forgetting_against.value if point.forgetting_against else None,
+            })  # fmt: skip
+    return found
 
 
 def calibration_table(pairs: list[tuple[float, bool]]) -> tuple[Table, list[dict]]:
@@ -374,27 +357,27 @@ def calibration_table(pairs: list[tuple[float, bool]]) -> tuple[Table, list[dict
 
 def outcome_table(outcomes: list[Outcome], best_gain: float, budget: float) -> Table:
     title = (
-        f"Decision quality at fresh proxy seeds {FRESH_SEEDS} on fresh validation draws (grid best feasible gain "
+        f"Decision quality at fresh proxy seeds {FRESH_SEEDS} on the fresh text (grid best feasible gain "
         f"{best_gain:.4f}, budget {budget})"
     )
     table = Table(title=title)
     for column in ("variant", "pick", "source", "confirmation", "predicted gain", "fresh gain", "fresh forgetting",
-                   "regret", "in budget", "tokens / grid", "wall s"):  # fmt: skip
+                   "regret", "in budget", "tokens / grid", "wall s", "train s", "eval s"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("variant", "pick", "source", "confirmation") else "right")
     for o in outcomes:
         table.add_row(
             o.variant, f"{o.point.lr_fraction:.4g} @ {o.point.mix}", o.source, o.confirmation,
             "" if o.predicted_gain is None else f"{o.predicted_gain:.4f}", f"{o.fresh_gain:.4f}",
             f"{o.fresh_forgetting:.4f}", f"{o.regret:+.4f}", f"{o.within_budget}/{len(FRESH_SEEDS)}",
-            f"{o.tokens_fraction:.0%}", f"{o.wall_seconds:.0f}",
+            f"{o.tokens_fraction:.0%}", f"{o.wall_seconds:.0f}", f"{o.train_seconds:.0f}", f"{o.eval_seconds:.0f}",
         )  # fmt: skip
     return table
 
 
 def grid_table(truth: dict[Point, Measured], budget: float) -> Table:
-    """The ground truth: domain_gain / forgetting at every grid point, over budget marked."""
+    """The ground truth: fresh mean domain_gain / forgetting at every grid point, over budget marked."""
     mixes = list(dict.fromkeys(point.mix for point in truth))
-    table = Table(title="Ground truth: domain_gain / forgetting ('*' over the budget)")
+    table = Table(title="Ground truth on the fresh text: mean domain_gain / forgetting ('*' over the budget)")
     table.add_column("lr_fraction", justify="right")
     for mix in mixes:
         table.add_column(mix, justify="right")
@@ -412,9 +395,14 @@ def grid_table(truth: dict[Point, Measured], budget: float) -> Table:
 
 
 def _mean(measures: list[Measured]) -> Measured:
+    count = len(measures)
     return Measured(
-        domain_gain=sum(m.domain_gain for m in measures) / len(measures),
-        forgetting=sum(m.forgetting for m in measures) / len(measures),
+        domain_gain=sum(m.domain_gain for m in measures) / count,
+        forgetting=sum(m.forgetting for m in measures) / count,
+        gain_text_error=max(m.gain_text_error for m in measures),
+        forgetting_text_error=max(m.forgetting_text_error for m in measures),
+        train_seconds=sum(m.train_seconds for m in measures),
+        eval_seconds=sum(m.eval_seconds for m in measures),
     )
 
 
@@ -423,70 +411,67 @@ def main() -> None:
     parser.add_argument("--spec", type=Path, default=Path("search_spaces/lr_mix.yaml"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="sampler (and proxy) seeds")
     parser.add_argument("--workdir", type=Path, default=Path("runs-decision-quality"))
-    parser.add_argument("--grid", type=Path, help="a finished grid run to take as the ground truth (checked)")
     parser.add_argument(
         "--only-default", action="store_true", help="leave out random search and no pruning (when time is short)"
     )
+    parser.add_argument("--truth-only", action="store_true", help="measure the fresh grid alone (its sweeps later)")
     args = parser.parse_args()
 
     console = Console(width=180)  # the tables are read from a log as often as from a terminal
     bench = Bench(args.spec, args.workdir)
+    for line in describe(bench.splits):
+        console.print(line)
+    truth = {point: _mean(bench.fresh(point, GRID_SEEDS)) for point in bench.grid_points()}
+    console.print(grid_table(truth, bench.forgetting_budget))
+    best_point, best = best_feasible(truth, bench.forgetting_budget)
+    console.print(f"best feasible on the fresh means: {best_point.key}, gain {best.domain_gain:.4f}, forgetting "
+                  f"{best.forgetting:.4f} (text error of one fresh measure: ± {best.gain_text_error:.4f}, "
+                  f"± {best.forgetting_text_error:.4f})")  # fmt: skip
+    if args.truth_only:
+        return
     sweeps = {
         name: bench.sweep(name, bench.spec(name, **change))
         for name, change in variants(args.seeds, only_default=args.only_default).items()
     }
-    try:
-        console.print(bench.settle_draws([run for run, _ in sweeps.values()]).describe())
-        outcomes, bins, best_gain = measure(bench, sweeps, args.grid, console)
-    except DrawMismatch as error:
-        print(f"error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    assert bench.draws is not None  # settled above
-    console.print(bench.draws.describe())
-    _print_verdict(console, outcomes, bins)
-    results = {"budget": bench.forgetting_budget, "fresh_seeds": FRESH_SEEDS, "fresh_draws": bench.draws.by_seed,
-               "stable_extra_draws": bench.draws.stable_extra, "grid_best_gain": best_gain,
-               "outcomes": [asdict(o) for o in outcomes], "calibration": bins}  # fmt: skip
-    (bench.workdir / "decision_quality.json").write_text(json.dumps(results, indent=2))
-
-
-def measure(
-    bench: Bench, sweeps: dict[str, tuple[RunDir, float]], grid: Path | None, console: Console
-) -> tuple[list[Outcome], list[dict], float]:
-    """The picks' fresh re-runs, the grid and its fresh re-runs, and what they say: each variant's outcome, the
-    calibration bins and the grid's best feasible gain on the fresh means. Prints as it goes."""
-    for name, (run, _) in sweeps.items():  # first: whether the picks hold on fresh text is known before the grids end
-        point = picked(name, run)
-        fresh = bench.fresh(point)
-        within = sum(is_feasible(m.forgetting, bench.forgetting_budget) for m in fresh)
-        forgetting = ", ".join(f"{m.forgetting:.4f}" for m in fresh)
-        console.print(f"{name}: pick {point.key} within budget on {within}/{len(fresh)} fresh re-runs ({forgetting})")
-    truth, grid_tokens = ground_truth(bench, grid, console)
-    console.print(grid_table(truth, bench.forgetting_budget))
-    best_point, best_gain = fresh_truth(bench, list(truth))
-    console.print(f"best feasible on the fresh means: {best_point.key}, gain {best_gain:.4f}")
-    outcomes = [evaluate(bench, name, run, wall, best_gain, grid_tokens) for name, (run, wall) in sweeps.items()]
-    console.print(outcome_table(outcomes, best_gain, bench.forgetting_budget))
-    pairs = [
-        pair
-        for name, (run, _) in sweeps.items()
-        if name.startswith("default")
-        for pair in calibration_pairs(bench, run, list(truth))
-    ]
+    outcomes = [evaluate(bench, name, run, wall, best.domain_gain) for name, (run, wall) in sweeps.items()]
+    console.print(outcome_table(outcomes, best.domain_gain, bench.forgetting_budget))
+    defaults = {name: run for name, (run, _) in sweeps.items() if name.startswith("default")}
+    pairs = [pair for run in defaults.values() for pair in calibration_pairs(bench, run)]
     calibration, bins = calibration_table(pairs)
     console.print(calibration)
-    return outcomes, bins, best_gain
+    confirmations = confirmation_rows(defaults)
+    _print_confirmations(console, confirmations)
+    _print_verdict(console, outcomes, bins)
+    results = {"budget": bench.forgetting_budget, "fresh_seeds": FRESH_SEEDS,
+               "splits": {side: asdict(split) | {"sweep": str(split.sweep), "fresh": str(split.fresh)}
+                          for side, split in bench.splits.items()},
+               "grid_best": {"point": best_point.key, **asdict(best)}, "outcomes": [asdict(o) for o in outcomes],
+               "calibration": bins, "confirmations": confirmations}  # fmt: skip
+    (bench.workdir / "decision_quality.json").write_text(json.dumps(results, indent=2, default=str))
+
+
+def _print_confirmations(console: Console, rows: list[dict]) -> None:
+    table = Table(title="Confirmation rounds: P against their trials' mean on their draw, and each mean against its "
+                  "predicted 90 % interval")  # fmt: skip
+    for column in ("variant", "round", "point", "P", "within", "domain_gain", "forgetting"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["variant"], str(row["round"]), row["point"], f"{row['p']:.2f}" if row["p"] else "",
+                      str(row["within"]), str(row["gain"]), str(row["forgetting"]))  # fmt: skip
+    console.print(table)
 
 
 def _print_verdict(console: Console, outcomes: list[Outcome], bins: list[dict]) -> None:
     default = [o for o in outcomes if o.variant.startswith("default")]
     runs = len(default) * len(FRESH_SEEDS)
+    train, evaluation = sum(o.train_seconds for o in default), sum(o.eval_seconds for o in default)
     console.print(
         f"default over {len(default)} sampler+proxy seeds: mean regret {sum(o.regret for o in default) / len(default):+.4f} "
         f"(target <= 0.005), worst {max(o.regret for o in default):+.4f}; pick within budget on "
         f"{sum(o.within_budget for o in default)}/{runs} fresh re-runs (target >= 90 %); tokens "
         f"{max(o.tokens_fraction for o in default):.0%} of the grid at most (target <= 40 %); calibration bins "
-        f"missed: {sum(b['verdict'] == 'MISS' for b in bins)} of {sum(b['verdict'] != 'too few' for b in bins)} judged"
+        f"missed: {sum(b['verdict'] == 'MISS' for b in bins)} of {sum(b['verdict'] != 'too few' for b in bins)} judged; "
+        f"its trials spent {train:.0f} s training and {evaluation:.0f} s evaluating ({evaluation / train:.0%})"
     )
 
 

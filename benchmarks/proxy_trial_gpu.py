@@ -136,7 +136,8 @@ def setup(work: Path, *, steps: int, gpus: int) -> TrialConfig:
     return TrialConfig(
         lr_fraction=0.1, mix=MixRatio(1, 1), base_dir=str(base_dir), tokenizer_dir=str(tokenizer_dir), max_lr=3e-4,
         # Gain and forgetting are not what is measured here: any positive base losses will do.
-        base_losses=BaseLosses(domain_loss=1.0, general_loss=1.0), train=prefixes["train"], valid=prefixes["valid"],
+        base_losses=BaseLosses(domain_loss=1.0, general_loss=1.0),
+        final_base_losses=BaseLosses(domain_loss=1.0, general_loss=1.0), train=prefixes["train"], valid=prefixes["valid"],
         proxy=proxy, output_dir=str(work / "trial-1"), seed=0,
     )  # fmt: skip
 

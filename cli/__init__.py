@@ -35,14 +35,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    from cli.errors import EXIT_INPUT_ERROR, INPUT_ERRORS
+    from cli.errors import EXIT_INPUT_ERROR, INPUT_ERRORS, readable
     from sweep.run.interrupt import EXIT_INTERRUPTED, sigterm_interrupts
 
     try:
         with sigterm_interrupts():
             return args.func(args)
     except INPUT_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {readable(str(exc))}", file=sys.stderr)
         return EXIT_INPUT_ERROR
     except KeyboardInterrupt:
         print(getattr(args, "interrupted", "interrupted"), file=sys.stderr)

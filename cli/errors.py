@@ -3,6 +3,7 @@
 from sweep.address import AddressError
 from sweep.choice.best import NoBestSummary
 from sweep.files.config_file import SpecError
+from sweep.files.outputs import OutputError
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDirError
 from sweep.files.storage_url import StorageError
@@ -17,6 +18,9 @@ from train_entry.data.corpus import CorpusError
 from train_entry.hf_dir import HfDirError
 
 EXIT_INPUT_ERROR = 2
+MOST_LINE_CHARACTERS = 1000
+"""An error line is read by a person: a value from a file (a name, a log line) that makes it longer is cut here, with
+its full length said, whatever message carried it."""
 
 INPUT_ERRORS = (
     SpecError,
@@ -25,6 +29,7 @@ INPUT_ERRORS = (
     RunDirError,
     StorageError,
     CorruptFile,
+    OutputError,
     NoBestSummary,
     TrackingError,
     PromotionError,
@@ -35,3 +40,11 @@ INPUT_ERRORS = (
     ClusterTooSmall,
     TokenizersDiffer,
 )
+
+
+def readable(message: str) -> str:
+    """`message` with each of its lines cut to MOST_LINE_CHARACTERS."""
+    return "\n".join(
+        line if len(line) <= MOST_LINE_CHARACTERS else f"{line[:MOST_LINE_CHARACTERS]}... ({len(line):,} characters)"
+        for line in message.splitlines() or [""]
+    )

@@ -8,9 +8,7 @@ The target's N is counted by sweep.scale from its shape; its tokens and LR sched
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 from cli.args import fraction, positive_int_at_most, whole_number_at_most
@@ -104,6 +102,7 @@ def _add_target_arguments(fit: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sweep.files.compat import LAW_FIT
+    from sweep.files.outputs import check_output
     from sweep.files.records import write_model
     from sweep.law.config import LawSettings
     from sweep.law.lines import report_lines
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if (budget := forgetting_budget_warning(args.budget, key="--budget")) is not None:
         print(f"warning: {budget}", file=sys.stderr)
     if args.output is not None:
-        check_output(args.output, args.runs, force=args.force)
+        check_output(args.output, inputs={args.runs: "the runs file"}, force=args.force)
     report = fit_runs(
         args.runs,
         target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean, pretrain_tokens=args.pretrain_tokens),
@@ -133,32 +132,6 @@ def run(args: argparse.Namespace) -> int:
             raise LawInputError(f"--output {args.output}: cannot write the report: {exc.strerror or exc}") from None
         print(f"report: {args.output}")
     return 0
-
-
-def check_output(path: Path, runs: Path, *, force: bool) -> None:
-    """LawInputError, before any fitting, unless `path` names a new file (or, with `force`, an existing regular
-    file) in a writable folder, other than the runs file: a report never replaces a device, a folder, a link or
-    the input it was fitted to."""
-    from sweep.law.table import LawInputError
-
-    def refuse(why: str) -> LawInputError:
-        return LawInputError(f"--output {str(path)!r}: {why}; name a new file in a writable folder")
-
-    if str(path) in ("", "."):
-        raise refuse("no file named")
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise refuse("not a regular file (a folder, a link, a device or another special file)")
-    if path.exists() and runs.exists() and os.path.samefile(path, runs):
-        raise refuse("the runs file itself")
-    if path.exists() and not force:
-        raise refuse("the file exists (--force replaces it)")
-    parent = path.parent
-    if not parent.is_dir():
-        raise refuse(f"its folder {str(parent)!r} does not exist")
-    try:  # the report is written beside its path and renamed: a file there must be creatable
-        tempfile.NamedTemporaryFile(dir=parent, prefix=f".{path.name}.", suffix=".probe").close()
-    except OSError as exc:
-        raise refuse(f"cannot create a file in {str(parent)!r} ({exc.strerror or exc})") from None
 
 
 def _temporary(path: Path) -> Path:

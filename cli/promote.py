@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from cli.args import fraction, non_negative_int, positive_int, positive_int_at_m
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.targets import TARGET_FORMS
+from train_entry.config import shown
 
 SIDES = ("general", "non_english", "domain")
 
@@ -114,7 +116,7 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
     """The target (required, here or in --config) and the two numbers of its base a config.json (or an unpublishing
     maker) does not give."""
     parser.add_argument_group("required (or target: in the --config file)").add_argument(
-        "--target", metavar="TARGET", help=f"the model the full run trains: {TARGET_FORMS}"
+        "--target", metavar="TARGET", type=_named("target"), help=f"the model the full run trains: {TARGET_FORMS}"
     )
     parser.add_argument(
         "--max-lr",
@@ -132,7 +134,9 @@ def _add_target_arguments(parser: argparse.ArgumentParser) -> None:
 def _add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """The cluster, named from its registry, and whether its image has Transformer Engine."""
     parser.add_argument(
-        "--cluster", help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file"
+        "--cluster",
+        type=_named("cluster"),
+        help=f"a preset ({', '.join(CLUSTERS)}; default {DEFAULT_CLUSTER}) or a cluster YAML file",
     )
     parser.add_argument(
         "--transformer-engine",
@@ -211,6 +215,21 @@ def _add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _named(kind: str) -> Callable[[str], str]:
+    """A preset's name or a path, refused at once when it can be neither (a 100,000-character name was an OSError)."""
+
+    def parse(text: str) -> str:
+        from sweep.promote.errors import PromotionError
+        from sweep.promote.presets import check_value
+
+        try:
+            return check_value(text, kind=kind)
+        except PromotionError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
 def _tokens(text: str) -> int:
     from sweep.promote.request.config import (
         MOST_TOKENS,  # here: it loads the promotion's models, which `sweep --help` skips
@@ -237,7 +256,11 @@ def _data_prefix(text: str):
     try:
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"TOKENS must be a positive number, got {text!r}") from None
+        from sweep.promote.request.config import MOST_TOKENS
+
+        raise argparse.ArgumentTypeError(
+            f"TOKENS must be a positive number of at most {MOST_TOKENS:.0e}, got {shown(text)}"
+        ) from None
 
 
 def _valid_prefix(text: str) -> tuple[str, str]:

@@ -16,7 +16,14 @@ def add_parser(verbs) -> None:
         ),
     )
     parser.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="run directory, e.g. runs/lr_mix")
-    parser.add_argument("--output", type=Path, default=None, help="write the report into this folder instead")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="write the report into this new (or empty) folder instead (checked before anything is read: never a "
+        "link, a file, a device, a RUN itself or a folder inside one)",
+    )
+    parser.add_argument("--force", action="store_true", help="let --output write into a folder that holds files")
     parser.add_argument(
         "--wandb",
         action="store_true",
@@ -28,8 +35,12 @@ def add_parser(verbs) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from reports.report import write_comparison_report, write_run_report
+    from sweep.files.outputs import check_output
     from sweep.files.rundir import RunDir
 
+    if args.output is not None:  # before anything is read: a refused output costs nothing
+        runs = {run: f"the run directory {str(run)!r}" for run in args.runs}
+        check_output(args.output, inputs=runs, force=args.force, folder=True)
     if args.wandb:  # checked first: a sweep that logged nothing to W&B is refused before any writing
         from reports.wandb_dashboard import plan_view, publish
 

@@ -6,6 +6,7 @@ what one process does): on CPU as it is, on GPUs when one GPU holds the trial.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from cli.args import lr_fraction, mix
@@ -18,11 +19,21 @@ def add_parser(verbs) -> None:
     parser.add_argument("--lr-fraction", type=lr_fraction, required=True, help="peak LR / base max_lr, in (0, 1]")
     parser.add_argument("--mix", type=mix, required=True, help='general:domain ratio, e.g. "1:1" or "4:1"')
     parser.add_argument(
-        "--output", type=Path, default=None, help="trial directory (default: runs/trials/lr<F>_mix<G>-<D>)"
+        "--output",
+        type=Path,
+        default=None,
+        help="a new (or empty) trial directory (default: runs/trials/lr<F>_mix<G>-<D>, written over by a rerun)",
     )
-    parser.set_defaults(
-        func=lambda args: run_one(args.spec, lr_fraction=args.lr_fraction, mix=args.mix, output_dir=args.output)
-    )
+    parser.add_argument("--force", action="store_true", help="let --output write into a folder that holds files")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.output is not None:  # before the spec is read: a refused output costs nothing
+        from sweep.files.outputs import check_output
+
+        check_output(args.output, inputs={args.spec: "the spec"}, force=args.force, folder=True)
+    return run_one(args.spec, lr_fraction=args.lr_fraction, mix=args.mix, output_dir=args.output)
 
 
 def trial_name(lr_fraction: float, mix: MixRatio) -> str:

@@ -10,7 +10,7 @@ figures make it true, and tests/reports/test_decision_claims.py holds each one a
 from __future__ import annotations
 
 from sweep.choice.best import BestSummary
-from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Outcome
+from sweep.choice.confirmation import Against, Confirmation, ConfirmedPoint, Outcome
 from sweep.choice.pick import Comparison, Pick, PickSource
 from sweep.choice.surrogate import point_key
 from sweep.choice.verdict import measured_words, numbers
@@ -107,6 +107,8 @@ def outcome_words(confirmation: Confirmation) -> str:
         case Outcome.CONFIRMED:
             held = confirmation.confirmed
             words = f"candidate {held.round + 1} ({held.lr_fraction:.4g} @ {held.mix}) held"
+            outside = against_words(held)
+            words = f"{words}, {outside}" if outside else words
             return f"{words}; {failed}" if over else words
         case Outcome.NOT_FOUND:
             return f"no candidate held ({failed}; promote only with --unconfirmed)" if over else confirmation.reason
@@ -117,11 +119,30 @@ def outcome_words(confirmation: Confirmation) -> str:
 
 
 def round_line(point: ConfirmedPoint, budget: float) -> str:
-    """One confirmed candidate: where, its fresh seeds' mean ± sd against predicted, and the verdict."""
+    """One confirmed candidate: where, its fresh seeds' mean ± sd on its draw against predicted, and the verdict."""
     where = f"candidate {point.round + 1} ({point.lr_fraction:.4g} @ {point.mix}), trials {numbers(point.trials)}"
     if point.gain is None or point.forgetting is None:
         return f"{where}: no confirmation trial completed"
-    return f"{where}: at fresh seeds {measured_words(point, budget, with_prediction=True)}"
+    line = (
+        f"{where}: at fresh seeds on {point.text or 'its draw'} {measured_words(point, budget, with_prediction=True)}"
+    )
+    outside = against_words(point)
+    return f"{line}; {outside}" if outside else line
+
+
+def against_words(point: ConfirmedPoint) -> str | None:
+    """Which of a candidate's measured means fell outside the 90 % interval predicted for it, and on which side
+    ("domain_gain above its predicted interval [0.1955, 0.2065]"); None when both fell inside (or none was
+    predicted)."""
+    said = [
+        f"{name} {against.value} its predicted interval [{interval[0]:.4f}, {interval[1]:.4f}]"
+        for name, against, interval in (
+            ("domain_gain", point.gain_against, point.gain_interval),
+            ("forgetting", point.forgetting_against, point.forgetting_interval),
+        )
+        if against is not None and against is not Against.INSIDE and interval is not None
+    ]
+    return " and ".join(said) if said else None
 
 
 def why_not_best_observed(summary: BestSummary) -> str | None:

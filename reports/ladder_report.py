@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 
 from reports import ladder_plots
-from reports.report import REPORT_DIR, make_plot, write_page
+from reports.report import REPORT_DIR, make_plot, own_report_dir, write_page
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
 from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
@@ -34,6 +34,7 @@ MET = {True: "yes", False: "NO", None: "—"}
 
 def write_ladder_report(run_dir: Path, output: Path | None = None) -> Path:
     """Writes the ladder's report (default RUN/report/); returns the path of its index.html."""
+    folder = output or own_report_dir(run_dir)
     summary = read_ladder(RunDir(run_dir))
     plot_list = []
     if summary.fit is not None:
@@ -56,7 +57,7 @@ def write_ladder_report(run_dir: Path, output: Path | None = None) -> Path:
             ),
         ]
     context = {"ladder": _context(summary, run_dir), "plots": plot_list}
-    return write_page(output or run_dir / REPORT_DIR, "ladder", context, plot_list)
+    return write_page(folder, "ladder", context, plot_list)
 
 
 def _context(summary: LadderSummary, run_dir: Path) -> dict[str, Any]:

@@ -140,7 +140,8 @@ def _plot_trials_and_front(ax: Axes, snapshot: RunSnapshot, *, colour: str, seve
     A single run's points take their status colours; with several runs each run has one colour.
     """
     label = f"{snapshot.name}: " if several else ""
-    completed = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
+    # On the pool only: a confirmation trial's figures are on its own draw, drawn as its round's mean (decision_marks).
+    completed = [r for r in snapshot.rows if r.status is Status.COMPLETED and r.on_pool and _plottable(r)]
     stopped = [r for r in snapshot.rows if r.status in (Status.PRUNED, Status.DIVERGED) and _plottable(r)]
     ax.scatter(
         [r.forgetting for r in completed],
@@ -148,7 +149,7 @@ def _plot_trials_and_front(ax: Axes, snapshot: RunSnapshot, *, colour: str, seve
         s=36,
         color=colour if several else STATUS_COLOURS[Status.COMPLETED],
         alpha=0.75,
-        label=f"{label}completed trials",
+        label=f"{label}completed trials, on the pool",
     )
     if stopped:
         ax.scatter(
@@ -194,8 +195,9 @@ def _plot_best_observed(ax: Axes, snapshot: RunSnapshot, *, colour: str, several
 
 
 def heatmap_figure(snapshot: RunSnapshot, metric: str) -> Figure:
-    """Mean final `metric` of the completed trials in each (lr_fraction, mix) cell, with the count."""
-    rows = [r for r in snapshot.rows if r.status is Status.COMPLETED and _plottable(r)]
+    """Mean final `metric` of the completed trials on the pool in each (lr_fraction, mix) cell, with the count (a
+    confirmation trial's figures, on another text, are not averaged in)."""
+    rows = [r for r in snapshot.rows if r.status is Status.COMPLETED and r.on_pool and _plottable(r)]
     lr_axis = _lr_axis(snapshot)
     mix_axis = _mix_axis(snapshot)
     sums = np.zeros((len(mix_axis.labels), len(lr_axis.labels)))
@@ -268,8 +270,8 @@ def surrogate_surface(snapshot: RunSnapshot, *, lr_nodes: int = 60, mix_nodes: i
     lr_axis, ratio_axis = np.linspace(low_lr, high_lr, lr_nodes), np.linspace(low_ratio, high_ratio, mix_nodes)
     point = snapshot.summary.pick.point
     if point is not None:  # a node at the pick itself: the drawn region there is the text's P, not an interpolation
-        lr_axis = np.union1d(lr_axis, [math.log(point.lr_fraction)])
-        ratio_axis = np.union1d(ratio_axis, [math.log((1 - point.domain_share) / point.domain_share)])
+        lr_axis = _with_node(lr_axis, math.log(point.lr_fraction))
+        ratio_axis = _with_node(ratio_axis, math.log((1 - point.domain_share) / point.domain_share))
     log_lr, log_ratio = np.meshgrid(lr_axis, ratio_axis)
     lr, share = np.exp(log_lr).ravel(), 1.0 / (1.0 + np.exp(log_ratio).ravel())
     gain, forgetting = surrogate.predict(lr, share)
@@ -287,6 +289,11 @@ def surrogate_surface(snapshot: RunSnapshot, *, lr_nodes: int = 60, mix_nodes: i
         probability=forgetting.probability_at_most(snapshot.plan.forgetting_budget).reshape(shape),
         untried=untried.reshape(shape),
     )
+
+
+def _with_node(axis: np.ndarray, value: float) -> np.ndarray:
+    """The axis with a node at `value`, in place of a node that rounding alone sets apart from it."""
+    return np.union1d(axis[~np.isclose(axis, value, rtol=0.0, atol=1e-9)], [value])
 
 
 def _nearest_listed(snapshot: RunSnapshot, share: np.ndarray) -> np.ndarray:

@@ -23,9 +23,12 @@ from matplotlib.figure import Figure
 from reports import plots
 from reports.decision import decision_lines
 from reports.snapshot import RunSnapshot, load_run, spec_differences
-from reports.tables import row_notes
+from reports.tables import row_notes, spread_lines
+from sweep.choice.confirmation import Against, Measured
 from sweep.choice.feasible import is_feasible
+from sweep.choice.points import point_summaries
 from sweep.choice.verdict import numbers, spread
+from sweep.files.outputs import check_own_folder
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
 
@@ -59,11 +62,20 @@ class Plot:
 
 
 def write_run_report(run_dir: Path, output: Path | None = None) -> Path:
-    """Writes one run's report (default RUN/report/); returns the path of its index.html."""
+    """Writes one run's report (default RUN/report/, or `output`, checked by the caller: sweep.files.outputs);
+    returns the path of its index.html."""
+    folder = output or own_report_dir(run_dir)
     snapshot = load_run(run_dir)
     plot_list = _run_plots(snapshot)
     context = {"run": _run_context(snapshot), "plots": plot_list, "table": _table(snapshot)}
-    return write_page(output or run_dir / REPORT_DIR, "run", context, plot_list)
+    return write_page(folder, "run", context, plot_list)
+
+
+def own_report_dir(run_dir: Path) -> Path:
+    """RUN/report/, once proven to be a real folder of the run (or not there yet)."""
+    folder = run_dir / REPORT_DIR
+    check_own_folder(folder, under=run_dir)
+    return folder
 
 
 def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None) -> Path:
@@ -91,7 +103,8 @@ def write_comparison_report(run_dirs: Sequence[Path], output: Path | None = None
 
 
 def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
-    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run.
+    """runs/compare-<a>-vs-<b>/report beside the first run: a sibling folder, never inside a run, and a real folder
+    (not a link that leads elsewhere, nor a file in its place).
 
     Many runs' names would make a folder name longer than a file system allows: the folder is then
     named by a digest of them.
@@ -99,7 +112,9 @@ def comparison_dir(run_dirs: Sequence[Path], names: Sequence[str]) -> Path:
     folder = "compare-" + "-vs-".join(names)
     if len(folder) > MAX_FOLDER_NAME:
         folder = f"compare-{len(names)}-runs-{hashlib.sha256(folder.encode()).hexdigest()[:12]}"
-    return run_dirs[0].parent / folder / REPORT_DIR
+    path = run_dirs[0].parent / folder / REPORT_DIR
+    check_own_folder(path, under=run_dirs[0].parent)
+    return path
 
 
 def write_page(folder: Path, template: str, context: dict[str, Any], plot_list: list[Plot]) -> Path:
@@ -136,9 +151,10 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
         make_plot(
             "front",
             "domain_gain vs forgetting",
-            f"Completed trials (dots), the Pareto front (line), the forgetting budget {budget} (dashed), the "
-            "best observed trial (star), the pick where the surrogate predicts it with its 90 % intervals (diamond) "
-            "and its confirmation trials' mean ± sd at fresh seeds (plus: within the budget; X: over). Crosses: "
+            f"Completed trials on the validation pool (dots), the search's Pareto front (line), the budget {budget} "
+            "(dashed), the best observed trial (star), the pick where the surrogate predicts it with its 90 % intervals "
+            "(diamond) and its confirmation trials' mean ± sd at fresh seeds on their draw (plus: within the budget; "
+            "X: over). Crosses: "
             "pruned or diverged trials at their last evaluation; they never qualify. Under the title: why the pick "
             "is not the best observed trial.",
             lambda: plots.front_figure([snapshot]),
@@ -146,15 +162,15 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
         make_plot(
             "heatmap_domain_gain",
             "domain_gain over lr_fraction × mix",
-            "Mean final domain_gain of the completed trials in each cell (n: how many). Darker is better. "
+            "Mean final domain_gain of the completed trials on the pool in each cell (n: how many). Darker is better. "
             'Grey: no completed trial ("stopped early": only pruned or diverged ones).',
             lambda: plots.heatmap_figure(snapshot, "domain_gain"),
         ),
         make_plot(
             "heatmap_forgetting",
             "forgetting over lr_fraction × mix",
-            f"Mean final forgetting of the completed trials in each cell. Darker is better (less forgetting); "
-            f"the budget is {budget}.",
+            f"Mean final forgetting of the completed trials on the pool in each cell. Darker is better (less "
+            f"forgetting); the budget is {budget}.",
             lambda: plots.heatmap_figure(snapshot, "forgetting"),
         ),
     ]
@@ -175,7 +191,8 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             make_plot(
                 "curves",
                 "learning curves",
-                "domain_loss and general_loss at every evaluation against tokens read, starting from the base's own "
+                "domain_loss and general_loss at every interim evaluation (the validation pool's interim windows) "
+                "against tokens read, starting from the base's own "
                 "loss (dotted) at 0 tokens. Each line ends with its trial number; pruned (X) and diverged (▼) trials "
                 "are marked where they stopped; the best observed trial is the thick black line.",
                 lambda: plots.curves_figure(snapshot),
@@ -249,6 +266,8 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
             "forgetting budget": f"{budget:.4g}",
         },
         "without_history": snapshot.without_history,
+        "spread": spread_lines([point for point in point_summaries(snapshot.rows) if point.n > 1]),
+        "confirmations": _confirmations(snapshot),
     }
 
 
@@ -345,9 +364,42 @@ def _why(snapshot: RunSnapshot) -> list[str]:
     return lines
 
 
+def _confirmations(snapshot: RunSnapshot) -> list[dict[str, str]]:
+    """Each confirmed candidate against what was predicted for it: P(within the budget) and whether its trials
+    were, and where their means fell against the 90 % intervals predicted for them (a calibration table, one row a
+    round)."""
+    budget = snapshot.plan.forgetting_budget
+    rows = []
+    for point in snapshot.summary.confirmation.rounds:
+        if point.gain is None or point.forgetting is None:
+            continue
+        rows.append(
+            {
+                "candidate": f"{point.round + 1} ({point.lr_fraction:.4g} @ {point.mix})",
+                "text": point.text or "",
+                "trials": numbers(point.trials),
+                "p": "" if point.probability_within_budget is None else f"{point.probability_within_budget:.2f}",
+                "within": f"{'yes' if point.within_budget else 'no'} (budget {budget:.4g})",
+                "gain": _against_cell(point.gain, point.gain_interval, point.gain_against),
+                "forgetting": _against_cell(point.forgetting, point.forgetting_interval, point.forgetting_against),
+            }
+        )
+    return rows
+
+
+def _against_cell(measured: Measured, interval: tuple[float, float] | None, against: Against | None) -> str:
+    """ "0.1953 ± 0.0011 in [0.18, 0.22]", or "..., above [0.18, 0.19]" when the mean fell outside."""
+    cell = spread(measured)
+    if interval is None or against is None:
+        return cell
+    where = "in" if against is Against.INSIDE else f"{against.value} its interval"
+    return f"{cell} {where} [{interval[0]:.4f}, {interval[1]:.4f}]"
+
+
 def _trial(snapshot: RunSnapshot, row: TrialRow) -> dict[str, Any]:
     return {
         "number": str(row.number),
+        "text": row.text or "",
         "is_pick": row.number in snapshot.summary.pick_trials,
         "lr_fraction": f"{row.lr_fraction:.4g}",
         "peak_lr": f"{row.peak_lr:.3g}",
@@ -373,6 +425,7 @@ def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
             "mix": snapshot.mix_label(row),
             "domain_gain": _number(row.domain_gain),
             "forgetting": _number(row.forgetting),
+            "text": row.text or "",
             "best": "" if row.best_domain_gain is None else f"{row.best_domain_gain:.4f} @ {row.best_step}",
             "steps": "" if row.steps is None else str(row.steps),
             "tokens": "" if row.tokens_seen is None else f"{row.tokens_seen:,}",

@@ -18,8 +18,8 @@ from sweep.choice.observed import Selection, select
 from sweep.choice.surrogate import Surrogate, fit_surrogate
 from sweep.files.rundir import NotARunDirectory, RunDir
 from sweep.files.storage_url import shown_url
-from sweep.files.yaml_file import YamlFileError, read_yaml
 from sweep.space import MixRange, SearchSpace
+from sweep.spec.spec import spec_copy_content
 from sweep.study.record import base_losses_of, history_of
 from sweep.study.row import TrialRow
 from sweep.study.run_study import open_run
@@ -121,11 +121,7 @@ def pick_surrogate(
 def _spec_as_written(run: RunDir) -> dict[str, Any]:
     if not run.spec_copy.is_file():
         return {}
-    try:
-        spec = read_yaml(run.spec_copy, kind="spec copy")
-    except YamlFileError as exc:
-        raise NotARunDirectory(str(exc)) from None
-    return spec if isinstance(spec, dict) else {}
+    return spec_copy_content(run.spec_copy)
 
 
 def ratio_label(domain_share: float) -> str:

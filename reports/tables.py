@@ -24,11 +24,12 @@ from reports.console import make_console
 from reports.decision import decision_lines
 from sweep.choice.best import BestSummary
 from sweep.choice.observed import Selection
-from sweep.choice.points import PointSummary, point_summaries, seed_noise
+from sweep.choice.points import PointSummary, point_summaries, seed_noises
 from sweep.run.progress import byte_size
 from sweep.study.record import Status
 from sweep.study.row import Role, TrialRow
 from train_entry.data.corpus import CorpusStats
+from train_entry.data.draws import text_words
 from train_entry.trial_config import Metrics, TrialResult
 
 
@@ -66,12 +67,22 @@ def print_trial(result: TrialResult, *, title: str, console: Console | None = No
     line += f"   steps: {result.steps}   tokens: {result.tokens_seen:,}   wall: {result.wall_seconds:.1f} s"
     console.print(line)
     if result.final is not None:
-        console.print(f"domain_gain = {result.final.domain_gain:+.4f}   forgetting = {result.final.forgetting:+.4f}")
-    if result.text_error is not None:
-        error = result.text_error
         console.print(
-            f"on another draw of validation text these would move by about ± {error.domain_gain:.4f} and "
-            f"± {error.forgetting:.4f} (one standard error over the {len(result.sequence_losses.general)} sequences)"
+            f"on the interim windows: domain_gain = {result.final.domain_gain:+.4f}   "
+            f"forgetting = {result.final.forgetting:+.4f}"
+        )
+    figures = result.figures
+    if figures is not None:
+        console.print(
+            f"on {text_words(figures.text)} (all of it, at step {figures.step}): domain_gain = {figures.domain_gain:+.4f}"
+            f"   forgetting = {figures.forgetting:+.4f}"
+        )
+    if figures is not None and figures.text_error is not None:
+        error = figures.text_error
+        console.print(
+            f"on another text of its kind and size these would move by about ± {error.domain_gain:.4f} and "
+            f"± {error.forgetting:.4f} (one standard error over its {error.documents['domain']} domain and "
+            f"{error.documents['general']} general documents)"
         )
 
 
@@ -135,10 +146,13 @@ _STYLE = {
 }
 
 
-COLUMNS = ("#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "steps", "wall s")
+COLUMNS = (
+    "#", "status", "lr_fraction", "peak LR", "mix", "seed", "domain_gain", "forgetting", "text", "steps", "wall s",
+)  # fmt: skip
 OPTIONAL = ("wall s", "peak LR", "seed", "steps")
 """Dropped in this order, one by one, while the table is wider than the terminal: what is left (number, status,
-point, metrics) is never cut. peak LR is lr_fraction x the base's max_lr; the rest is in trials.csv."""
+point, metrics and the text they were measured on) is never cut. peak LR is lr_fraction x the base's max_lr; the
+rest is in trials.csv."""
 UNBOUNDED_WIDTH = 10_000
 """Wider than any table: the width a table is measured at to find its own."""
 
@@ -197,7 +211,7 @@ class TrialsTable:
         keep = [k for k, column in enumerate(COLUMNS) if column in shown]
         for k in keep:
             width = max([len(COLUMNS[k]), *(len(row[k]) for row in cells)])
-            justify = "left" if COLUMNS[k] in ("status", "mix") else "right"
+            justify = "left" if COLUMNS[k] in ("status", "mix", "text") else "right"
             table.add_column(COLUMNS[k], justify=justify, no_wrap=True, min_width=width)
         for row, values in zip(self.rows, cells):
             styled = [f"[{_STYLE[row.status]}]{values[k]}[/]" if COLUMNS[k] == "status" else values[k] for k in keep]
@@ -219,6 +233,7 @@ def _trial_cells(row: TrialRow, best: TrialRow | None, pick_trials: frozenset[in
         "" if row.seed is None else str(row.seed),
         _number(row.domain_gain),
         _number(row.forgetting),
+        row.text or "",
         "" if row.steps is None else str(row.steps),
         "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
     )
@@ -250,20 +265,30 @@ def role_words(row: TrialRow) -> str | None:
 
 
 def points_table(points: list[PointSummary]) -> Table:
-    """The points measured to the end more than once: their mean and seed-to-seed spread."""
-    table = Table(title="points measured more than once (completed trials)", header_style="bold")
-    for column in ("lr_fraction", "mix", "n", "trials", "domain_gain", "forgetting"):
-        table.add_column(column, justify="left" if column in ("mix", "trials") else "right", no_wrap=True)
+    """The points measured to the end more than once on one text: their mean and seed-to-seed spread there."""
+    table = Table(title="points measured more than once on one text (completed trials)", header_style="bold")
+    for column in ("lr_fraction", "mix", "text", "n", "trials", "domain_gain", "forgetting"):
+        table.add_column(column, justify="left" if column in ("mix", "text", "trials") else "right", no_wrap=True)
     for point in points:
         table.add_row(
             f"{point.lr_fraction:.4g}",
             point.mix,
+            point.text,
             str(point.n),
             ", ".join(map(str, point.trials)),
             _spread(point.domain_gain_mean, point.domain_gain_sd),
             _spread(point.forgetting_mean, point.forgetting_sd),
         )
     return table
+
+
+def spread_lines(points: list[PointSummary]) -> list[str]:
+    """The seed-to-seed spread on each text some point was measured twice on, never pooled across texts."""
+    return [
+        f"seed-to-seed spread on {text_words(noise.text)} (sd pooled over {noise.points} point(s), {noise.degrees_of_freedom} "
+        f"degree(s) of freedom): domain_gain {noise.domain_gain_sd:.4f}, forgetting {noise.forgetting_sd:.4f}"
+        for noise in seed_noises(points)
+    ]
 
 
 def _spread(mean: float, sd: float | None) -> str:
@@ -311,11 +336,8 @@ def print_outcome(
     repeated = [point for point in points if point.n > 1]
     if repeated:
         console.print(points_table(repeated))
-        noise = seed_noise(repeated)
-        console.print(
-            f"seed-to-seed spread (sd pooled over {noise.points} points, {noise.degrees_of_freedom} degrees of "
-            f"freedom): domain_gain {noise.domain_gain_sd:.4f}, forgetting {noise.forgetting_sd:.4f}"
-        )
+        for line in spread_lines(repeated):
+            console.print(line, highlight=False)
     for note in notes:
         console.print(f"note: {note}", style="yellow", highlight=False)
     if summary is not None:

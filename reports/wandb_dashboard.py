@@ -23,7 +23,7 @@ from sweep.files.config_file import SpecError
 from sweep.files.records import write_whole
 from sweep.files.rundir import RunDir
 from sweep.run.tracking import STEP_METRIC, TRIAL_JOB, TrackingConfig, WandbTarget, resolve_wandb
-from sweep.spec.spec import spec_content
+from sweep.spec.spec import spec_copy_content
 
 if TYPE_CHECKING:
     import wandb_workspaces.workspaces as ws
@@ -182,7 +182,7 @@ def wandb_target(run_dir: Path) -> WandbTarget:
     """The W&B project and mode of a finished sweep, from the spec copy in its run directory."""
     path = RunDir(run_dir).spec_copy
     try:
-        tracking = TrackingConfig.model_validate(spec_content(path, copy=True).get("tracking") or {})
+        tracking = TrackingConfig.model_validate(spec_copy_content(path).get("tracking") or {})
     except (ValidationError, AttributeError) as exc:
         raise SpecError(f"{path}: cannot read its tracking section: {exc}") from None
     target, _ = resolve_wandb(tracking.wandb)

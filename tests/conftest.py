@@ -236,9 +236,10 @@ class FinishedSweep:
 def tiny_sweep(tiny_corpora, tmp_path_factory) -> FinishedSweep:
     """The tiny spec swept end to end by `sweep run` on a Ray of its own, which writes the report
     when it ends: one sweep that the sweep, status and report tests all read. Its 4 trials are followed
-    by one replicate (trial 4) of the best point, with seed 1, and one confirmation trial of the pick (trial 5 and,
-    should the pick end over the budget, trial 6), at seeds 2 and 3."""
-    search = {"num_trials": 4, "replicates": {"top": 1}, "confirmation": {"seeds": 1}}
+    by one replicate (trial 4) of the best point, with seed 1, and one confirmation trial of the pick (trial 5) at
+    seed 2, on the one draw the tiny corpora's 25 general validation documents leave beside the pool (a second
+    candidate's draw would hold 6: refused, train_entry.data.draws.MIN_DOCUMENTS)."""
+    search = {"num_trials": 4, "replicates": {"top": 1}, "confirmation": {"seeds": 1, "candidates": 1}}
     spec = write_spec(tiny_corpora, "tiny_sweep.yaml", search=search)
     with once_per_session(tmp_path_factory, "tiny-sweep") as root:
         output = root / "output.txt"

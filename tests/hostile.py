@@ -32,3 +32,9 @@ def no_connections() -> Iterator[list[object]]:
 def tree(root: Path) -> dict[str, tuple[int, int]]:
     """{relative path: (size, mtime in ns)} of everything under root, links included but not followed."""
     return {str(path.relative_to(root)): (path.lstat().st_size, path.lstat().st_mtime_ns) for path in root.rglob("*")}
+
+
+def files_but_the_study(root: Path) -> dict[str, tuple[int, int]]:
+    """tree(root)'s files but the study's SQLite files, which opening the study to read it may checkpoint (its WAL),
+    changing them and their folder's time."""
+    return {name: info for name, info in tree(root).items() if "optuna.db" not in name and (root / name).is_file()}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import math
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ConfigDict, Field, model_validator
@@ -11,6 +10,7 @@ from pydantic import ConfigDict, Field, model_validator
 from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
 from train_entry.optimizer import OptimizerConfig
+from train_entry.text_losses import TextError, TextLosses
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,11 +35,14 @@ class ProxyConfig(OptimizerConfig):
     eval_interval: int = Field(gt=0)
     """Steps between evaluations; each one is reported (and may be pruned)."""
     eval_sequences: int = Field(64, gt=0, le=100_000)
-    """Sequences of seq_len tokens in each fixed validation set (domain and general)."""
+    """Windows of seq_len tokens per side (domain and general) that each interim evaluation scores, cut from the
+    validation pool's documents, one per document first (train_entry.data.windows): what the pruner and the
+    forgetting guard read. A trial's final figures are measured on the whole pool (or its confirmation draw)."""
     divergence_factor: float = Field(3.0, gt=1.0, le=1e6)
     """A training loss above this multiple of the first step's loss ends the trial as diverged."""
     seed: Seed = 0
-    """Fixes the sweep's validation sets, and is every trial's training seed unless the trial names its own."""
+    """Every trial's training seed unless the trial names its own (the validation texts are fixed by the corpus
+    alone: train_entry.data.draws)."""
 
     @model_validator(mode="after")
     def _steps_fit(self) -> ProxyConfig:
@@ -64,58 +67,22 @@ class CorpusPrefixes(StrictConfig):
 
 MAX_LOSS = 100.0
 """Nats per token: a uniform guess over a 10^43-token vocabulary; anything above is a unit error."""
+MIN_LOSS = 0.01
+"""Nats per token, a perplexity of 1.01: no model's loss on held-out text is lower; a figure read from outside (a
+full run's log, a table of runs) that is lower is a unit error (bits for nats, a sum for a mean) or a damaged line,
+and a base loss near zero makes every ratio to it huge."""
 
 
 class BaseLosses(StrictConfig):
-    """The base's own losses on the fixed validation sets: the reference for gain and forgetting."""
+    """The base's own losses on one validation text: the reference for gain and forgetting measured on it."""
 
     domain_loss: float = Field(gt=0.0, le=MAX_LOSS)
     """Nats per token; above zero, since domain_gain divides by it."""
     general_loss: float = Field(gt=0.0, le=MAX_LOSS)
     """Nats per token; above zero, since forgetting divides by it."""
-    domain_sequences: list[float] = Field(default_factory=list, max_length=100_000)
-    """Each domain validation sequence's mean token loss under the base, in the set's order (empty: not measured
-    sequence by sequence): with a trial's own, how much another draw of text would move its figures (TextError)."""
-    general_sequences: list[float] = Field(default_factory=list, max_length=100_000)
-
-
-class SequenceLosses(StrictConfig):
-    """Each validation sequence's mean token loss at one evaluation, in the sets' order."""
-
-    # A measurement, not a setting: a diverging trial's losses may come out non-finite, and are kept as they are.
-    model_config = ConfigDict(allow_inf_nan=True)
-
-    domain: list[float] = Field(max_length=100_000)
-    general: list[float] = Field(max_length=100_000)
-
-
-class TextError(StrictConfig):
-    """How much a trial's final domain_gain and forgetting would move measured on another draw of validation text of
-    the same size: the standard error of each over the sequences, paired with the base's losses on the same
-    sequences (each figure is a ratio of two means; its delta-method variance is var(x - r y) / (n mean(y)^2))."""
-
-    domain_gain: float = Field(ge=0.0)
-    forgetting: float = Field(ge=0.0)
-
-    @classmethod
-    def of(cls, base: BaseLosses, final: SequenceLosses) -> TextError | None:
-        """None when the base's or the trial's losses were not kept per sequence, or are not the same sequences."""
-        pairs = ((final.domain, base.domain_sequences), (final.general, base.general_sequences))
-        if any(len(trial) != len(reference) or len(trial) < 2 for trial, reference in pairs):
-            return None
-        if not all(math.isfinite(loss) for losses in (*pairs[0], *pairs[1]) for loss in losses):
-            return None  # a diverged trial: no error to speak of
-        return cls(domain_gain=_ratio_error(*pairs[0]), forgetting=_ratio_error(*pairs[1]))
-
-
-def _ratio_error(trial: list[float], base: list[float]) -> float:
-    """Standard error of mean(trial) / mean(base) over paired sequences (1 - domain_gain, or 1 + forgetting)."""
-    n = len(trial)
-    ratio = math.fsum(trial) / math.fsum(base)
-    residuals = [t - ratio * b for t, b in zip(trial, base)]
-    mean = math.fsum(residuals) / n
-    variance = math.fsum((r - mean) ** 2 for r in residuals) / (n - 1)
-    return math.sqrt(variance / n) / (math.fsum(base) / n)
+    documents: TextLosses | None = None
+    """The same, document by document (None: not measured so, as a full run's base): with a trial's own on the same
+    documents, how much another text of the kind would move its figures (TextError)."""
 
 
 class TrialConfig(StrictConfig):
@@ -128,8 +95,17 @@ class TrialConfig(StrictConfig):
     tokenizer_dir: str
     max_lr: float = Field(gt=0.0)
     base_losses: BaseLosses
+    """The base's on the interim windows (ProxyConfig.eval_sequences of the pool's): what each evaluation's
+    domain_gain and forgetting are relative to."""
+    final_base_losses: BaseLosses
+    """The base's on the trial's validation text (the pool, or its confirmation draw), document by document: what its
+    final figures are relative to."""
     train: CorpusPrefixes
     valid: CorpusPrefixes
+    """The validation pool: the interim windows are cut from it, and a search trial's final figures measure all of
+    it."""
+    draw_valid: CorpusPrefixes | None = None
+    """A confirmation trial's draw, its final figures' text (valid_draw above 0); None for the pool's trials."""
     non_english_share: float = Field(0.0, ge=0.0, lt=1.0)
     proxy: ProxyConfig
     threads: int = Field(1, ge=1)
@@ -145,15 +121,15 @@ class TrialConfig(StrictConfig):
     multiple of proxy.eval_interval, since a checkpoint follows its evaluation's report. Default: every evaluation.
     Each writes 12 bytes per parameter."""
     valid_draw: int = Field(0, ge=0)
-    """Which of the sweep's disjoint validation draws `valid` and `base_losses` are: 0 for the search trials and their
-    replicates, 1 + r for the confirmation trials of round r, measured on text no other trial was."""
+    """The validation text of the trial's final figures: 0, the pool, for the search trials and their replicates;
+    1 + r, draw 1 + r, for the confirmation trials of round r, measured on text no other trial was."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
     seed: Seed
     """Seeds the trial's training: torch (any newly initialised weights, dropout) and the blend's sample
     order. Left out, proxy.seed, which a sweep's main trials use; a replicate re-runs a point with
-    another. The validation sets stay on proxy.seed whatever this is, so every trial of a sweep is
-    measured on the same held-out sequences."""
+    another. The validation texts are the same whatever this is, so every trial of a sweep is measured on the
+    same held-out documents."""
 
     @model_validator(mode="before")
     @classmethod
@@ -169,6 +145,15 @@ class TrialConfig(StrictConfig):
         return data  # no proxy: its own error says so
 
     @model_validator(mode="after")
+    def _a_draw_for_a_confirmation(self) -> TrialConfig:
+        if (self.draw_valid is not None) != (self.valid_draw > 0):
+            raise ValueError(
+                f"draw_valid is a confirmation trial's text, given with valid_draw above 0 and only then, got "
+                f"{self.valid_draw=} and draw_valid {'set' if self.draw_valid else 'None'}"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _checkpoints_follow_evaluations(self) -> TrialConfig:
         interval = self.checkpoint_interval
         if interval is not None and interval % self.proxy.eval_interval:
@@ -181,6 +166,11 @@ class TrialConfig(StrictConfig):
     @property
     def peak_lr(self) -> float:
         return self.lr_fraction * self.max_lr
+
+    @property
+    def final_valid(self) -> CorpusPrefixes:
+        """The text of the trial's final figures."""
+        return self.draw_valid if self.draw_valid is not None else self.valid
 
     @property
     def checkpoint_steps(self) -> int:
@@ -247,9 +237,47 @@ class TrialUsage(StrictConfig):
     train_tokens: int = Field(ge=0)
     """Tokens those steps trained on (all workers'): the trial's tokens_seen, less those of the steps a sharded trial
     resumed after, which another attempt timed. Over train_seconds, the trial's training throughput."""
+    eval_seconds: float = Field(0.0, ge=0.0)
+    """Wall seconds of its evaluations: the interim ones (and their reports) and the final figures on its text.
+    Beside train_seconds, what measuring the trial costs against training it."""
     peak_memory_gb: float | None = Field(None, ge=0.0)
     """torch.cuda.max_memory_reserved over training and evaluation, in GB (1e9 bytes): what the caching allocator
     held at its most, fragmentation included, which no other process on the GPU could have; None on CPU."""
+
+
+class Figures(StrictConfig):
+    """A trial's figures on its validation text (the pool, or its confirmation draw) at its last step: what the
+    choice reads, with the text they were measured on and their text error over its documents."""
+
+    # A measurement, not a setting: a loss may come out non-finite, and the trial reports it as it is.
+    model_config = ConfigDict(allow_inf_nan=True)
+
+    text: str = Field(min_length=1, max_length=32)
+    """"pool", or "draw 1 + r" for confirmation round r (train_entry.data.draws.text_name)."""
+    step: int = Field(ge=0)
+    domain_loss: float
+    general_loss: float
+    domain_gain: float
+    forgetting: float
+    text_error: TextError | None
+    """How much they would move on another text of the same kind and size (None: fewer than two documents, or a
+    non-finite loss)."""
+    documents: TextLosses
+    """The losses document by document."""
+
+    @classmethod
+    def measure(cls, *, text: str, step: int, base: BaseLosses, losses: TextLosses) -> Figures:
+        domain_loss, general_loss = losses.domain.loss, losses.general.loss
+        return cls(
+            text=text,
+            step=step,
+            domain_loss=domain_loss,
+            general_loss=general_loss,
+            domain_gain=domain_gain(domain_loss, base.domain_loss),
+            forgetting=forgetting(general_loss, base.general_loss),
+            text_error=TextError.of(base.documents, losses) if base.documents is not None else None,
+            documents=losses,
+        )
 
 
 class TrialResult(StrictConfig):
@@ -261,14 +289,31 @@ class TrialResult(StrictConfig):
     tokens_seen: int
     wall_seconds: float
     history: list[Metrics]
-    """Every evaluation, in order; the last is the trial's final measurement."""
-    sequence_losses: SequenceLosses | None = None
-    """The final evaluation's losses sequence by sequence (None: no evaluation ran in this process)."""
-    text_error: TextError | None = None
-    """How much the final figures would move on another draw of validation text (None: not measured per sequence)."""
+    """Every interim evaluation, in order (the pool's interim windows, ProxyConfig.eval_sequences)."""
+    documents: list[TextLosses] = Field(default_factory=list)
+    """Each interim evaluation's losses document by document, in the order of `history`."""
+    figures: Figures | None = None
+    """The figures on the trial's validation text when it ended, completed or stopped (None: it diverged, or never
+    evaluated)."""
     usage: TrialUsage | None = None
     """The training steps' time and tokens and the GPU's peak memory (None: a result no training made, a test's)."""
 
+    @model_validator(mode="after")
+    def _documents_follow_history(self) -> TrialResult:
+        if self.documents and len(self.documents) != len(self.history):
+            raise ValueError(
+                f"documents are one per evaluation of history, got {len(self.documents)} for {len(self.history)}"
+            )
+        if self.status is TrialStatus.COMPLETED and self.figures is None:
+            raise ValueError("a completed trial carries its figures on its validation text, not null")
+        return self
+
     @property
     def final(self) -> Metrics | None:
+        """The last interim evaluation."""
         return self.history[-1] if self.history else None
+
+    @property
+    def text_error(self) -> TextError | None:
+        """The final figures' text error."""
+        return self.figures.text_error if self.figures is not None else None

@@ -45,4 +45,4 @@ class UsageMeter:
         peak = torch.cuda.max_memory_reserved(self._device) / GB if self._device.type == "cuda" else None
         tokens = tokens_seen // steps * (steps - first_step) if steps else 0
         seconds = time.perf_counter() - self._started - self._aside
-        return TrialUsage(train_seconds=seconds, train_tokens=tokens, peak_memory_gb=peak)
+        return TrialUsage(train_seconds=seconds, train_tokens=tokens, peak_memory_gb=peak, eval_seconds=self._aside)

@@ -13,8 +13,10 @@ Usage:  python3 derive_python_stdlib.py STDLIB_DIR [OUT_DIR]
 - Modules: the single-file modules at the top of STDLIB_DIR (`*.py`, no packages, no symbolic links), less the
   files that are not CPython's hand-written code (EXCLUDED), ordered by sha256("python_stdlib:<file name>"):
   an order that favours no part of the alphabet or size.
-- Split by module, so no module has text on both sides: modules in that order go to valid.jsonl until it holds
-  VALID_CHARACTERS, the next ones to train.jsonl until it holds TRAIN_CHARACTERS; the rest are not used.
+- Split by module, so no module has text on both sides: the first VALID_MODULES modules in that order go to
+  valid.jsonl, one part each (its middle one), so that each validation document is a module of its own and the
+  documents are as independent as modules are; the next ones go whole to train.jsonl until it holds
+  TRAIN_CHARACTERS; the rest are not used.
 - Documents: each module is cut at the starts of its top-level statements (and of a large class's members) into
   parts of at most MAX_CHARACTERS, greedily; a statement longer than that is a part of its own, and a tail under
   MIN_CHARACTERS joins the part before it. Text is kept verbatim (NFC), licence headers and comments included.
@@ -38,9 +40,12 @@ SOURCE = "cpython-3.11-stdlib"
 LICENSE = "PSF-2.0"
 TRAIN_CHARACTERS = 1_600_000
 """~0.93 M tokens with the built-in base's BPE: about the size of the e-commerce domain corpus (~1.09 M)."""
-VALID_CHARACTERS = 85_000
-"""~5 % of the train side, as for the other corpora: ~50 k tokens, six times the 64 x 129 tokens a sweep's
-validation set reads by default."""
+VALID_MODULES = 64
+"""Held-out modules, one document each: a sweep deals its validation documents into a pool and one draw per
+confirmation candidate, each needing at least 10 (train_entry.data.draws.MIN_DOCUMENTS), and
+benchmarks/decision_quality.py holds a third of them out as fresh text first: 64 gives the sweep's pool about 21 and
+each of its two draws about 11. ~350 k characters (~200 k tokens): what a validation set of independent modules
+costs; parts of a few modules (as before issue 49: 18 parts of 7 modules) move together."""
 MAX_CHARACTERS = 8_000
 """As the ELTeC chunks of the general corpus."""
 MIN_CHARACTERS = 200
@@ -61,9 +66,7 @@ EXCLUDED = frozenset(
 
 def modules(stdlib: Path) -> list[Path]:
     found = [
-        path
-        for path in stdlib.glob("*.py")
-        if path.is_file() and not path.is_symlink() and path.name not in EXCLUDED
+        path for path in stdlib.glob("*.py") if path.is_file() and not path.is_symlink() and path.name not in EXCLUDED
     ]
     return sorted(found, key=lambda path: hashlib.sha256(f"{NAME}:{path.name}".encode()).hexdigest())
 
@@ -119,13 +122,14 @@ def main() -> None:
     out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1]
     splits: dict[str, list[dict]] = {"valid": [], "train": []}
     used: list[tuple[str, str, int, str]] = []
-    targets = {"valid": VALID_CHARACTERS, "train": TRAIN_CHARACTERS}
-    for module in modules(stdlib):
-        split = next((name for name, docs in splits.items() if _characters(docs) < targets[name]), None)
-        if split is None:
+    for index, module in enumerate(modules(stdlib)):
+        if index >= VALID_MODULES and _characters(splits["train"]) >= TRAIN_CHARACTERS:
             break
+        split = "valid" if index < VALID_MODULES else "train"
         docs = documents(module)
-        splits[split].extend(docs)
+        if not docs:
+            continue  # nothing of MIN_CHARACTERS in it
+        splits[split].extend([docs[len(docs) // 2]] if split == "valid" else docs)
         raw = module.read_bytes()
         used.append((module.name, split, len(raw), hashlib.sha256(raw).hexdigest()))
     folder = out / NAME

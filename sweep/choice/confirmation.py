@@ -3,11 +3,12 @@
 A pick between tried points is a point no trial ran, and one at a tried point reproduces its own trial on
 a deterministic machine: neither says whether the pick holds on a run the sweep never saw. So after the
 searched trials and their replicates, the pick runs `seeds` more full-budget trials at fresh seeds (never
-pruned, enqueued in the study like replicates, so a killed driver resumes them). The pick is **confirmed**
-when every one of them completes and their mean forgetting is within the budget. When it is not, the
-surrogate is refitted with the confirmation trials (they are completed trials like any other) and its pick,
-the points already confirmed over the budget excluded, is confirmed next: at most `candidates` points in
-all; then the sweep says it found no confirmed point.
+pruned, enqueued in the study like replicates, so a killed driver resumes them), each round's measured on a
+validation draw of its own, text no other trial was measured on. The pick is **confirmed** when every one of them
+completes and their mean forgetting is within the budget. When it is not, the surrogate's next pick (fitted to the
+pool's trials: a confirmation's figures are on another text and do not enter it), the points already confirmed over
+the budget excluded, is confirmed next: at most `candidates` points in all; then the sweep says it found no
+confirmed point. Each round's mean is also set against the interval predicted for it, and a mean outside says so.
 
 Everything here is a pure function of the trials' rows, so a rerun after a kill computes the same rounds.
 """
@@ -24,8 +25,8 @@ from pydantic import Field
 
 from sweep.choice.feasible import is_feasible
 from sweep.choice.observed import best_observed
-from sweep.choice.pick import Pick, pick_with
-from sweep.choice.surrogate import fit_surrogate, point_key
+from sweep.choice.pick import Pick, Prediction, pick_with
+from sweep.choice.surrogate import Z90, fit_surrogate, point_key
 from sweep.space import SearchSpace
 from sweep.study.config import ConfirmationConfig, PickConfig
 from sweep.study.record import Status
@@ -80,6 +81,14 @@ class Measured(StrictConfig):
     """None with one trial."""
 
 
+class Against(str, enum.Enum):
+    """Where a confirmation's mean fell against the 90 % interval predicted for it."""
+
+    INSIDE = "inside"
+    ABOVE = "above"
+    BELOW = "below"
+
+
 class ConfirmedPoint(StrictConfig):
     """One round: a pick, what the surrogate predicted for it, and what its confirmation trials measured."""
 
@@ -97,6 +106,16 @@ class ConfirmedPoint(StrictConfig):
     forgetting: Measured | None
     """None when no confirmation trial completed (all diverged or failed)."""
     within_budget: bool
+    text: str | None = None
+    """The draw its trials' figures were measured on (text no other trial was measured on)."""
+    gain_interval: tuple[float, float] | None = None
+    """90 % interval predicted for the mean of its trials' domain_gain on their draw: the surface's uncertainty, the
+    seed noise over their number, the pool's text error and the draw's own (its trials' text error over its
+    documents). None without a prediction or a completed trial."""
+    forgetting_interval: tuple[float, float] | None = None
+    gain_against: Against | None = None
+    """Where the measured mean fell against gain_interval."""
+    forgetting_against: Against | None = None
 
 
 class Confirmation(StrictConfig):
@@ -188,6 +207,8 @@ def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) ->
     ended = [row for row in trials if row.status is Status.COMPLETED and _finite(row)]
     gain = _spread([row.domain_gain for row in ended])
     forgetting = _spread([row.forgetting for row in ended])
+    gain_interval = _interval(pick.gain, ended, [row.gain_text_error for row in ended])
+    forgetting_interval = _interval(pick.forgetting, ended, [row.forgetting_text_error for row in ended])
     return ConfirmedPoint(
         round=round_,
         lr_fraction=pick.point.lr_fraction,
@@ -202,7 +223,32 @@ def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) ->
         forgetting=forgetting,
         # A confirmation trial that diverged or failed measured no end: the point is not confirmed.
         within_budget=len(ended) == len(trials) and forgetting is not None and is_feasible(forgetting.mean, budget),
+        text=ended[0].text if ended else None,
+        gain_interval=gain_interval,
+        forgetting_interval=forgetting_interval,
+        gain_against=_against(gain, gain_interval),
+        forgetting_against=_against(forgetting, forgetting_interval),
     )
+
+
+def _interval(prediction: Prediction | None, ended: list[TrialRow], errors: list[float | None]) -> tuple | None:
+    """The 90 % interval predicted for the mean of `ended`'s figures on their draw: the surface's uncertainty, the seed
+    noise over their number, the pool's text error and the draw's (the root mean square of `errors`, each trial's
+    text error on it) (ConfirmedPoint.gain_interval)."""
+    if prediction is None or not ended:
+        return None
+    measured = [error for error in errors if error is not None and math.isfinite(error)]
+    draw = math.sqrt(math.fsum(error**2 for error in measured) / len(measured)) if measured else 0.0
+    sd = math.sqrt(prediction.sd**2 + prediction.noise_sd**2 / len(ended) + prediction.text_sd**2 + draw**2)
+    return (prediction.mean - Z90 * sd, prediction.mean + Z90 * sd)
+
+
+def _against(measured: Measured | None, interval: tuple[float, float] | None) -> Against | None:
+    if measured is None or interval is None:
+        return None
+    if measured.mean > interval[1]:
+        return Against.ABOVE
+    return Against.BELOW if measured.mean < interval[0] else Against.INSIDE
 
 
 def _said(point: ConfirmedPoint, budget: float) -> str:

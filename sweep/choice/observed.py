@@ -1,8 +1,10 @@
-"""The best observed trial of the trials that ran the whole budget, with the Pareto front around it.
+"""The best observed trial of the search trials that ran the whole budget, with the Pareto front around it.
 
-Best observed trial: the first COMPLETED trial under the feasibility-and-ranking rule (sweep/choice/feasible.py).
-Pruned, diverged and failed trials never qualify: a curve cut short says nothing about where it would
-have ended.
+Best observed trial: the first COMPLETED search trial under the feasibility-and-ranking rule
+(sweep/choice/feasible.py). Pruned, diverged and failed trials never qualify: a curve cut short says nothing about
+where it would have ended. Only the search's trials are compared, all measured on one text, the validation pool: a
+confirmation trial is measured on a draw of its own (another text, whose offset would pass for a better point), and
+a replicate re-runs a point already in the search; both are shown in their own rows.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 from sweep.choice.feasible import Score, least_forgetting_first, ranked_feasible
 from sweep.space import SearchSpace
 from sweep.study.record import Status
-from sweep.study.row import TrialRow
+from sweep.study.row import Role, TrialRow
 from train_entry.mix import MixRatio
 
 
@@ -21,8 +23,8 @@ class Selection:
     best_observed: TrialRow | None
     """None when no completed trial is within the forgetting budget."""
     pareto: list[TrialRow]
-    """Completed trials no other completed trial beats on both domain_gain and forgetting,
-    by rising forgetting."""
+    """Completed search trials no other completed search trial beats on both domain_gain and forgetting (all on the
+    pool), by rising forgetting."""
     least_forgetting: TrialRow | None
     """When nothing is feasible: the Pareto trial closest to the budget, the one to look at."""
     boundary: list[str]
@@ -71,7 +73,8 @@ def best_observed(rows: list[TrialRow], forgetting_budget: float) -> TrialRow | 
 
 
 def ranked_completed(rows: list[TrialRow], forgetting_budget: float) -> list[TrialRow]:
-    """The feasible completed trials, best first (sweep/choice/feasible.py): the best observed trial, its runner-up..."""
+    """The feasible completed search trials, best first (sweep/choice/feasible.py): the best observed trial, its
+    runner-up..."""
     return ranked_feasible(_completed(rows), forgetting_budget, score)
 
 
@@ -81,10 +84,15 @@ def score(row: TrialRow) -> Score:
 
 
 def _completed(rows: list[TrialRow]) -> list[TrialRow]:
+    """The completed search trials measured on the pool: the ones compared with each other."""
     return [
         row
         for row in rows
-        if row.status is Status.COMPLETED and row.domain_gain is not None and row.forgetting is not None
+        if row.status is Status.COMPLETED
+        and row.role is Role.SEARCH
+        and row.on_pool
+        and row.domain_gain is not None
+        and row.forgetting is not None
     ]
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field, model_validator
 
+from sweep.choice.points import point_summaries, seed_noise
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
     Z90,
@@ -73,19 +74,19 @@ class Prediction(StrictConfig):
     noise_sd: float
     """Of one run around it (learned)."""
     text_sd: float = 0.0
-    """Of the validation text's share of one run: what a fresh draw of validation text moves it by."""
+    """Of the validation text's share of one run: what other text of the pool's kind and size moves it by."""
     low: float
     high: float
-    """90 % interval of the smooth value on any draw of validation text: the surface's uncertainty and the text
-    the surface was fitted on (text_sd), as a confirmation on a fresh draw averages to."""
+    """90 % interval of the smooth value on the text population: the surface's uncertainty and the pool's text error
+    (the surface was fitted on the pool), what many re-runs on much text would average to."""
     remeasured_low: float
     remeasured_high: float
-    """90 % interval of one re-run at the point, at a fresh seed on a fresh draw of validation text."""
+    """90 % interval of one re-run at the point, at a fresh seed on fresh text of the pool's size."""
 
     @classmethod
     def at(cls, predictions: Predictions, index: int) -> Prediction:
         mean, sd = float(predictions.mean[index]), float(predictions.sd[index])
-        remeasured = float(predictions.remeasured_sd[index])
+        remeasured = float(predictions.remeasured_sd()[index])
         smooth = math.hypot(sd, predictions.text_sd)
         return cls(
             mean=mean,
@@ -100,13 +101,18 @@ class Prediction(StrictConfig):
 
 
 class Comparison(StrictConfig):
-    """A tried point against the pick: the posterior of gain(pick) - gain(point)."""
+    """A tried point against the pick: how much more a re-run at the pick would gain than one at the point, each at
+    a fresh seed on other text of the kind."""
 
     point: PickedPoint
     gain_difference: float
+    """The surrogate's posterior mean of gain(pick) - gain(point) (both on the pool, the text it was fitted to)."""
     low: float
     high: float
-    """90 % interval of the difference."""
+    """90 % interval of the difference between two such re-runs: the surface's joint uncertainty at the two points,
+    each re-run's seed noise (the surrogate's learned noise, never below the replicates' measured spread), and each
+    point's text error (counted as if the two texts' offsets were independent: a bound, as two points measured on one
+    text share much of it)."""
     indistinguishable: bool
     """The interval includes 0: the trials cannot tell this point's gain from the pick's."""
     probability_within_budget: float
@@ -195,8 +201,8 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         else f"the {len(space.mix)} listed mixes"
     )
     return (
-        f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on a fresh draw "
-        f"of validation text) ends with forgetting within the budget {budget:g} with probability >= "
+        f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on fresh "
+        f"validation text of the pool's size) ends with forgetting within the budget {budget:g} with probability >= "
         f"{config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
         f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
@@ -333,7 +339,11 @@ def _comparisons(
     others = [row for key, row in tried.items() if key != point_key(*pick)]
     if not others:
         return []
-    mean, sd = surrogate.gain_difference(pick, [(row.lr_fraction, row.domain_share) for row in others])
+    mean, smooth = surrogate.gain_difference(pick, [(row.lr_fraction, row.domain_share) for row in others])
+    gain_fit = surrogate.fit.domain_gain
+    measured = seed_noise(point_summaries(used))
+    noise = max(gain_fit.noise_sd, measured.domain_gain_sd if measured is not None else 0.0)
+    sd = np.sqrt(smooth**2 + 2.0 * noise**2 + 2.0 * gain_fit.text_sd**2)
     _, forgetting = surrogate.predict([row.lr_fraction for row in others], [row.domain_share for row in others])
     probability = forgetting.probability_at_most(budget)
     return [

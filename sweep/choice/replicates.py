@@ -64,11 +64,14 @@ def _ranked_points(main: list[FrozenTrial], budget: float) -> list[FrozenTrial]:
 
 
 def _score(frozen: FrozenTrial) -> Score:
-    """The trial's latest evaluation, as the rule reads it; a missing gain ranks last."""
+    """The trial's figures on the pool (its latest interim evaluation before it has them), as the rule reads them;
+    a missing gain ranks last."""
     return Score(_last(frozen, "domain_gain", missing=-math.inf), _last(frozen, "forgetting"), frozen.number)
 
 
 def _last(frozen: FrozenTrial, metric: str, *, missing: float = math.inf) -> float:
-    """A metric of the trial's latest evaluation; `missing` when it has none or it is not finite."""
-    value = (frozen.user_attrs.get(Attr.LAST.value) or {}).get(metric)
+    """A metric of the trial's figures, else of its latest evaluation; `missing` when it has none or it is not
+    finite."""
+    measured = frozen.user_attrs.get(Attr.FIGURES.value) or frozen.user_attrs.get(Attr.LAST.value) or {}
+    value = measured.get(metric)
     return value if value is not None and math.isfinite(value) else missing

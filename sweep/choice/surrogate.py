@@ -92,19 +92,20 @@ class Predictions:
     noise_sd: float
     """Of one measurement around the surface (learned): a re-run at the point scatters this much more."""
     text_sd: float = 0.0
-    """Of the validation text's share of a measurement: the trials' standard errors over their validation sequences,
-    pooled. The search's trials share one draw of text, so its error is an offset common to the whole surface that
-    the learned noise cannot see; a re-run measured on a fresh draw adds its own."""
+    """Of the validation text's share of a measurement: the trials' standard errors over the pool's documents,
+    pooled. The search's trials share the pool, so its error is an offset common to the whole surface that the
+    learned noise cannot see; a re-run measured on other text adds that text's own."""
 
-    @property
-    def remeasured_sd(self) -> np.ndarray:
-        """Of a new measurement at the point, at a fresh seed and on a fresh draw of validation text: the surface's
-        uncertainty, the seed noise, and the text error twice (the draw the surface was fitted on, and the new one)."""
-        return np.sqrt(self.sd**2 + self.noise_sd**2 + 2.0 * self.text_sd**2)
+    def remeasured_sd(self, text_sd: float | None = None) -> np.ndarray:
+        """Of a new measurement at the point, at a fresh seed and on other text of the kind: the surface's
+        uncertainty, the seed noise, the pool's text error (the surface was fitted on it) and the new text's
+        (`text_sd`; default the pool's: fresh text of the pool's size)."""
+        new_text = self.text_sd if text_sd is None else text_sd
+        return np.sqrt(self.sd**2 + self.noise_sd**2 + self.text_sd**2 + new_text**2)
 
-    def probability_at_most(self, limit: float) -> np.ndarray:
-        """P(a re-measured value <= limit) under the normal predictive distribution."""
-        return ndtr((limit - self.mean) / np.maximum(self.remeasured_sd, 1e-300))
+    def probability_at_most(self, limit: float, *, text_sd: float | None = None) -> np.ndarray:
+        """P(a re-measured value <= limit) under the normal predictive distribution; `text_sd` as remeasured_sd."""
+        return ndtr((limit - self.mean) / np.maximum(self.remeasured_sd(text_sd), 1e-300))
 
 
 class MetricFit(StrictConfig):
@@ -119,8 +120,8 @@ class MetricFit(StrictConfig):
     length_scale_mix: float
     """Along log(general / domain), as a share of the searched range."""
     text_sd: float = 0.0
-    """Root mean square of the fitted trials' standard errors over their validation sequences (TrialRow's
-    *_text_error): how much another draw of validation text moves one measurement; 0 when none was measured."""
+    """Root mean square of the fitted trials' standard errors over the pool's documents (TrialRow's *_text_error):
+    how much another text of the pool's kind and size moves one measurement; 0 when none was measured."""
 
 
 class SurrogateFit(StrictConfig):
@@ -166,13 +167,15 @@ class Surrogate:
 
 
 def completed(rows: Iterable[TrialRow]) -> list[TrialRow]:
-    """The rows a surrogate is fitted to: trials that ran their whole budget with finite final metrics, one per
-    (point, seed). A second trial at the same point and seed (a sampler proposing a listed point again) trains
+    """The rows a surrogate is fitted to: trials that ran their whole budget with finite figures on the validation
+    pool (the search's trials and replicates; a confirmation trial's figures are on its own draw, another text), one
+    per (point, seed). A second trial at the same point and seed (a sampler proposing a listed point again) trains
     the same run again: it is no second observation, and counted as one it would pass for zero seed noise."""
     measured: dict[tuple, TrialRow] = {}
     for row in sorted(rows, key=lambda row: row.number):
         if (
             row.status is Status.COMPLETED
+            and row.on_pool
             and row.domain_gain is not None
             and row.forgetting is not None
             and math.isfinite(row.domain_gain)
@@ -184,13 +187,15 @@ def completed(rows: Iterable[TrialRow]) -> list[TrialRow]:
 
 
 def stopped(rows: Iterable[TrialRow]) -> list[TrialRow]:
-    """The rows a surrogate takes as censored: pruned, guarded or diverged trials with finite last metrics, one per
-    (point, seed), none at a (point, seed) that also ran to the end."""
+    """The rows a surrogate takes as censored: pruned or guarded trials with finite figures on the pool at the step
+    they stopped, and diverged trials with finite last interim metrics (no figures: its model blew up; a bound far
+    above any text's offset), one per (point, seed), none at a (point, seed) that also ran to the end."""
     ended = {(point_key(row.lr_fraction, row.domain_share), row.seed) for row in completed(rows)}
     found: dict[tuple, TrialRow] = {}
     for row in sorted(rows, key=lambda row: row.number):
         key = (point_key(row.lr_fraction, row.domain_share), row.seed)
-        if row.status in (Status.PRUNED, Status.DIVERGED) and key not in ended and _finite(_bounds(row)):
+        measured = row.on_pool or row.status is Status.DIVERGED
+        if row.status in (Status.PRUNED, Status.DIVERGED) and measured and key not in ended and _finite(_bounds(row)):
             found.setdefault(key if row.seed is not None else (key, row.number), row)
     return list(found.values())
 
@@ -246,8 +251,8 @@ def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | N
 
 
 def _pooled(errors: list[float | None]) -> float:
-    """Root mean square of the standard errors measured (0 when none was): each trial's is the same draw's text seen
-    by another model, so they are pooled as one noise level, not averaged down by their number."""
+    """Root mean square of the standard errors measured (0 when none was): each trial's is the same pool seen by
+    another model, so they are pooled as one noise level, not averaged down by their number."""
     measured = [error for error in errors if error is not None and math.isfinite(error)]
     return math.sqrt(math.fsum(error**2 for error in measured) / len(measured)) if measured else 0.0
 

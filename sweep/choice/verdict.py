@@ -21,8 +21,8 @@ def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: f
     if outcome is Outcome.CONFIRMED:
         held = confirmation.confirmed
         return (
-            f"pick: {where}, confirmed at {len(held.trials)} fresh seed(s) on fresh validation text (trials "
-            f"{numbers(held.trials)}): {measured_words(held, budget)}"
+            f"pick: {where}, confirmed at {len(held.trials)} fresh seed(s) on fresh validation text ({held.text or 'a draw'}"
+            f", trials {numbers(held.trials)}): {measured_words(held, budget)}"
         )
     if outcome is Outcome.NOT_FOUND:
         if not confirmation.rounds:
@@ -54,7 +54,11 @@ def measured_words(point: ConfirmedPoint, budget: float, *, with_prediction: boo
         return "no confirmation trial completed"
     predicted = ""
     if with_prediction and point.predicted_gain is not None and point.predicted_forgetting is not None:
-        predicted = f" (predicted {point.predicted_gain:.4f}, {point.predicted_forgetting:.4f})"
+        gain, forgetting = f"{point.predicted_gain:.4f}", f"{point.predicted_forgetting:.4f}"
+        if point.gain_interval is not None and point.forgetting_interval is not None:
+            gain += f" [{point.gain_interval[0]:.4f}, {point.gain_interval[1]:.4f}]"
+            forgetting += f" [{point.forgetting_interval[0]:.4f}, {point.forgetting_interval[1]:.4f}]"
+        predicted = f" (predicted {gain}, {forgetting})"
     verdict = "within" if point.within_budget else "over"
     return (
         f"domain_gain {spread(point.gain)}, forgetting {spread(point.forgetting)}{predicted}, {verdict} the budget "

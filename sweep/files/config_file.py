@@ -61,7 +61,11 @@ def resolve_path(path: Path, info: ValidationInfo) -> Path:
 
 
 def describe(path: Path, exc: ValidationError, model: type[BaseModel], kind: str) -> str:
-    errors = exc.errors(include_url=False)
+    return describe_errors(path, exc.errors(include_url=False), model, kind)
+
+
+def describe_errors(path: Path, errors: list[Any], model: type[BaseModel], kind: str) -> str:
+    """`errors` (pydantic's, of validating `path` as `model`) in lines naming the key path, value and what is valid."""
     keys = [".".join(_walk(error["loc"], model)[0]) for error in errors]
     # A union (range or list) reports a shape error for each member it did not match; when a
     # member did match the shape, its own errors are the ones worth reading.

@@ -13,6 +13,7 @@ format version (sweep/files/compat.py), checked before anything else is read fro
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,8 +34,14 @@ class CorruptFile(ValueError):
 
 
 def write_whole(path: Path, data: str | bytes) -> None:
+    """`data` into a new hidden sibling renamed over `path`. The sibling is made afresh, never opened through a link a
+    copied run directory may hold in its place (which would write wherever the link points); the rename replaces a
+    link at `path` itself rather than following it."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    tmp.unlink(missing_ok=True)  # a link or a killed writer's leftover: removed, not followed
+    descriptor = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+    with os.fdopen(descriptor, "wb") as file:
+        file.write(data.encode("utf-8") if isinstance(data, str) else data)
     os.replace(tmp, path)
 
 
@@ -131,3 +138,31 @@ def _in_file(loc: tuple[int | str, ...], data: Any) -> list[int | str]:
         elif k == len(loc) - 1 and not (isinstance(part, str) and ("[" in part or part[:1].isupper())):
             found.append(part)
     return found
+
+
+def first_difference(stored: BaseModel, expected: BaseModel, *, rel_tol: float = 1e-9) -> tuple[str, Any, Any] | None:
+    """Where a record read back differs from what its source gives: (the key path, as the file spells it, the stored
+    value, the expected one) of the first difference, numbers equal within `rel_tol`; None when they agree. Both are
+    compared as their JSON, field by field, so a field a later format adds is compared as well."""
+    return _difference(stored.model_dump(mode="json"), expected.model_dump(mode="json"), (), rel_tol)
+
+
+def _difference(stored: Any, expected: Any, at: tuple[str, ...], rel_tol: float) -> tuple[str, Any, Any] | None:
+    if isinstance(stored, dict) and isinstance(expected, dict):
+        for key in [*stored, *(key for key in expected if key not in stored)]:
+            found = _difference(stored.get(key), expected.get(key), (*at, str(key)), rel_tol)
+            if found is not None:
+                return found
+        return None
+    if isinstance(stored, list) and isinstance(expected, list) and len(stored) == len(expected):
+        for index, (one, other) in enumerate(zip(stored, expected)):
+            found = _difference(one, other, (*at, str(index)), rel_tol)
+            if found is not None:
+                return found
+        return None
+    numbers = all(isinstance(value, int | float) and not isinstance(value, bool) for value in (stored, expected))
+    if numbers and (
+        math.isclose(stored, expected, rel_tol=rel_tol, abs_tol=1e-12) or math.isnan(stored) and math.isnan(expected)
+    ):
+        return None
+    return None if stored == expected and type(stored) is type(expected) else (".".join(at), stored, expected)

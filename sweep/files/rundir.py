@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import Field, field_validator
@@ -32,6 +32,9 @@ TRASH = ".trash"
 """Under RUNS: where `sweep run --fresh` moves the run it replaces (runs/.trash/<name>-<UTC time>)."""
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 """One path component: letters, digits, '.', '_' and '-', starting with a letter or digit, at most 100."""
+Segment = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=200)]
+"""An id read from a record that names a folder (a plan's, a job's): one plain path component, never '..', a '/',
+markup or a name longer than a file system takes; a reader also checks it equals its folder's name."""
 
 
 class In:
@@ -142,8 +145,9 @@ class RunDir:
         return PlanDir(self.promotion / plan_id)
 
     def plans(self) -> list[PlanDir]:
-        """Every promotion plan of the run, by id."""
-        return [PlanDir(path) for path in sorted(self.promotion.glob("*")) if path.is_dir()]
+        """Every promotion plan of the run, by id; RunDirError for a plan folder that is a link leading out of the
+        run (what a reader finds there is not this run's, and a watch would write beside it)."""
+        return [PlanDir(self.inside(path)) for path in sorted(self.promotion.glob("*")) if path.is_dir()]
 
     # ----------------------------------------------------------------------------- reading, writing
 

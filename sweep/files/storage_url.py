@@ -25,6 +25,10 @@ EXAMPLE = "postgresql://optuna:${OPTUNA_DB_PASSWORD}@db.internal/optuna"
 PASSWORD_QUERY_KEYS = frozenset({"password", "passwd", "pwd"})
 """Query parameters that carry a password (libpq and MySQL drivers read them as one)."""
 MASK = "***"
+UNPARSED_PASSWORD = re.compile(
+    r"(://[^/?#@:]*:).*(?=@)|([?&](?:" + "|".join(sorted(PASSWORD_QUERY_KEYS)) + r")=)[^&#]*", re.IGNORECASE
+)
+"""Where a URL that is not one SQLAlchemy parses may hold a password: the user info's, or a password parameter's."""
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite 3 database file (sqlite.org/fileformat.html)."""
 
@@ -36,10 +40,9 @@ class StorageError(ValueError):
 def check_url(url: str) -> str:
     """`url` when it is a SQLAlchemy URL whose passwords are all `${NAME}` references and that has
     no reference anywhere else; StorageError saying what to write otherwise."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise StorageError(f"not a SQLAlchemy database URL; e.g. sqlite:////abs/path/optuna.db or {EXAMPLE}") from None
+    parsed = _parsed(url)
+    if parsed is None:
+        raise StorageError(f"not a SQLAlchemy database URL; e.g. sqlite:////abs/path/optuna.db or {EXAMPLE}")
     for secret in _passwords(parsed):
         if not ENV_REFERENCE.fullmatch(secret):
             raise StorageError(
@@ -80,11 +83,28 @@ def _check_sqlite_file(path: Path) -> None:
         raise StorageError(f"the SQLite file's folder {path.parent} does not exist; create it or name another file")
     if path.is_dir():
         raise StorageError(f"{path} is a directory; name a SQLite file (it is created if missing)")
-    if path.is_file() and path.stat().st_size > 0:
-        with open(path, "rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-        if header != SQLITE_HEADER:
-            raise StorageError(f"{path} exists and is not a SQLite database; name a new file or an Optuna study's")
+    if path.is_file() and path.stat().st_size > 0 and _header(path) != SQLITE_HEADER:
+        raise StorageError(f"{path} exists and is not a SQLite database; name a new file or an Optuna study's")
+
+
+def stored_study_problem(path: Path) -> str | None:
+    """Why the SQLite file `path` cannot hold a study a reader opens, read from its bytes before SQLite or Optuna
+    touches it (either would write into a file that is none: an empty one got Optuna's whole schema); None when its
+    header is SQLite's."""
+    if not path.exists():
+        return f"{path} is missing"
+    if not path.is_file():
+        return f"{path} is not a regular file"
+    if path.stat().st_size == 0:
+        return f"{path} is an empty file, not a SQLite database"
+    if _header(path) != SQLITE_HEADER:
+        return f"{path} is not a SQLite database (its first bytes are not SQLite's)"
+    return None
+
+
+def _header(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(len(SQLITE_HEADER))
 
 
 def resolve(url: str, *, environ: Mapping[str, str] = os.environ) -> str:
@@ -107,10 +127,9 @@ def resolve(url: str, *, environ: Mapping[str, str] = os.environ) -> str:
 
 def shown_url(url: str) -> str:
     """The URL as it may be printed: every password masked (not a URL: a shortened repr)."""
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return shown(url, 80)
+    parsed = _parsed(url)
+    if parsed is None:  # masked as text: a URL SQLAlchemy cannot parse may still hold a password
+        return shown(UNPARSED_PASSWORD.sub(lambda match: f"{match.group(1) or match.group(2)}{MASK}", url), 80)
     masked = _with_passwords(parsed, lambda _: MASK).render_as_string(hide_password=False)
     return masked.replace(quote_plus(MASK), MASK)
 
@@ -129,6 +148,15 @@ def sqlite_file(url: str) -> Path | None:
     if not parsed.drivername.startswith("sqlite") or parsed.database in (None, "", ":memory:"):
         return None
     return Path(parsed.database)
+
+
+def _parsed(url: str) -> URL | None:
+    """`url` parsed by SQLAlchemy; None when it is not a URL, a port that is no number included (SQLAlchemy raises a
+    bare ValueError for one: a damaged run.json's or jobs.json's URL was a traceback while its error was written)."""
+    try:
+        return make_url(url)
+    except (ArgumentError, ValueError):
+        return None
 
 
 def _passwords(url: URL) -> list[str]:

@@ -1,7 +1,8 @@
 """Everything a sweep's trials share, built once before any trial starts.
 
-The tokenizer, the indexed corpora, the base (pretrained here if it is the built-in one) and the
-base's own losses on the fixed validation sets. Each is cached by content under the cache root,
+The tokenizer, the indexed corpora, the validation texts (the pool and one draw per confirmation round,
+train_entry.data.draws), the base (pretrained here if it is the built-in one) and the base's own losses on each
+text, document by document. Each is cached by content under the cache root,
 so a second sweep over the same data and base starts at once.
 """
 
@@ -17,22 +18,23 @@ from typing import Any
 
 from sweep.files.records import CorruptFile, read_model
 from sweep.run.progress import sample_progress, step_progress
-from sweep.run.sample_size import sample_tokens, validation_draws, validation_weights
+from sweep.run.sample_size import confirmation_draws, sample_tokens, validation_weights
 from sweep.run.shipped_base import shipped_base
 from sweep.spec.spec import BaseConfig, CorpusConfig, DataConfig, SweepSpec
 from train_entry.base_cache import ensure_builtin_base
 from train_entry.builtin_base import MANIFEST, SHIPPED_DIR
 from train_entry.data.cache import digest
 from train_entry.data.corpus import Corpus, CorpusError, CorpusStats
+from train_entry.data.draws import TextSide, check_texts, split_texts, text_lengths, text_name
 from train_entry.data.fingerprint import prefix_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
-from train_entry.mix import MixRatio, tokens_read
+from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
-BASE_LOSSES_BYTES = 16 << 20
-"""Most bytes of a base-loss cache entry read back: the base's loss on each validation sequence of both sets, at most
-2 x 100,000 numbers (ProxyConfig.eval_sequences' bound) of about 20 characters."""
+BASE_LOSSES_BYTES = 256 << 20
+"""Most bytes of a base-loss cache entry read back: the base's loss, tokens and weight of each validation document of
+both sides, at most 2 x 10^6 documents (train_entry.text_losses.MAX_DOCUMENTS) of about 60 characters."""
 
 
 def cache_root() -> Path:
@@ -50,11 +52,13 @@ class Prepared:
     train: CorpusPrefixes
     valid: CorpusPrefixes
     """The whole validation samples: what the built-in base's pretraining measures itself on."""
-    valid_draws: list[CorpusPrefixes]
-    """Disjoint draws of the validation samples (train_entry.data.draws): draw 0 measures the search's trials and
-    replicates, draw 1 + r the confirmation trials of round r; any `extra_draws` prepare() was asked for follow."""
+    texts: list[CorpusPrefixes]
+    """Disjoint texts of whole documents of the validation samples (train_entry.data.draws): 0 the pool, which the
+    search's trials and replicates are measured on, 1 + r the draw of confirmation round r."""
     base_losses: list[BaseLosses]
-    """The base's own losses on each draw, sequence by sequence: what a trial measured on that draw is relative to."""
+    """The base's own losses on each text, document by document: what a trial's final figures on it are relative to."""
+    interim_base: BaseLosses
+    """The base's own losses on the pool's interim windows: what every evaluation's figures are relative to."""
     corpus_stats: dict[str, CorpusStats]
     """Per corpus split ("domain.train", ...): documents, tokens, the share its sample covers, what was skipped."""
 
@@ -62,16 +66,18 @@ class Prepared:
         self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None, valid_draw: int = 0
     ) -> TrialConfig:
         """One trial of the sweep; `seed` is its training seed (default: the proxy's), `valid_draw` the validation
-        draw it is measured on (0: the search's)."""
+        text of its final figures (0: the pool, the search's; 1 + r: confirmation round r's draw)."""
         return TrialConfig(
             lr_fraction=lr_fraction,
             mix=mix,
             base_dir=str(self.base_dir),
             tokenizer_dir=str(self.tokenizer_dir),
             max_lr=self.spec.base.max_lr,
-            base_losses=self.base_losses[valid_draw],
+            base_losses=self.interim_base,
+            final_base_losses=self.base_losses[valid_draw],
             train=self.train,
-            valid=self.valid_draws[valid_draw],
+            valid=self.texts[0],
+            draw_valid=self.texts[valid_draw] if valid_draw else None,
             valid_draw=valid_draw,
             non_english_share=self.non_english_share,
             proxy=self.spec.proxy,
@@ -97,7 +103,9 @@ class Prepared:
             "path": str(self.base_dir),
             "max_lr": self.spec.base.max_lr,
             **manifest,
-            "sweep validation losses": self.base_losses[0].model_dump(include={"domain_loss", "general_loss"}),
+            "sweep validation losses (the pool)": self.base_losses[0].model_dump(
+                include={"domain_loss", "general_loss"}
+            ),
         }
 
 
@@ -116,15 +124,11 @@ def _manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
-def prepare(
-    spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None, extra_draws: int = 0
-) -> Prepared:
-    """The tokenizer, each corpus's sample as an indexed dataset, the base and its validation losses, each built or
-    found in the cache (`root`, default cache_root()); the built-in base and its tokenizer are the `shipped` ones
-    when they are the spec's (sweep.run.shipped_base; None: never). `extra_draws` validation draws follow the
-    sweep's own: text none of its trials is measured on (benchmarks/decision_quality.py), drawn from the same
-    samples, so draws 0 .. validation_draws(spec) - 1 stay the sweep's unless the text is too short for them all
-    (train_entry.data.draws deals it round-robin then: the caller compares)."""
+def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path | None = None) -> Prepared:
+    """The tokenizer, each corpus's sample as an indexed dataset, the validation texts, the base and its losses on
+    them, each built or found in the cache (`root`, default cache_root()); the built-in base and its tokenizer are
+    the `shipped` ones when they are the spec's (sweep.run.shipped_base; None: never). Validation text too short for
+    its texts' text error is refused (CorpusError) before the base is built or any trial runs."""
     root = root or cache_root()
     data = spec.data
     ready, why_not_shipped = shipped_base(spec, shipped) if shipped is not None else (None, "")
@@ -144,8 +148,7 @@ def prepare(
         for split in ("train", "valid")
     }
     non_english_share = data.non_english.share if data.non_english else 0.0
-    draws = _validation_draws(spec, prefixes["valid"], root, validation_draws(spec) + extra_draws)
-    _warn_short_validation(spec, indexed, draws)
+    texts = validation_texts(spec, prefixes["valid"], root)
     base_dir = ready or _base_dir(spec.base, tokenizer_dir, prefixes, non_english_share, root, why_not_shipped)
     return Prepared(
         spec=spec,
@@ -153,30 +156,59 @@ def prepare(
         base_dir=base_dir,
         train=prefixes["train"],
         valid=prefixes["valid"],
-        valid_draws=draws,
-        base_losses=[_base_losses(spec, base_dir, tokenizer_dir, draw, non_english_share, root) for draw in draws],
+        texts=texts,
+        base_losses=[_base_losses(spec, base_dir, text, non_english_share, root) for text in texts],
+        interim_base=_base_losses(spec, base_dir, texts[0], non_english_share, root, interim=True),
         corpus_stats={name: entry.stats for name, entry in indexed.items()},
     )
 
 
-def _validation_draws(spec: SweepSpec, valid: CorpusPrefixes, root: Path, count: int) -> list[CorpusPrefixes]:
-    """Each validation sample split into `count` disjoint draws, each sized by what one validation set reads of that
-    corpus (train_entry.data.draws)."""
-    from train_entry.data.draws import split_draws  # megatron-core, imported only when the draws are not cached
-
-    proxy = spec.proxy
+def validation_texts(spec: SweepSpec, valid: CorpusPrefixes, root: Path) -> list[CorpusPrefixes]:
+    """Each validation sample dealt into the pool and confirmation_draws(spec) draws of whole documents
+    (train_entry.data.draws), checked to hold enough documents per side for a text error; CorpusError otherwise."""
+    draws = confirmation_draws(spec)
+    weights = validation_weights(spec)
     split = {
-        corpus: split_draws(
+        corpus: split_texts(
             prefix,
-            draws=count,
-            draw_tokens=tokens_read(proxy.eval_sequences, weight, proxy.seq_len),
+            draws=draws,
             cache_root=root / "datasets",
             label=f"data.{corpus}.valid",
+            chunk_tokens=getattr(spec.data, corpus).independent_chunks,
         )
-        for corpus, weight in validation_weights(spec).items()
+        for corpus in weights
         if (prefix := getattr(valid, corpus)) is not None
     }
-    return [CorpusPrefixes(**{corpus: prefixes[draw] for corpus, prefixes in split.items()}) for draw in range(count)]
+    texts = [
+        CorpusPrefixes(**{corpus: prefixes[text] for corpus, prefixes in split.items()}) for text in range(1 + draws)
+    ]
+    sides = {"domain": ("domain",), "general": tuple(corpus for corpus in weights if corpus != "domain")}
+    check_texts(
+        [
+            _text_side(
+                f"{text_name(index)}'s {side} side",
+                [(f"data.{c}.valid", getattr(text, c), weights[c]) for c in corpora],
+            )
+            for index, text in enumerate(texts)
+            for side, corpora in sides.items()
+        ],
+        draws=draws,
+        chunked=all(getattr(spec.data, corpus).independent_chunks is not None for corpus in split),
+    )
+    return texts
+
+
+def _text_side(name: str, corpora: list[tuple[str, str, float]]) -> TextSide:
+    """One side of one text as check_texts reads it: (corpus key, prefix, share) of each of its corpora."""
+    tokens: list[int] = []
+    weights: list[float] = []
+    for _, prefix, share in corpora:
+        lengths = text_lengths(prefix)
+        tokens += lengths
+        weights += [share * n / max(sum(lengths), 1) for n in lengths]
+    return TextSide(
+        name=name, corpora=tuple(key for key, _, _ in corpora), tokens=tuple(tokens), weights=tuple(weights)
+    )
 
 
 def _sample(
@@ -250,21 +282,6 @@ def _base_dir(
         )
 
 
-def _warn_short_validation(spec: SweepSpec, indexed: dict[str, IndexedCorpus], draws: list[CorpusPrefixes]) -> None:
-    """Validation text shorter than its draws' sets repeats itself: the losses still work, but say so."""
-    proxy = spec.proxy
-    for corpus, weight in validation_weights(spec).items():
-        entry = indexed.get(f"{corpus}.valid")
-        wanted = len(draws) * tokens_read(proxy.eval_sequences, weight, proxy.seq_len)
-        if entry is not None and entry.stats.tokens < wanted:
-            print(
-                f"warning: data.{corpus}.valid has {entry.stats.tokens:,} tokens, fewer than its {len(draws)} disjoint "
-                f"validation draw(s) of proxy.eval_sequences {proxy.eval_sequences} x (seq_len + 1) tokens read "
-                f"({wanted:,}): each draw's sequences repeat its text; add held-out text or lower proxy.eval_sequences",
-                file=sys.stderr,
-            )
-
-
 def _check_vocab(base: BaseConfig, tokenizer_dir: Path) -> None:
     """A tokenizer whose ids exceed the model's embedding would fail deep inside the first step."""
     if base.is_builtin and base.tokenizer is None:
@@ -290,21 +307,21 @@ def _check_vocab(base: BaseConfig, tokenizer_dir: Path) -> None:
 
 
 def _base_losses(
-    spec: SweepSpec, base_dir: Path, tokenizer_dir: Path, valid: CorpusPrefixes, share: float, root: Path
+    spec: SweepSpec, base_dir: Path, valid: CorpusPrefixes, share: float, root: Path, *, interim: bool = False
 ) -> BaseLosses:
-    """Measured once per (base, validation data, eval settings) and cached as a small JSON file."""
+    """Measured once per (base, validation text, eval settings) and cached as a JSON file; `interim`: on the text's
+    interim windows (proxy.eval_sequences per side) rather than all of it."""
     base_files = sorted(path for path in base_dir.iterdir() if path.is_file())
     identity = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in base_files]
     proxy = spec.proxy
     key = digest(
-        "base-losses-2",
+        "base-losses-3",
         *identity,
         valid.model_dump_json(),
         *(prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),
         share,
         proxy.seq_len,
-        proxy.eval_sequences,
-        proxy.seed,
+        proxy.eval_sequences if interim else "whole",
     )
     path = root / "base_losses" / f"{key[:24]}.json"
     if path.is_file():
@@ -315,8 +332,8 @@ def _base_losses(
     from train_entry.proxy import measure_base  # torch and transformers, imported only when the losses are not cached
 
     path.parent.mkdir(parents=True, exist_ok=True)
+    losses = measure_base(base_dir, valid, share, proxy, interim=interim)
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
-        losses = measure_base(base_dir, tokenizer_dir, valid, share, proxy, cache_dir=Path(scratch))
         staged = Path(scratch) / "losses.json"
         staged.write_text(losses.model_dump_json())
         staged.replace(path)

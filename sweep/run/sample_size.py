@@ -1,7 +1,7 @@
 """How many tokens of each corpus a sweep may read, and so how large a sample of each corpus it prepares.
 
 A sample holds `margin` times the most tokens any run of the sweep reads from the corpus (a trial at the space's
-largest share of it, the built-in base's pretraining, the validation sets), and at least `min_tokens`: no run
+largest share of it, the built-in base's pretraining, the validation texts), and at least `min_tokens`: no run
 reads past the end of its sample, so none repeats a document, and a corpus smaller than that is read whole.
 """
 
@@ -42,18 +42,18 @@ def tokens_needed(spec: SweepSpec) -> dict[str, int]:
         validation.append((EVAL_SEQUENCES, builtin.seq_len))
     for sequences, seq_len in validation:
         reads("valid", validation_weights(spec), sequences, seq_len)
-    draws = validation_draws(spec)
-    for corpus, weight in validation_weights(spec).items():  # each draw is a validation set of its own
+    texts = 1 + confirmation_draws(spec)
+    for corpus, weight in validation_weights(spec).items():  # each text holds at least an interim set's windows
         name = f"{corpus}.valid"
-        need[name] = max(need[name], draws * tokens_read(proxy.eval_sequences, weight, proxy.seq_len))
+        need[name] = max(need[name], texts * tokens_read(proxy.eval_sequences, weight, proxy.seq_len))
     return dict(need)
 
 
-def validation_draws(spec: SweepSpec) -> int:
-    """Disjoint draws of validation text a sweep measures its trials on: the search's, and one per confirmation
-    round, so that each candidate is confirmed on text no other trial was measured on."""
+def confirmation_draws(spec: SweepSpec) -> int:
+    """Draws of validation text a sweep holds apart from its pool: one per confirmation round, so that each candidate
+    is confirmed on text no other trial was measured on."""
     confirmation = spec.search.confirmation
-    return 1 + (confirmation.candidates if confirmation.seeds > 0 else 0)
+    return confirmation.candidates if confirmation.seeds > 0 else 0
 
 
 def validation_weights(spec: SweepSpec) -> dict[str, float]:

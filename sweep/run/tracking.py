@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from pydantic import Field
 
 from train_entry.config import StrictConfig
+from train_entry.data.draws import text_name
 from train_entry.trial_config import Metrics, TrialConfig
 
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
@@ -51,7 +52,12 @@ RUN_ID_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 STEP_METRIC = "tokens_seen"
 """The x-axis of every logged metric: trials of different mixes and batch shapes compare by tokens read."""
 HISTORY_KEYS = tuple(Metrics.model_fields)
-"""Logged at every evaluation; their last values are also the run's summary."""
+"""Logged at every evaluation (on the pool's interim windows); their last values are also the run's summary."""
+FINAL = "final"
+"""Summary key of the trial's figures as trials.csv has them (FINAL_KEYS): a trial's final figures on its whole
+validation text (sweep.study.table), which differ from its last interim evaluation's. Under a key of their own: W&B
+ends a run's summary with each logged metric's last value, over any value set for that key after it."""
+FINAL_KEYS = ("text", "domain_gain", "forgetting", "domain_loss", "general_loss")
 STATUS = "status"
 REASON = "reason"
 WITHIN_BUDGET = "within_budget"
@@ -152,6 +158,7 @@ def wandb_trial_config(
             **config.base_losses.model_dump(include={"domain_loss", "general_loss"}),
         },
         "valid_draw": config.valid_draw,
+        "text": text_name(config.valid_draw),
         "threads": config.threads,
         "seed": config.seed,
     }
@@ -213,12 +220,22 @@ class TrialRun:
         if self._run is not None:
             self._run.log(metrics.model_dump(), step=metrics.step)
 
-    def end(self, *, status: str, reason: str | None, within_budget: bool | None = None) -> None:
-        """Ends the run with its status and reason; `within_budget` (a completed trial's final forgetting against the
-        budget) goes into its config, beside its role, so W&B's run table filters on both."""
+    def end(
+        self,
+        *,
+        status: str,
+        reason: str | None,
+        within_budget: bool | None = None,
+        figures: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Ends the run with its status and reason, and `figures` (the study's row of the trial, FINAL_KEYS) in its
+        summary under FINAL as trials.csv has them; `within_budget` (a completed trial's final forgetting against the budget)
+        goes into its config, beside its role, so W&B's run table filters on both."""
         if self._run is not None:
             if within_budget is not None:
                 self._run.config.update({WITHIN_BUDGET: within_budget}, allow_val_change=True)
+            if figures is not None:
+                self._run.summary.update({FINAL: dict(figures)})
             self._close(status=status, reason=reason, exit_code=0)
 
     def _close(self, *, status: str | None, reason: str | None, exit_code: int) -> None:

@@ -41,9 +41,10 @@ def builtin_shape(shape: BuiltinShape, *, vocab_size: int, seq_len: int) -> Mode
 
 
 class HfModelConfig(BaseModel):
-    """The part of a Hugging Face config.json that gives a Llama-family model's N (its other keys ignored)."""
+    """The part of a Hugging Face config.json that gives a Llama-family model's N (its other keys ignored). Strict, as
+    sweep.promote.families.family.DecoderConfig: `true`, "28" and 28.0 are no layer counts."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
     model_type: str = ""
     hidden_size: int = Field(gt=0)

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from sweep.files.compat import FORMAT_KEY, SPEC, FormatError
-from sweep.files.config_file import SpecError, load_config, read_raw, resolve_path
+from sweep.files.config_file import SpecError, describe_errors, load_config, read_raw, resolve_path
 from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
 from sweep.run.tracking import TrackingConfig
@@ -157,7 +157,7 @@ class CorpusConfig(StrictConfig):
 
     train: CorpusPaths
     valid: CorpusPaths
-    """Held out: the fixed validation set every trial of a sweep is measured on."""
+    """Held out: the validation text the trials are measured on, dealt into the pool and the confirmation draws."""
     text_field: str = Field("text", min_length=1, max_length=256)
     """The JSONL key or Parquet column holding a document's text ("content" in some code corpora)."""
     format: Annotated[str | None, AfterValidator(_corpus_format)] = None
@@ -165,6 +165,12 @@ class CorpusConfig(StrictConfig):
     none: each shard's name says (docs/corpora.md), so a name that says another thing needs it."""
     tokenizer: TokenizerDir | None = None
     """For Megatron prefixes only: the Hugging Face tokenizer directory that made them; it must be the base's."""
+    independent_chunks: int | None = Field(None, ge=16, le=1_000_000)
+    """Tokens: cut each validation document into chunks of this many tokens that count as documents of their own
+    for the validation texts and their text error (train_entry.data.draws). Only for a corpus whose documents are
+    concatenations of unrelated records (a shard per document, a log of independent items): parts of one book or one
+    source file move together, and counted apart they make the text error too small. Default none: a document is a
+    line (JSONL), a row (Parquet), a blank-line-separated block (text) or a Megatron document."""
 
     @model_validator(mode="after")
     def _tokenizer_names_prefixes(self) -> CorpusConfig:
@@ -401,6 +407,23 @@ def spec_content(path: Path, *, copy: bool = False) -> Any:
     if not copy and not (isinstance(raw, dict) and FORMAT_KEY in raw):
         return raw
     return _unstamped(path, raw)
+
+
+def spec_copy_content(path: Path) -> dict[str, Any]:
+    """The spec copy a run keeps (RUN/spec.yaml) as written, its format checked and its keys checked as a spec's are:
+    a key no spec has, at any level, is a SpecError naming it (the copy is read back from a run directory that may have
+    been edited). Its values are each reader's to check with its own model: the corpora and base it names may live on
+    another machine than the one that plans or reports, so missing paths are no error here."""
+    raw = spec_content(path, copy=True)
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a spec copy is a mapping with keys {', '.join(SweepSpec.model_fields)}")
+    try:
+        SweepSpec.model_validate(raw, context={"root": path.resolve().parent})
+    except ValidationError as exc:
+        unknown = [error for error in exc.errors(include_url=False) if error["type"] == "extra_forbidden"]
+        if unknown:
+            raise SpecError(describe_errors(path, unknown, SweepSpec, "spec copy")) from None
+    return raw
 
 
 def _unstamped(path: Path, raw: Any) -> Any:

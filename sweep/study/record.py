@@ -42,7 +42,7 @@ class Attr(str, enum.Enum):
     POINT = "point"
     """The params of an enqueued (grid) trial: Optuna shows a WAITING trial with no params."""
     LAST = "last"
-    """The latest evaluation (a Metrics dict); its forgetting is what the sampler's constraint reads."""
+    """The latest interim evaluation (a Metrics dict, on the pool's interim windows)."""
     BEST = "best"
     """The evaluation with the highest domain_gain, written when the trial ends."""
     HISTORY = "history"
@@ -60,9 +60,10 @@ class Attr(str, enum.Enum):
     """A replicate's training seed; a trial without it trains on proxy.seed."""
     CONFIRMS = "confirms"
     """A confirmation trial's round (0: the first point confirmed; see sweep.choice.confirmation)."""
-    TEXT_ERROR = "text_error"
-    """How much the trial's final domain_gain and forgetting would move on another draw of validation text (a
-    TextError dict): the validation sample's share of the noise, which the surrogate adds to its P."""
+    FIGURES = "figures"
+    """The trial's final figures on its validation text (train_entry.trial_config.Figures less its per-document
+    losses, which stay in its result.json): the text they were measured on ("pool", "draw 1"...), the step, the
+    losses, domain_gain, forgetting and their text error over the text's documents."""
     REPLICATE_OF = "replicate_of"
     """The number of the trial whose point a replicate re-runs with another seed."""
     BASE_LOSSES = "base_losses"

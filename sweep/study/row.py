@@ -12,6 +12,10 @@ from pydantic import ConfigDict
 
 from sweep.study.record import Status
 from train_entry.config import StrictConfig
+from train_entry.data.draws import text_name
+
+POOL = text_name(0)
+"""The text every search trial and replicate is measured on: the whole validation pool."""
 
 
 class Role(str, enum.Enum):
@@ -38,10 +42,16 @@ class TrialRow(StrictConfig):
     """general:domain"""
     domain_share: float
     domain_gain: float | None
-    """Final (last evaluation): what the optimum is chosen on."""
+    """On `text` at the trial's end (its last interim evaluation's while it runs, or when it diverged): what the
+    choice reads."""
     forgetting: float | None
     domain_loss: float | None
     general_loss: float | None
+    text: str | None = None
+    """The validation text domain_gain and forgetting were measured on: "pool" (every search trial's and replicate's,
+    the whole validation pool), "draw 1 + r" (confirmation round r's, text no other trial was measured on), or
+    "interim" (the pool's interim windows: a trial still running, or one that diverged); None before any evaluation.
+    Figures on different texts are never compared as if measured on the same one."""
     best_domain_gain: float | None
     """Highest domain_gain over the trial's evaluations, and the step it was measured at."""
     best_step: int | None
@@ -62,15 +72,22 @@ class TrialRow(StrictConfig):
     """For a stopped trial, the forgetting its last evaluation's forecast (sweep.study.forecast) predicted it would
     end at: what pruning judged it by, and the bound it enters the surrogate with. None when it ran to the end."""
     gain_text_error: float | None = None
-    """Standard error of the final domain_gain over the validation sequences: how much another draw of validation
-    text would move it (train_entry.trial_config.TextError); None when not measured per sequence."""
+    """Standard error of domain_gain over the documents of `text`: how much another text of the same kind and size
+    would move it (train_entry.text_losses.TextError); None on the interim windows, or with fewer than two
+    documents."""
     forgetting_text_error: float | None = None
 
     @property
     def valid_draw(self) -> int:
-        """The validation draw it was measured on: 0 for the search and its replicates, 1 + r for confirmation round r
-        (train_entry.trial_config.TrialConfig.valid_draw)."""
+        """The validation text its config names for its final figures: 0, the pool, for the search and its
+        replicates, 1 + r for confirmation round r (train_entry.trial_config.TrialConfig.valid_draw)."""
         return 0 if self.confirms is None else 1 + self.confirms
+
+    @property
+    def on_pool(self) -> bool:
+        """Measured on the pool, as every search trial and replicate that ended is: figures comparable with each
+        other's."""
+        return self.text == POOL
 
     @property
     def role(self) -> Role:

@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from sweep.files.rundir import NotARunDirectory, RunDir, RunRecord
-from sweep.files.storage_url import StorageError, shown_url, sqlite_file
+from sweep.files.storage_url import StorageError, shown_url, sqlite_file, stored_study_problem
 from sweep.study.study import StudyNotFound, SweepStudy, load_study
 
 
 def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
     """A run's record and its study, for readers such as `sweep status` and `sweep report`.
 
-    Never creates anything: opening a missing SQLite file would make an empty one.
+    Never creates or changes anything: opening a missing SQLite file would make an empty one, and opening an empty
+    one would write Optuna's schema into it, so a file that is no SQLite database is refused by its bytes first.
     """
     record = run.read_record()
     try:
@@ -19,8 +20,9 @@ def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
     except StorageError as exc:
         raise NotARunDirectory(f"{run.run_json}: {exc}") from None
     database = sqlite_file(url)
-    if database is not None and not database.is_file():
-        raise NotARunDirectory(f"{run.run_json}: no study: {database} is missing")
+    problem = None if database is None else stored_study_problem(database)
+    if problem is not None:
+        raise NotARunDirectory(f"{run.run_json}: no study: {problem}")
     try:
         return record, load_study(url=url, name=record.study_name)
     except StudyNotFound as exc:

@@ -4,6 +4,7 @@ fills in the URL), SQLite in write-ahead-log mode.
 
 from __future__ import annotations
 
+from optuna.exceptions import StorageInternalError
 from optuna.storages import BaseStorage, RDBStorage
 from sqlalchemy import event
 from sqlalchemy.exc import SQLAlchemyError
@@ -18,6 +19,8 @@ class StorageUnreadable(StorageError):
     """A storage that cannot be opened: a file that is no database, a server that refuses, a driver missing."""
 
     def __init__(self, url: str, error: BaseException) -> None:
+        if isinstance(error, StorageInternalError) and error.__cause__ is not None:
+            error = error.__cause__  # Optuna's wrapper says only that a commit failed; the cause says why
         lines = str(error).strip().splitlines()
         self.reason = f"{type(error).__name__}: {lines[0][:200] if lines else ''}"
         super().__init__(f"{shown_url(url)} cannot be read as an Optuna storage ({self.reason})")
@@ -29,17 +32,24 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
     SQLite runs in write-ahead-log mode, so `sweep status` reads while trials write, and a commit
     needs no fsync (synchronous=NORMAL), which a process killed with -9 cannot undo; only a power
     cut can. The mode is stored in the database file, so only the driver that creates the study
-    (`creating`) sets it: a reader must not change the file it reads.
+    (`creating`) sets it: a reader must not change the file it reads. Nor does a reader make Optuna's tables: a
+    database without them (an empty file, someone else's SQLite file named optuna.db) is refused as it is, where
+    Optuna would write its schema into it. (SQLite's read-only mode would refuse every write too, but it leaves a
+    write-ahead-logged database's -wal and -shm files behind, which a writer's connection removes.)
     """
     try:
         if sqlite_file(url) is None:
-            return RDBStorage(url)
-        storage = RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}})
+            return RDBStorage(url, skip_table_creation=not creating)
+        storage = RDBStorage(
+            url,
+            engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}},
+            skip_table_creation=not creating,
+        )
         if creating:
             with storage.engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             storage.engine.dispose()  # later connections come through the listener
-    except (SQLAlchemyError, ImportError) as error:
+    except (SQLAlchemyError, StorageInternalError, ImportError) as error:
         raise StorageUnreadable(url, error) from None  # the URL may come from a run.json
     event.listen(storage.engine, "connect", _sqlite_normal_sync)
     return storage

@@ -17,6 +17,7 @@ from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status, status_of
 from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan, SweepStudy
+from train_entry.data.draws import INTERIM
 
 
 def point_params(frozen: FrozenTrial, plan: SweepPlan) -> dict[str, Any] | None:
@@ -35,6 +36,9 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
     attrs = frozen.user_attrs
     point = plan.space.point(point_params(frozen, plan))
     last = attrs.get(Attr.LAST.value) or {}
+    figures = attrs.get(Attr.FIGURES.value)
+    measured = figures or last
+    error = (figures or {}).get("text_error") or {}
     best = attrs.get(Attr.BEST.value) or {}
     status = status_of(frozen)
     steps = attrs.get(Attr.STEPS.value)
@@ -47,10 +51,11 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         peak_lr=point.lr_fraction * plan.max_lr,
         mix=str(point.mix),
         domain_share=point.mix.domain_share,
-        domain_gain=last.get("domain_gain"),
-        forgetting=last.get("forgetting"),
-        domain_loss=last.get("domain_loss"),
-        general_loss=last.get("general_loss"),
+        domain_gain=measured.get("domain_gain"),
+        forgetting=measured.get("forgetting"),
+        domain_loss=measured.get("domain_loss"),
+        general_loss=measured.get("general_loss"),
+        text=figures["text"] if figures else (INTERIM if last else None),
         best_domain_gain=best.get("domain_gain"),
         best_step=best.get("step"),
         steps=steps,
@@ -61,17 +66,23 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         seed=attrs.get(Attr.SEED.value, plan.proxy.seed),
         replicate_of=attrs.get(Attr.REPLICATE_OF.value),
         confirms=attrs.get(Attr.CONFIRMS.value),
-        forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last) if stopped else None,
-        gain_text_error=(attrs.get(Attr.TEXT_ERROR.value) or {}).get("domain_gain"),
-        forgetting_text_error=(attrs.get(Attr.TEXT_ERROR.value) or {}).get("forgetting"),
+        forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last, figures) if stopped else None,
+        gain_text_error=error.get("domain_gain"),
+        forgetting_text_error=error.get("forgetting"),
     )
 
 
-def _forecast_at(stored: dict[str, Any] | None, last: dict[str, Any]) -> float | None:
-    """The forecast stored with the trial's last evaluation; None when there is none for that step."""
+def _forecast_at(stored: dict[str, Any] | None, last: dict[str, Any], figures: dict[str, Any] | None) -> float | None:
+    """The forgetting a stopped trial's forecast, stored with its last interim evaluation, predicted it would end at,
+    on the text of its figures: moved by what the two texts measured of the same model at that step (figures
+    minus the interim evaluation), so that it bounds a figure on the pool, as the completed trials' are. None when
+    no forecast was stored for that step."""
     if stored is None or stored.get("step") != last.get("step"):
         return None
-    return stored.get("predicted")
+    predicted = stored.get("predicted")
+    if predicted is None or not figures or figures.get("step") != last.get("step"):
+        return predicted
+    return predicted + figures["forgetting"] - last["forgetting"]
 
 
 def trial_rows(sweep: SweepStudy) -> list[TrialRow]:

@@ -94,8 +94,9 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
         trial.set_user_attr(Attr.LAST.value, result.history[-1].model_dump(mode="json"))
         trial.set_user_attr(Attr.BEST.value, best_of(result.history).model_dump(mode="json"))
         excess = result.history[-1].forgetting - sweep.plan.forgetting_budget
-    if result.text_error is not None:
-        trial.set_user_attr(Attr.TEXT_ERROR.value, result.text_error.model_dump(mode="json"))
+    if result.figures is not None:
+        trial.set_user_attr(Attr.FIGURES.value, result.figures.model_dump(mode="json", exclude={"documents"}))
+        excess = result.figures.forgetting - sweep.plan.forgetting_budget
     # <= 0 is feasible; samplers read it to learn where the budget holds.
     trial.set_constraint(FORGETTING_CONSTRAINT, excess if math.isfinite(excess) else math.inf)
     attrs: dict[str, Any] = {
@@ -107,8 +108,8 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
     }
     for key, value in attrs.items():
         trial.set_user_attr(key.value, value)
-    # A completed trial always ends on an evaluation (the proxy evaluates at its last step).
-    value = result.final.domain_gain if state is TrialState.COMPLETE else None
+    # A completed trial always ends with its figures on its text (the proxy measures them after its last step).
+    value = result.figures.domain_gain if state is TrialState.COMPLETE else None
     sweep.study.tell(number, value, state=state)
     return status
 

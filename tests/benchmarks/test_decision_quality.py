@@ -8,7 +8,7 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from decision_quality import FRESH_SEEDS, SWEEP_PROXY_STRIDE, calibration_table, variants
+from decision_quality import FRESH_SEEDS, GRID_SEEDS, SWEEP_PROXY_STRIDE, calibration_table, variants
 
 
 def test_calibration_bins_judge_the_observed_frequency_against_the_mean_probability():
@@ -29,3 +29,4 @@ def test_the_default_variants_vary_the_proxy_seed_too_and_the_fresh_seeds_are_no
     assert proxy_seeds == [0, SWEEP_PROXY_STRIDE, 2 * SWEEP_PROXY_STRIDE]
     # A sweep trains at its proxy seed and a few after it (replicates, confirmation): never a fresh one.
     assert all(abs(fresh - seed) > 100 for fresh in FRESH_SEEDS for seed in proxy_seeds)
+    assert set(GRID_SEEDS) <= set(FRESH_SEEDS)

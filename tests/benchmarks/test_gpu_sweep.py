@@ -78,7 +78,7 @@ def test_trials_that_do_not_fit_the_card_together_are_refused_before_anything_ru
 @pytest.mark.slow
 def test_its_data_and_grid_prepare_with_the_base_cut_down(tmp_path, monkeypatch):
     """Everything of the benchmark's preparation but the 0.15 B base's pretraining, hours on a CPU: the corpora at
-    its sequence length, its validation draws (the search's and the confirmation's) and the grid."""
+    its sequence length, its validation texts (the search's pool and the confirmation's draw) and the grid."""
     benchmark.write_spec(tmp_path, 1.0, card=H100, steps=150)
     path = benchmark.spec_path(tmp_path, benchmark.sweep_name(1.0))
     raw = yaml.safe_load(path.read_text())
@@ -86,7 +86,7 @@ def test_its_data_and_grid_prepare_with_the_base_cut_down(tmp_path, monkeypatch)
                                "intermediate_size": 64, "pretrain_steps": 2, "batch_size": 2, "warmup_steps": 1}  # fmt: skip
     path.write_text(yaml.safe_dump(raw))
     prepared = prepare(load_spec(path), shipped=None, root=tmp_path / "cache")
-    assert len(prepared.valid_draws) == 2  # draw 0 for the grid, draw 1 for the pick's confirmation
+    assert len(prepared.texts) == 2  # the pool for the grid, draw 1 for the pick's confirmation
     config = prepared.trial_config(lr_fraction=0.3, mix=prepared.spec.space.mix[1], output_dir=tmp_path / "trial")
     assert (config.proxy.seq_len, config.proxy.batch_size, config.threads) == (512, 16, benchmark.CPUS_PER_TRIAL)
 

@@ -73,7 +73,7 @@ def test_a_study_database_that_is_not_sqlite_is_exit_2(tmp_path, capsys):
     run.write_record(RunRecord(study_name="r", storage=None))
     run.study_db.write_bytes(b"this is not a database" * 100)
     assert main(["report", str(run.path)]) == 2
-    assert "cannot be read as an Optuna storage" in capsys.readouterr().err
+    assert f"{run.study_db} is not a SQLite database" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from sweep.study.record import Attr
 from sweep.study.run_study import open_run
 from sweep.study.study import open_study
 from sweep.study.trial import run_study_trial
-from tests.sweep.scripted import BASE, DEFAULT_SPEC, STEPS, scripted, spec_with
+from tests.sweep.scripted import BASE, DEFAULT_SPEC, STEPS, figures_of, scripted, spec_with
 
 PLOTS = ("front.png", "heatmap_domain_gain.png", "heatmap_forgetting.png", "surrogate.png", "curves.png")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -107,6 +107,70 @@ def test_run_report_writes_a_self_contained_page_the_plots_and_markdown_naming_t
     assert html.index("<h2>The pick</h2>") < html.index(f'<div class="value">{optimum.lr_fraction:.4g}</div>')
     picked = re.findall(r'<tr class="pick"><td>(\d+) ◆', html)
     assert picked and [int(n) for n in picked] == snapshot.summary.pick_trials
+
+
+def test_the_evidence_is_the_searchs_on_the_pool_and_every_row_names_its_text(runs):
+    """Issue 49: a confirmation trial on an easier draw became the best observed trial, and the report then said
+    "beyond the budget, trial 3 would gain 0.0034 more" where the search's own best observed trial stood 0.0343
+    below it."""
+    run_dir = make_run(runs, "with-a-draw")
+    _, sweep = open_run(RunDir(run_dir))
+    number = sweep.ask().number
+    sweep.trial(number).set_user_attr(Attr.CONFIRMS.value, 0)
+    sweep.trial(number).set_user_attr(Attr.SEED.value, 9)
+    easier = scripted([0.28] * len(STEPS), forgetting=0.005)
+
+    def on_its_draw(report):
+        result = easier(report)
+        return result.model_copy(update={"figures": figures_of(result.history[-1], text="draw 1")})
+
+    run_study_trial(sweep, number, on_its_draw, base=BASE)
+    markdown = (write_run_report(run_dir).parent / REPORT_MD).read_text()
+    html = (run_dir / REPORT_DIR / INDEX_HTML).read_text()
+
+    snapshot = load_run(run_dir)
+    best = snapshot.selection.best_observed
+    assert best.number == 1 and best.text == "pool"  # not the confirmation trial, which measured 0.28
+    assert "Beyond the budget, trial 3 would gain 0.0400 more but forgets 0.0400." in markdown
+    # the figure the report prints is best.json's own: its best observed trial and its front, neither on the draw
+    from sweep.choice.best import write_best
+
+    write_best(snapshot.summary, RunDir(run_dir))
+    written = json.loads((run_dir / "best.json").read_text())
+    front = {row["number"]: row for row in written["pareto_front"]}
+    assert written["best_observed"]["number"] == 1 and number not in front
+    assert f"would gain {front[3]['domain_gain'] - written['best_observed']['domain_gain']:.4f} more" in markdown
+    assert "| 0.2600 | 0.0150 | pool | 0.02 | 1 |" in markdown
+    assert '<td class="left">draw 1</td>' in html and html.count('<td class="left">pool</td>') >= 5
+
+
+def test_a_confirmation_above_its_predicted_interval_is_said_so_in_the_reports_calibration_table(runs):
+    """Issue 49: both confirmation trials measured above their predicted interval and nothing said so. The report's
+    table of confirmation rounds sets each round's mean on its draw against the interval predicted for it."""
+    from sweep.run.searcher import enqueue_confirmations
+
+    run_dir = make_run(runs, "confirmed-above", confirmation={"seeds": 2, "candidates": 1})
+    _, sweep = open_run(RunDir(run_dir))
+    assert enqueue_confirmations(sweep) == 2
+    pick = load_run(run_dir).summary.pick
+    for _ in range(2):
+        above = scripted([pick.gain.remeasured_high + 0.1] * len(STEPS), forgetting=pick.forgetting.mean)
+
+        def on_its_draw(report, run=above):
+            result = run(report)
+            return result.model_copy(update={"figures": figures_of(result.history[-1], text="draw 1")})
+
+        run_study_trial(sweep, sweep.ask().number, on_its_draw, base=BASE)
+    markdown = (write_run_report(run_dir).parent / REPORT_MD).read_text()
+
+    (held,) = load_run(run_dir).summary.confirmation.rounds
+    low, high = held.gain_interval
+    assert held.text == "draw 1" and held.gain.mean > high and held.within_budget
+    (row,) = [line for line in markdown.splitlines() if line.startswith(f"| 1 ({held.lr_fraction:.4g} @ {held.mix})")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[1] == "draw 1" and cells[5].endswith(f"above its interval [{low:.4f}, {high:.4f}]")
+    assert f" in [{held.forgetting_interval[0]:.4f}, {held.forgetting_interval[1]:.4f}]" in cells[6]
+    assert f"held, domain_gain above its predicted interval [{low:.4f}, {high:.4f}]" in markdown
 
 
 def test_run_report_markdown_matches_the_stored_expected_file(runs):

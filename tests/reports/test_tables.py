@@ -165,3 +165,29 @@ def test_a_trials_evaluations_read_whole_in_an_80_column_terminal():
     assert "…" not in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
     last = next(line.split() for line in text.splitlines() if line.split()[:1] == ["30000"])
     assert last == ["30000", "983,040,000", "4.5700", "4.8000", "4.3500", "+0.0331", "-0.0028"]
+
+
+def test_the_trials_table_names_each_rows_text_and_the_spread_is_said_per_text():
+    """`sweep status` and `sweep run`: the text column, and one spread line per text, never one pooled over the pool
+    and a confirmation draw (issue 49's 0.0172)."""
+    rows = [
+        trial_row(1, 0.11, "4:1", 0.1970, 0.0064, seed=0),
+        trial_row(7, 0.11, "4:1", 0.2000, 0.0076, seed=1, replicate_of=1),
+        trial_row(8, 0.11, "4:1", 0.2300, 0.0050, seed=2, confirms=0),
+        trial_row(9, 0.11, "4:1", 0.2330, 0.0052, seed=3, confirms=0),
+    ]
+    space = SearchSpace.model_validate({"lr_fraction": {"low": 0.05, "high": 0.2}, "mix": ["4:1", "1:1", "1:4"]})
+    console = Console(width=200, record=True)
+
+    print_outcome(console, select(rows, forgetting_budget=0.02, space=space), rows, title="sweep")
+
+    text = console.export_text()
+    table = {line.split()[0]: line.split() for line in text.splitlines() if line.split()[:1] in (["1"], ["8"])}
+    (header,) = [line for line in text.splitlines() if "lr_fraction" in line and "domain_gain" in line][:1]
+    assert "text" in header.split() and "pool" in table["1"] and "draw" in table["8"]
+    spreads = [line for line in text.splitlines() if line.startswith("seed-to-seed spread")]
+    assert [line.split(" (")[0] for line in spreads] == [
+        "seed-to-seed spread on the pool",
+        "seed-to-seed spread on draw 1",
+    ]
+    assert "domain_gain 0.0021" in spreads[0] and "domain_gain 0.0021" in spreads[1]

@@ -26,18 +26,18 @@ def watched(tmp_path):
 def test_the_plot_draws_the_records_numbers_beside_the_proxies_and_the_prediction(watched):
     path, record = latest_record(watched)
     assert path.name == "watch.json" and path.parent.name == record.job_id
-    # As the job's log said: general 2.0 -> 2.01, 2.2, 2.2 over 4,000 tokens (40 steps of 100).
+    # As the job's log said: general 2.0 -> 2.01, 2.2, 2.2 over the rehearsal's 40 steps.
     assert [round(row.forgetting, 4) for row in record.evaluations] == [0.005, 0.1, 0.1]
     snapshot = load_run(watched)
     lines = {line.get_label(): line for line in watch_figure(snapshot, record).axes[0].get_lines()}
     job = lines[f"job {record.job_id}"]
-    assert list(job.get_xdata()) == [0.0, 0.25, 0.5, 0.75]  # 1,000, 2,000, 3,000 of the run's 4,000 tokens
+    assert list(job.get_xdata()) == [0.0, 0.25, 0.5, 0.75]  # iterations 10, 20, 30 of the rehearsal's 40
     assert list(job.get_ydata()) == [0.0, *(row.forgetting for row in record.evaluations)]
     over = lines["over the predicted upper bound"]
     assert list(over.get_xdata()) == [0.5, 0.75]
     predicted = lines["predicted"]
     points = record.watch.prediction.points
-    assert list(predicted.get_xdata()) == [p.tokens / 4000 for p in points]
+    assert list(predicted.get_xdata()) == [p.tokens / record.run_tokens for p in points]
     assert list(predicted.get_ydata()) == [p.forgetting for p in points]
     completed = [row for row in snapshot.rows if row.status is Status.COMPLETED and snapshot.histories.get(row.number)]
     proxies = [line for line in watch_figure(snapshot, record).axes[0].get_lines() if line.get_gid() == "proxy"]

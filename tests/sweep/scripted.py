@@ -10,7 +10,8 @@ from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.trial import Report
 from train_entry.mix import MixRatio
-from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus
+from train_entry.text_losses import SideLosses, TextLosses
+from train_entry.trial_config import BaseLosses, Figures, Metrics, TrialResult, TrialStatus
 
 DEFAULT_SPEC = Path(__file__).parents[2] / "search_spaces" / "lr_mix.yaml"
 STEPS = tuple(range(25, 201, 25))
@@ -67,15 +68,35 @@ def scripted(gains, *, forgetting=0.0, diverge_after: int | None = None) -> Call
     return run
 
 
-def _result(status, history, reason=None) -> TrialResult:
+def _result(status, history, reason=None, *, text: str = "pool") -> TrialResult:
+    """The trial's result; unless it diverged, its figures on `text` are its last evaluation's, as if the text were
+    the interim windows (`figures_of`)."""
     last = history[-1]
+    figures = figures_of(last, text=text) if status is not TrialStatus.DIVERGED else None
     return TrialResult(
-        status=status, reason=reason, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.5, history=history
-    )
+        status=status, reason=reason, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.5, history=history,
+        figures=figures,
+    )  # fmt: skip
+
+
+def one_document(loss: float) -> SideLosses:
+    return SideLosses(losses=[loss], tokens=[128], weights=[1.0])
+
+
+def figures_of(metrics: Metrics, *, text: str = "pool") -> Figures:
+    """Final figures equal to an evaluation's, on one document per side (so no text error)."""
+    return Figures(
+        text=text, step=metrics.step, domain_loss=metrics.domain_loss, general_loss=metrics.general_loss,
+        domain_gain=metrics.domain_gain, forgetting=metrics.forgetting, text_error=None,
+        documents=TextLosses(domain=one_document(metrics.domain_loss), general=one_document(metrics.general_loss)),
+    )  # fmt: skip
 
 
 def trial_row(number, lr, mix, gain, forgetting, *, status=Status.COMPLETED, **extra) -> TrialRow:
-    """A trial's row as the table reads it from the study, ended at step 200 with the given final metrics."""
+    """A trial's row as the table reads it from the study, ended at step 200 with the given final metrics, on the
+    pool (a confirmation trial's on its round's draw) unless `text` says another."""
+    confirms = extra.get("confirms")
+    extra.setdefault("text", "pool" if confirms is None else f"draw {confirms + 1}")
     return TrialRow(
         number=number, status=status, reason=None, lr_fraction=lr, peak_lr=lr * 3e-3, mix=mix,
         domain_share=MixRatio.parse(mix).domain_share, domain_gain=gain, forgetting=forgetting, domain_loss=None,

@@ -58,13 +58,17 @@ def test_another_seed_trains_otherwise_on_the_same_validation_sets(prepared, tmp
     assert [m.step for m in first.history] == [m.step for m in second.history]
     assert all(a.domain_loss != b.domain_loss for a, b in zip(first.history, second.history))
     assert first.final.general_loss != second.final.general_loss
-    # Both are measured on the sweep's validation sets: barely trained (a 1e-12 peak LR), a trial of
-    # either seed reads the base's own losses, which were measured on the sets proxy.seed fixes.
+    assert first.figures.general_loss != second.figures.general_loss
+    # the same text: the same documents, measured by two models
+    assert first.figures.documents.general.tokens == second.figures.documents.general.tokens
+    # Both are measured on the sweep's validation texts: barely trained (a 1e-12 peak LR), a trial of either seed
+    # reads the base's own losses on the interim windows and on the pool, which the corpus alone fixes.
     for config in (default, other):
         still = config.model_copy(update={"max_lr": 1e-12, "output_dir": f"{config.output_dir}-still"})
-        first_eval = _run(still, report=lambda metrics: True).history[0]
-        assert first_eval.domain_loss == pytest.approx(prepared.base_losses[0].domain_loss, rel=1e-6)
-        assert first_eval.general_loss == pytest.approx(prepared.base_losses[0].general_loss, rel=1e-6)
+        barely = _run(still, report=lambda metrics: True)
+        assert barely.history[0].domain_loss == pytest.approx(prepared.interim_base.domain_loss, rel=1e-6)
+        assert barely.history[0].general_loss == pytest.approx(prepared.interim_base.general_loss, rel=1e-6)
+        assert barely.figures.general_loss == pytest.approx(prepared.base_losses[0].general_loss, rel=1e-6)
     assert TRIAL_CONFIG.read(tmp_path / "other" / "trial_config.json", TrialConfig).seed == other.seed
 
 
@@ -210,25 +214,32 @@ def test_prefixes_of_another_tokenizer_are_exit_2_naming_both(prepared, write_ti
     assert f"made by tokenizer {other}" in error and f"base's tokenizer {spec.base.tokenizer}" in error
 
 
-def test_a_trial_on_another_validation_draw_is_measured_on_other_text_against_the_bases_losses_there(
+def test_a_trial_is_measured_on_the_pool_document_by_document_and_a_confirmation_trial_on_its_draw(
     write_tiny_spec, tmp_path
 ):
-    spec = load_spec(write_tiny_spec("draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 2}}))
+    spec = load_spec(write_tiny_spec("draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 1}}))
     prepared = prepare(spec)
-    assert len(prepared.valid_draws) == 3  # the search's, and one per confirmation candidate
-    assert len({draw.domain for draw in prepared.valid_draws}) == 3
-    assert len({losses.domain_loss for losses in prepared.base_losses}) == 3  # three texts, three base losses
+    assert len(prepared.texts) == 2  # the pool, and the draw of the one confirmation candidate
+    pool, draw = prepared.base_losses
+    assert pool.documents.domain.documents == 20 and draw.documents.domain.documents == 20  # 40 dealt by count
+    assert pool.domain_loss != draw.domain_loss  # two texts, two base losses
 
-    config = prepared.trial_config(lr_fraction=1e-9, mix=MixRatio(1, 1), output_dir=tmp_path / "draw2", valid_draw=2)
-    result = _run(config, report=lambda metrics: True)  # barely trained: it reads the base's losses on draw 2
+    search = prepared.trial_config(lr_fraction=0.1, mix=MixRatio(1, 1), output_dir=tmp_path / "pool")
+    confirming = prepared.trial_config(lr_fraction=1e-9, mix=MixRatio(1, 1), output_dir=tmp_path / "draw", valid_draw=1)
+    measured = _run(search)
+    barely = _run(confirming, report=lambda metrics: True)  # barely trained: it reads the base's losses
 
-    assert config.valid == prepared.valid_draws[2] and config.base_losses == prepared.base_losses[2]
-    assert result.history[0].domain_loss == pytest.approx(prepared.base_losses[2].domain_loss, rel=1e-6)
-    assert len(result.sequence_losses.domain) == spec.proxy.eval_sequences
-    assert sum(result.sequence_losses.general) / spec.proxy.eval_sequences == pytest.approx(
-        result.history[-1].general_loss, rel=1e-12
-    )
-    assert result.text_error is not None and result.text_error.forgetting >= 0.0
+    assert measured.figures.text == "pool" and barely.figures.text == "draw 1"
+    assert confirming.valid == search.valid == prepared.texts[0] and confirming.draw_valid == prepared.texts[1]
+    # every evaluation on the pool's interim windows, against the base's there; the figures on the whole text
+    assert barely.history[0].domain_loss == pytest.approx(prepared.interim_base.domain_loss, rel=1e-6)
+    assert barely.figures.domain_loss == pytest.approx(draw.domain_loss, rel=1e-6)
+    assert measured.figures.documents.domain.tokens == pool.documents.domain.tokens
+    assert len(measured.documents) == len(measured.history)  # each evaluation's losses, document by document
+    assert measured.documents[-1].domain.documents == spec.proxy.eval_sequences  # one window of each of 16 documents
+    assert measured.figures.domain_loss == pytest.approx(measured.figures.documents.domain.loss, rel=1e-12)
+    error = measured.text_error
+    assert error is not None and error.documents == {"domain": 20, "general": 13} and error.forgetting > 0.0
 
 
 def test_a_prefix_labelled_float32_is_exit_2_at_sweep_base_before_any_base_is_built(

@@ -3,7 +3,7 @@
 <output_dir>/checkpoint/step_0000040/ holds DCP's files (each worker's shards, rank 0's .metadata) and
 progress.json, which rank 0 writes once every worker's shards are on disk: the digest of the trial
 config, the steps done, the first step's loss (divergence is measured against it), the wall time so far
-and the evaluations so far. A folder without a valid progress.json is a save that did not finish, or not
+and the evaluations so far (their metrics, and their losses document by document). A folder without a valid progress.json is a save that did not finish, or not
 this config's, or one whose record says another step than the checkpoint was saved at, and is passed over;
 a record edited along with its folder's name is refused by the optimizer state's own step count. Only the newest finished checkpoint is kept, and none once the trial
 ends: at 12 bytes per parameter (fp32 weights and Adam's two moments) an 8B trial's is ~96 GB.
@@ -29,13 +29,14 @@ from pathlib import Path
 
 import torch
 import torch.distributed.checkpoint as dcp
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError, model_validator
 from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from train_entry.config import StrictConfig
 from train_entry.file_format import CHECKPOINT_PROGRESS
 from train_entry.group import Group
+from train_entry.text_losses import TextLosses
 from train_entry.trial_config import Metrics, TrialConfig
 
 CHECKPOINT_DIR = "checkpoint"
@@ -55,6 +56,14 @@ class SavedProgress(StrictConfig):
     wall_seconds: float = Field(ge=0.0)
     """The trial's training time up to the checkpoint, over all its attempts."""
     history: list[Metrics]
+    documents: list[TextLosses]
+    """Each evaluation's losses document by document, in the order of `history`."""
+
+    @model_validator(mode="after")
+    def _one_per_evaluation(self) -> SavedProgress:
+        if len(self.documents) != len(self.history):
+            raise ValueError(f"documents are one per evaluation, got {len(self.documents)} for {len(self.history)}")
+        return self
 
 
 def config_digest(config: TrialConfig) -> str:

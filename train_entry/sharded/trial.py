@@ -27,6 +27,7 @@ from train_entry.model import Runtime
 from train_entry.proxy import Report, train, trial_data, write_config, write_result
 from train_entry.sharded.checkpoint import SavedProgress, config_digest, remove_checkpoints, resume, save_checkpoint
 from train_entry.sharded.fsdp import sharded_causal_lm
+from train_entry.text_losses import TextLosses
 from train_entry.trial_config import Metrics, TrialConfig, TrialResult
 
 
@@ -64,7 +65,7 @@ def run_sharded_trial(
         report=report,
         on_step=on_step,
         sharing=Sharing(group=group, progress=progress, optimizer=optimizer),
-        history=list(saved.history) if saved is not None else [],
+        history=(list(saved.history), list(saved.documents)) if saved is not None else None,
         keep=keep,
     )
     remove_checkpoints(Path(config.output_dir), group)
@@ -80,11 +81,11 @@ def _keeper(
     group: Group,
     *,
     elapsed: Callable[[], float],
-) -> Callable[[list[Metrics]], None]:
+) -> Callable[[list[Metrics], list[TextLosses]], None]:
     """Checkpoints after every checkpoint_interval-th step's evaluation, but not after the last step: it ends the trial."""
     digest = config_digest(config)
 
-    def keep(history: list[Metrics]) -> None:
+    def keep(history: list[Metrics], documents: list[TextLosses]) -> None:
         done = progress.steps_done
         if done % config.checkpoint_steps or done == config.proxy.steps:
             return
@@ -94,6 +95,7 @@ def _keeper(
             first_loss=progress.first_loss,
             wall_seconds=elapsed(),
             history=history,
+            documents=documents,
         )
         save_checkpoint(Path(config.output_dir), model, optimizer, saved, group)
 

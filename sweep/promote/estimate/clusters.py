@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.promote.presets import preset_or_file
+from sweep.promote.presets import Name, preset_or_file
 from train_entry.config import StrictConfig
 
 
 class Cluster(StrictConfig):
     """Identical nodes of identical GPUs: NVLink (or similar) inside a node, a network between nodes."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: Name
     """Short name used in the plan id and directory, e.g. h100-480."""
     nodes: int = Field(gt=0)
     gpus_per_node: int = Field(gt=0)

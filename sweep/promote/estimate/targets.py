@@ -23,7 +23,7 @@ from pydantic import Field, ValidationError
 
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.families.registry import hf_shape, is_model_dir
-from sweep.promote.presets import preset_or_file
+from sweep.promote.presets import MAX_NAME, Name, check_value, preset_or_file
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, ModelShape, MoE
 
@@ -31,7 +31,7 @@ from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, ModelShape,
 class Target(StrictConfig):
     """A full-scale model: what the plan's layout, memory and FLOPs are computed for."""
 
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: Name
     """Short name used in the plan id and directory, e.g. llama3.1-70b."""
     model: ModelShape
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
@@ -152,9 +152,10 @@ TARGET_FORMS = (
 def load_target(name_or_path: str, *, max_lr: float | None = None, pretrain_tokens: float | None = None) -> Target:
     """A preset by name, a Hugging Face model directory (its config.json through its family), or a target YAML
     file (keys: the fields of Target); max_lr and pretrain_tokens, when given, in place of the target's own."""
-    if name_or_path not in PRESETS and is_model_dir(name_or_path):
+    if name_or_path not in PRESETS and is_model_dir(check_value(name_or_path, kind="target")):
         model, family = hf_shape(Path(name_or_path))
-        name = re.sub(r"[^A-Za-z0-9._-]", "-", Path(name_or_path).resolve().name).lstrip("._-") or "hf-target"
+        name = re.sub(r"[^A-Za-z0-9._-]", "-", Path(name_or_path).resolve().name).lstrip("._-")
+        name = name[:MAX_NAME] or "hf-target"
         source = f"{Path(name_or_path) / 'config.json'} read as {family.name}"
         target = Target(name=name, model=model, source=source)
     elif Path(name_or_path).is_dir():

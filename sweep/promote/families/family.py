@@ -24,9 +24,12 @@ class UnmappableConfig(PromotionError):
 
 class DecoderConfig(BaseModel):
     """The keys of a Hugging Face config.json that a Llama-style decoder shares (transformers' names); a family's
-    own config class adds its keys. Others are ignored: they do not change the shape (dtype, token ids)."""
+    own config class adds its keys. Others are ignored: they do not change the shape (dtype, token ids).
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    Strict: an integer is a JSON integer, not `true` (read as 1 layer, planned as --num-layers 1), "28" or 28.0; a
+    float may be written as an integer (rope_theta 500000), never as a boolean or a string."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
     model_type: str
     hidden_size: int = Field(gt=0, le=1 << 20)
@@ -116,7 +119,9 @@ def _rope_scaling(scaling: dict[str, Any] | None) -> float | None:
     # megatron-core's --use-rope-scaling applies Llama 3's frequency scaling with Meta's own constants.
     llama3 = {"rope_type": "llama3", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
               "original_max_position_embeddings": 8192}  # fmt: skip
-    if kind != "llama3" or any(scaling.get(key) != value for key, value in llama3.items() if key != "rope_type"):
+    # A number compared as a number only: True == 1.0 in Python, and `true` is no low_freq_factor.
+    constants = [(scaling.get(key), value) for key, value in llama3.items() if key != "rope_type"]
+    if kind != "llama3" or any(isinstance(got, bool) or got != value for got, value in constants):
         raise refuse("rope_scaling", scaling, "only Llama 3.1's (rope_type llama3, Meta's constants) maps onto "
                      "megatron-core's --use-rope-scaling")  # fmt: skip
     if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 1:

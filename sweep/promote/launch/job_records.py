@@ -7,14 +7,12 @@ an error naming it (exit code 2); the address it records is checked like a typed
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from pydantic import AwareDatetime, ConfigDict, Field, field_validator
 
 from sweep.address import parse_address
 from sweep.files.compat import JOBS
-from sweep.files.records import read_model, write_model
-from sweep.files.rundir import PlanDir
+from sweep.files.records import CorruptFile, read_model, write_model
+from sweep.files.rundir import PlanDir, Segment
 from train_entry.config import StrictConfig
 
 MAX_JOBS_JSON_BYTES = 1 << 20
@@ -24,17 +22,15 @@ MAX_ATTEMPTS = 10_000
 MAX_ADDRESS_CHARACTERS = 300
 """A scheme, a host name (at most 253 characters) and a port."""
 
-JobName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=200)]
-"""Plan and submission ids: target and cluster names, a hash and an attempt suffix, so never markup or a path."""
-
 
 class JobRecord(StrictConfig):
     """One submission as jobs.json keeps it: enough to find the job again, nothing secret."""
 
     model_config = ConfigDict(strict=True)
 
-    submission_id: JobName
-    plan_id: JobName
+    submission_id: Segment
+    """Plan and submission ids: target and cluster names, a hash and an attempt suffix, so never markup or a path."""
+    plan_id: Segment
     attempt: int = Field(ge=1, le=MAX_ATTEMPTS)
     address: str = Field(max_length=MAX_ADDRESS_CHARACTERS)
     """The Jobs API URL it was submitted to, without any user:password part."""
@@ -55,10 +51,18 @@ class JobRecords(StrictConfig):
 
 
 def read_records(plan: PlanDir) -> list[JobRecord]:
-    """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours."""
+    """The plan's submissions; [] when it has none; CorruptFile naming jobs.json when it is not ours, or when a record
+    names another plan than the folder it sits in."""
     if not plan.jobs_json.exists():
         return []
-    return read_model(plan.jobs_json, JobRecords, fmt=JOBS, max_bytes=MAX_JOBS_JSON_BYTES).jobs
+    records = read_model(plan.jobs_json, JobRecords, fmt=JOBS, max_bytes=MAX_JOBS_JSON_BYTES).jobs
+    for index, record in enumerate(records):
+        if record.plan_id != plan.id:
+            raise CorruptFile(
+                f"{plan.jobs_json}: jobs.{index}.plan_id is {record.plan_id!r}, but the plan's folder is {plan.id!r}: "
+                "a plan's submissions are recorded in its own folder"
+            )
+    return records
 
 
 def append_record(plan: PlanDir, record: JobRecord) -> None:

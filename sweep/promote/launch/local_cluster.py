@@ -84,8 +84,10 @@ class LocalCluster:
     def _start(self) -> None:
         from ray.cluster_utils import Cluster
 
-        # Ray's session folders hold unix sockets, whose paths may not exceed ~107 bytes: a short root.
-        self._temp = tempfile.TemporaryDirectory(prefix="cpt-ray-", dir="/tmp")
+        # Ray's session folders hold unix sockets, whose paths may not exceed ~107 bytes: a short root. A Ray process
+        # still ending as it is removed may write into it (under load, "Directory not empty"): what it leaves is
+        # Ray's logs, not a reason to fail the shutdown.
+        self._temp = tempfile.TemporaryDirectory(prefix="cpt-ray-", dir="/tmp", ignore_cleanup_errors=True)
         # RAY_TMPDIR keeps this cluster's address file out of /tmp/ray, where a plain ray.init()
         # elsewhere on the machine would find it and join this cluster instead of starting its own.
         # Ray resolves "this node's IP" to the machine's address, under which a process on a node

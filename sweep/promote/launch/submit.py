@@ -3,7 +3,7 @@
 The submission id is derived from the plan id (itself derived from sweep, promoted point, target and
 cluster): `cpt-<plan id>` for the first attempt, `cpt-<plan id>-r2`, `-r3`... for the ones
 --force asks for. Submitting a plan whose job the cluster already knows reports that job
-instead of starting a second one. The job's folder (job.json only) is uploaded as the job's
+instead of starting a second one, when it asks for the same per-submission settings as that job's job.json. The job's folder (job.json only) is uploaded as the job's
 working_dir; secrets travel only in its runtime_env env_vars. Each submission is recorded in
 runs/<name>/promotion/<id>/jobs.json for `sweep jobs`.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sweep.address import ClusterAddress, jobs_client
 from sweep.files.compat import JOB
-from sweep.files.records import write_whole
+from sweep.files.records import read_model, write_whole
 from sweep.files.rundir import PlanDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.launch.job_records import JobRecord, append_record
@@ -78,6 +78,30 @@ def _described(entries: list[Path], most: int = 5) -> str:
     return ", ".join(kinds) + (f" and {len(entries) - most} more" if len(entries) > most else "")
 
 
+def _check_same_settings(recorded: Path, wanted: JobConfig) -> None:
+    """PromotionError when the cluster's job of this plan was submitted with other per-submission settings than this
+    request's (--max-failures, --storage, --stop-on-forgetting, W&B's mode): the plan id covers the plan's
+    arguments, not these, so reporting the old job would silently drop the new settings. Nothing to compare when this
+    machine holds no record of the job (another machine submitted it)."""
+    if not recorded.is_file():
+        return
+    differing = _differences(read_model(recorded, JobConfig, fmt=JOB).model_dump(), wanted.model_dump())
+    if differing:
+        shown = "; ".join(f"{key}: {old!r} in the job, {new!r} asked" for key, old, new in differing[:5])
+        raise PromotionError(
+            f"the cluster already runs this plan's job {wanted.name} ({recorded}) with other settings than this "
+            f"submission's: {shown}; add --force to submit a new attempt with them, or ask with the job's own settings to report it"
+        )
+
+
+def _differences(old: object, new: object, key: str = "") -> list[tuple[str, object, object]]:
+    """(dotted key, old, new) of every leaf that differs between two model dumps."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        keys = sorted(set(old) | set(new))
+        return [item for name in keys for item in _differences(old.get(name), new.get(name), f"{key}.{name}".strip("."))]
+    return [] if old == new else [(key, old, new)]
+
+
 @dataclass(frozen=True)
 class Submitted:
     submission_id: str
@@ -111,6 +135,7 @@ def submit_plan(
     latest = max(known, default=0)
     if latest and not force:
         job = known[latest]
+        _check_same_settings(plan.job(job.submission_id) / JOB_JSON, job_for(job.submission_id))
         return Submitted(job.submission_id, job.status.value, new=False)
 
     job_id = submission_id(plan_id, latest + 1)

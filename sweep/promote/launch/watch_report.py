@@ -22,6 +22,8 @@ from sweep.files.records import CorruptFile, read_model, write_model
 from sweep.files.rundir import PlanDir, RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.launch.job_records import read_records
+from sweep.promote.launch.log_evidence import LogEvidence
+from sweep.promote.launch.record_checks import check_job, check_plan
 from sweep.promote.launch.rehearse import JOB_LOG
 from sweep.promote.launch.watching import watch_config
 from sweep.promote.plan.plan import Plan
@@ -29,7 +31,7 @@ from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.config import JOB_JSON, JobConfig
 from train_entry.fullrun.evaluations import Evaluations, WatchConfig
 from train_entry.fullrun.watch import OVERSHOOTS_TO_TRIP, WatchedEvaluation
-from train_entry.megatron.megatron_log import read_validation
+from train_entry.megatron.megatron_log import read_validation, report_lines
 from train_entry.trial_config import BaseLosses
 
 MOST_LOG_BYTES = 1 << 30
@@ -109,7 +111,7 @@ def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
     found = [
         path
         for plan in run.plans()
-        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(plan))]
+        for path in [plan.path / WATCH_JSON, *(job / WATCH_JSON for job in _job_dirs(run, plan))]
         if path.is_file()
     ]
     if not found:
@@ -121,20 +123,21 @@ def latest_record(run_dir: Path) -> tuple[Path, WatchRecord] | None:
 def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool = False) -> WatchedJob:
     """The job's evaluations: `job_id`'s, else the latest rehearsal's, else the latest submission's."""
     run = RunDir(run_dir)
-    candidates = [(plan, job_dir) for plan in run.plans() for job_dir in _job_dirs(plan)]
+    candidates = [(plan, job_dir) for plan in run.plans() for job_dir in _job_dirs(run, plan)]
     if job_id is not None:
         candidates = [(plan, job_dir) for plan, job_dir in candidates if job_dir.name == job_id]
     if not candidates:
-        wanted = f"job {job_id!r}" if job_id else "submitted or rehearsed job"
+        wanted = f"job {shown(job_id)}" if job_id else "submitted or rehearsed job"
         raise PromotionError(f"{run.promotion} holds no {wanted}: submit or rehearse a plan first")
     plan, job_dir = max(candidates, key=lambda item: item[1].stat().st_mtime)
-    job = _read_job(job_dir / JOB_JSON)
+    job = _read_job(job_dir)
     if job.watch is None:
         raise PromotionError(f"{job_dir / JOB_JSON}: the job has no forgetting watch (planned before it had one)")
+    planned = _read_plan(plan)
+    trial = check_plan(run, plan, planned)
+    check_job(job_dir, job, planned, trial, rehearsal=job_dir.parent.parent != plan.path)
     source, text = _log(plan, job_dir, allow_remote=allow_remote)
-    evaluations = Evaluations(job.watch)
-    for line in text.splitlines():
-        evaluations.read(line)
+    evaluations = _evaluations(job.watch, [(source, text)], last_iteration=job.steps, of=f"job {job.name}")
     tokens = job.steps * job.watch.tokens_per_iteration
     return WatchedJob(job_dir.name, source, job.watch, evaluations.base, evaluations.watched, tokens, job_dir)
 
@@ -142,43 +145,57 @@ def watched_job(run_dir: Path, *, job_id: str | None = None, allow_remote: bool 
 def watched_log(run_dir: Path, logs: list[Path], *, plan_id: str | None = None) -> WatchedJob:
     """The evaluations in Megatron-LM stdout logs (read in the order given: a --skip-train launch's base evaluation
     first, then the training launches'), held to the plan's watch: `plan_id`'s, else the run's only plan."""
-    plan = _plan(RunDir(run_dir), plan_id)
+    run = RunDir(run_dir)
+    plan_dir, plan = _plan(run, plan_id)
+    check_plan(run, plan_dir, plan)
     watch = watch_config(plan, stop_on_forgetting=False)
-    evaluations = Evaluations(watch)
-    for path in logs:
-        for number, line in enumerate(_log_lines(path), 1):
-            try:
-                found = read_validation(line)
-            except ValueError as error:
-                raise PromotionError(f"{path}, line {number}: {error}: {shown(line.strip(), 160)}") from None
-            if found is not None and found.set_index >= len(watch.sets):
-                raise PromotionError(
-                    f"{path}, line {number}: validation set {found.set_index}, where plan {plan.id} has "
-                    f"{len(watch.sets)} ({', '.join(watch.sets)}): not a log of the plan's launch"
-                )
-            evaluations.read(line)
+    texts = [(str(path), _log_text(path, f"--log {path}")) for path in logs]
+    evaluations = _evaluations(watch, texts, last_iteration=plan.run.optimization.train_iters, of=f"plan {plan.id}")
     source = ", ".join(str(path) for path in logs)
-    plan_dir = RunDir(run_dir).plan(plan.id).path
-    return WatchedJob(f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir)
+    return WatchedJob(
+        f"of plan {plan.id}", source, watch, evaluations.base, evaluations.watched, plan.tokens, plan_dir.path
+    )
 
 
-def _plan(run: RunDir, plan_id: str | None) -> Plan:
+def _plan(run: RunDir, plan_id: str | None) -> tuple[PlanDir, Plan]:
     plans = run.plans()
     if plan_id is not None:
         plans = [plan for plan in plans if plan.path.name == plan_id]
     if len(plans) != 1:
         known = ", ".join(plan.path.name for plan in run.plans()) or "none"
-        wanted = f"no plan {plan_id!r}" if plan_id is not None else f"{len(plans)} plans, not one"
+        wanted = f"no plan {shown(plan_id)}" if plan_id is not None else f"{len(plans)} plans, not one"
         raise PromotionError(f"{run.promotion} holds {wanted} (plans: {known}): name the log's plan with --plan")
+    return plans[0], _read_plan(plans[0])
+
+
+def _read_plan(directory: PlanDir) -> Plan:
     try:
-        return Plan.read(plans[0].path)
+        return Plan.read(directory.path)
     except CorruptFile as error:
         raise PromotionError(str(error)) from None
 
 
-def _log_lines(path: Path) -> list[str]:
-    """A --log file's lines, numbered as an editor numbers them."""
-    return _log_text(path, f"--log {path}").split("\n")
+def _evaluations(watch: WatchConfig, logs: list[tuple[str, str]], *, last_iteration: int, of: str) -> Evaluations:
+    """The evaluations in `logs` ((where it was read, its text), in the order the run wrote them), each validation line
+    read strictly and admitted as evidence (sweep.promote.launch.log_evidence) before it is measured; PromotionError
+    naming the log and its line (numbered as an editor numbers them) otherwise."""
+    evaluations = Evaluations(watch)
+    evidence = LogEvidence(last_iteration=last_iteration)
+    for source, text in logs:
+        for number, line in report_lines(text):
+            where = f"{source}, line {number}"
+            try:
+                found = read_validation(line)
+            except ValueError as error:
+                raise PromotionError(f"{where}: {error}: {shown(line.strip(), 160)}") from None
+            if found is not None and found.set_index >= len(watch.sets):
+                raise PromotionError(
+                    f"{where}: validation set {found.set_index}, where {of} has {len(watch.sets)} "
+                    f"({', '.join(watch.sets)}): not a log of its launch"
+                )
+            if found is not None and evidence.admit(where, found):
+                evaluations.read(line)
+    return evaluations
 
 
 def _log_text(path: Path, named: str) -> str:
@@ -195,17 +212,28 @@ def _log_text(path: Path, named: str) -> str:
         raise PromotionError(f"{named}: cannot read it ({error.strerror})") from None
 
 
-def _job_dirs(plan: PlanDir) -> list[Path]:
-    """Each submission's and each rehearsal's job folder (the one holding its job.json)."""
+def _job_dirs(run: RunDir, plan: PlanDir) -> list[Path]:
+    """Each submission's and each rehearsal's job folder (the one holding its job.json); RunDirError for one that is
+    a link leading out of the run (its watch.json is written beside its job.json)."""
     folders = [plan.path / "jobs", *(p / "jobs" for p in sorted(plan.rehearsals.glob("*")))]
-    return [job for folder in folders if folder.is_dir() for job in sorted(folder.iterdir()) if job.is_dir()]
+    return [
+        run.inside(job) for folder in folders if folder.is_dir() for job in sorted(folder.iterdir()) if job.is_dir()
+    ]
 
 
-def _read_job(path: Path) -> JobConfig:
+def _read_job(job_dir: Path) -> JobConfig:
+    """job.json of `job_dir`; PromotionError when it is not one, or names another job than its folder does."""
+    path = job_dir / JOB_JSON
     try:
-        return read_model(path, JobConfig, fmt=JOB)
+        job = read_model(path, JobConfig, fmt=JOB)
     except CorruptFile as error:
         raise PromotionError(str(error)) from None
+    if job.name != job_dir.name:
+        raise PromotionError(
+            f"{path}: name is {shown(job.name)}, but the job's folder is {shown(job_dir.name)}: a job's record lives "
+            "in the folder its submission id names"
+        )
+    return job
 
 
 def _log(plan: PlanDir, job_dir: Path, *, allow_remote: bool) -> tuple[str, str]:

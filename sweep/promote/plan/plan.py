@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sweep.files.compat import PLAN
-from sweep.files.records import read_model
-from sweep.files.rundir import PlanDir, RunDir
+from sweep.files.records import CorruptFile, read_model
+from sweep.files.rundir import PlanDir, RunDir, Segment
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import Cluster, load_cluster
@@ -32,7 +32,7 @@ from sweep.promote.plan.validation import ValidationSet, validation_sets
 from sweep.promote.point.point import PromotedPoint, read_promoted
 from sweep.promote.request.config import DataPrefix, PromotionConfig
 from sweep.run.tracking import WandbConfig
-from train_entry.config import StrictConfig
+from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
@@ -72,7 +72,8 @@ class RunEstimate(StrictConfig):
 
 
 class Plan(StrictConfig):
-    id: str
+    id: Segment
+    """<target>-<cluster>-<hash>: names the plan's folder, runs/<name>/promotion/<id>/ (Plan.read checks it does)."""
     sweep: SweepOrigin
     target: Target
     cluster: Cluster
@@ -109,9 +110,17 @@ class Plan(StrictConfig):
 
     @classmethod
     def read(cls, path: str | Path) -> Plan:
-        """A plan from its plan.json, or from the directory holding it; CorruptFile when it is not one."""
+        """A plan from its plan.json, or from the directory holding it; CorruptFile when it is not one, or when its
+        id is not its folder's name (an id read back never names a path: the folder it was found in does)."""
         path = Path(path)
-        return read_model(PlanDir(path).plan_json if path.is_dir() else path, cls, fmt=PLAN)
+        plan_json = PlanDir(path).plan_json if path.is_dir() else path
+        plan = read_model(plan_json, cls, fmt=PLAN)
+        if plan.id != plan_json.parent.name:
+            raise CorruptFile(
+                f"{plan_json}: id is {shown(plan.id)}, but the plan's folder is {shown(plan_json.parent.name)}: a "
+                "plan lives in the folder its id names; promote the run again to write it whole"
+            )
+        return plan
 
     def require_real_inputs(self) -> None:
         """Raises PromotionError when any input is still a placeholder: what a submission checks first."""
@@ -165,7 +174,7 @@ def make_plan(
         carried=carried(promoted, target),
     )
     plan = Plan(
-        id="",  # a hash of everything else, below
+        id="unhashed",  # a valid Segment until plan_id below hashes everything else (plan_identity leaves it out)
         sweep=origin,
         target=target,
         cluster=cluster,

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
-from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.plan.sweep_data import spec_copy
 from sweep.run.tracking import TrackingConfig, WandbConfig
-from sweep.spec.spec import spec_content
+from sweep.spec.spec import spec_copy_content
 
 FULL_RUN_JOB = "full-run"
 """The W&B job type of a full run, beside the trials' `proxy` and the sweep's `sweep`."""
@@ -25,10 +24,10 @@ def sweep_wandb(run: RunDir) -> WandbConfig | None:
     spec = spec_copy(run)
     if spec is None:
         return None
+    raw = spec_copy_content(spec)
     try:
-        raw = spec_content(spec, copy=True)
-        tracking = TrackingConfig.model_validate(raw.get("tracking") or {} if isinstance(raw, dict) else {})
-    except (SpecError, ValidationError) as error:
+        tracking = TrackingConfig.model_validate(raw.get("tracking") or {})
+    except ValidationError as error:
         raise PromotionError(f"{spec}: its tracking is not one a sweep writes ({error})") from None
     wandb = tracking.wandb
     return None if wandb is None or wandb.mode == "disabled" else wandb

@@ -14,12 +14,11 @@ from typing import Any
 
 from pydantic import ConfigDict, ValidationError, field_validator
 
-from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.point.ladder import finished_ladder
 from sweep.promote.request.config import DataPrefix, PromotionConfig, ValidationPrefixes
-from sweep.spec.spec import spec_content
+from sweep.spec.spec import spec_copy_content
 from train_entry.config import StrictConfig
 from train_entry.data.corpus import CorpusError, is_megatron_prefix
 from train_entry.data.megatron_prefix import prefix_tokens
@@ -78,11 +77,10 @@ def _spec_sides(run: RunDir) -> dict[str, _Side]:
     spec = spec_copy(run)
     if spec is None:
         return {}
+    corpora = spec_copy_content(spec).get("data", {})
     try:
-        raw = spec_content(spec, copy=True)
-        corpora = raw.get("data", {}) if isinstance(raw, dict) else {}
         return {side: _Side.model_validate(corpora[side]) for side in SIDES if isinstance(corpora.get(side), dict)}
-    except (SpecError, ValidationError, AttributeError) as error:
+    except (ValidationError, AttributeError) as error:
         raise PromotionError(f"{spec}: not the spec copy a sweep writes ({error})") from None
 
 

@@ -23,6 +23,7 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.targets import Target
 from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
 from sweep.promote.point.provenance import check_against_study
+from sweep.promote.point.trial_check import check_trial_config
 from sweep.promote.request.config import PromotionConfig
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
@@ -224,14 +225,16 @@ def _trial_config(run: RunDir, best: BestSummary, point: PromotedPoint) -> Trial
     """A completed trial's resolved config (the point's own trial's when it has one) moved to the point."""
     numbers = [point.trial] if point.trial is not None else []
     numbers += [row.number for row in (best.best_observed, *best.pareto_front) if row is not None]
-    path = next((run.trial_config(n) for n in numbers if run.trial_config(n).is_file()), None)
-    if path is None:
+    number = next((n for n in numbers if run.trial_config(n).is_file()), None)
+    if number is None:
         shown = run.trial_config(numbers[0]) if numbers else run.path / "trials"
         raise PromotionError(
             f"the promoted point's resolved trial config {shown} is missing; the run directory is incomplete"
         )
+    path = run.trial_config(number)
     try:
         trial = read_model(path, TrialConfig, fmt=TRIAL_CONFIG)
     except CorruptFile as exc:
         raise PromotionError(str(exc)) from None
+    check_trial_config(run, number, trial)
     return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})

@@ -4,7 +4,11 @@ best.json is a file in a run directory that people open, copy and edit; the stud
 as the trials ran. A point promoted as best.json says (an lr_fraction outside the searched space, a confirmation
 outcome edited to "confirmed") would plan a 340 k GPU-hour run on a claim no trial made, so promotion acts only on
 what the study's trials and the searched space back: the point inside the space, its trial at that point with
-those metrics, and a confirmed pick's confirmation trials there, completed, within the budget.
+those metrics, every trial row best.json holds the study's row of that trial field for field, the pick's trials and
+measured figures the study's at its point, its predictions what the surrogate's own formulas give from their
+mean and spreads (an interval edited to 0.5 became the plan's watch bound) with P in [0, 1] and the plan's rule
+met, its source one a sweep's pick can have, and a confirmed pick's confirmation trials there, completed, within the
+budget.
 """
 
 from __future__ import annotations
@@ -16,17 +20,18 @@ from collections.abc import Sequence
 from sweep.choice.best import BestSummary
 from sweep.choice.confirmation import ConfirmedPoint, Outcome
 from sweep.choice.feasible import is_feasible
+from sweep.files.records import first_difference
 from sweep.files.rundir import RunDir, RunDirError
 from sweep.promote.errors import PromotionError
+from sweep.promote.point.pick_check import REWRITE, check_pick
 from sweep.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
 from sweep.study.run_study import open_run
 from sweep.study.study import SweepPlan
 from sweep.study.table import trial_rows
+from train_entry.config import shown
 from train_entry.mix import MixRatio
-
-REWRITE = "run `sweep run SPEC --name RUN` again to write it from the study, or promote another run"
 
 
 def check_against_study(run: RunDir, best: BestSummary, *, where: str, trial: int | None, confirmed: bool) -> None:
@@ -42,6 +47,9 @@ def check_against_study(run: RunDir, best: BestSummary, *, where: str, trial: in
     _check_in_space(run, sweep.plan.space, where, lr_fraction, mix)
     if trial is not None:
         _check_trial(run, rows.get(trial), where, trial, lr_fraction, mix, best)
+    _check_rows(run, best, rows)
+    if where == "pick.point":
+        check_pick(run.best_json, best.pick, sweep.plan, rows)
     if confirmed:
         _check_confirmation(run, best, sweep.plan, rows)
 
@@ -106,6 +114,30 @@ def _check_trial(
             f"{said} with domain_gain {observed.domain_gain} and forgetting {observed.forgetting}, but the study "
             f"measured {row.domain_gain} and {row.forgetting}; {REWRITE}"
         )
+
+
+def _check_rows(run: RunDir, best: BestSummary, rows: dict[int, TrialRow]) -> None:
+    """Every trial row best.json holds is the study's row of that trial, field for field."""
+    held = {
+        "best_observed": best.best_observed,
+        "least_forgetting": best.least_forgetting,
+        "evidence.runner_up": best.evidence.runner_up,
+        **{f"pareto_front.{index}": row for index, row in enumerate(best.pareto_front)},
+    }
+    for where, row in held.items():
+        if row is None:
+            continue
+        if row.number not in rows:
+            raise PromotionError(
+                f"{run.best_json}: {where} names trial {row.number}, which the study does not hold; {REWRITE}"
+            )
+        mismatch = first_difference(row, rows[row.number])
+        if mismatch is not None:
+            key, stored, measured = mismatch
+            raise PromotionError(
+                f"{run.best_json}: {where}.{key} is {shown(stored)}, but the study's trial {row.number} has "
+                f"{shown(measured)}; {REWRITE}"
+            )
 
 
 def _check_confirmation(run: RunDir, best: BestSummary, plan: SweepPlan, rows: dict[int, TrialRow]) -> None:

@@ -15,6 +15,7 @@ from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.layout import LayoutRequest
 from sweep.promote.estimate.targets import TARGET_FORMS
+from sweep.promote.presets import check_value
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import check_split
 
@@ -31,9 +32,10 @@ class DataPrefix(StrictConfig):
     """One Megatron indexed dataset (the path of its .bin/.idx pair without the suffix)."""
 
     prefix: str = Field(min_length=1)
-    tokens: float | None = Field(None, gt=0)
+    tokens: float | None = Field(None, gt=0, le=MOST_TOKENS)
     """Its token count; when every prefix of a side has one, the side's weight is split by them,
-    otherwise equally."""
+    otherwise equally. At most MOST_TOKENS (a dataset of 10^15 tokens is petabytes), so the side's sum is finite and
+    no share of it rounds to zero."""
 
 
 class ValidationPrefixes(StrictConfig):
@@ -127,6 +129,8 @@ class PromotionConfig(StrictConfig):
     @classmethod
     def _file_beside_config(cls, value: str | None, info: ValidationInfo) -> str | None:
         # A YAML file or model directory named in a --config file is relative to that file, like paths in a spec.
+        if value is not None:
+            check_value(value, kind=info.field_name or "value")
         root = (info.context or {}).get("root")
         if value is None or root is None or Path(value).is_absolute():
             return value

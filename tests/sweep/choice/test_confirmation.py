@@ -59,7 +59,7 @@ def test_the_pick_is_confirmed_when_its_fresh_seeds_stay_within_the_budget():
     assert done.pick.point.lr_fraction == first.pick.point.lr_fraction  # best.json's pick is the confirmed point
 
 
-def test_a_pick_confirmed_over_the_budget_gives_way_to_the_refitted_surrogates_next_pick_at_new_seeds():
+def test_a_pick_confirmed_over_the_budget_gives_way_to_the_surrogates_next_pick_at_new_seeds():
     rows = searched()
     first = confirmation_state(rows, SETTING)
     over = confirmations(first, 0, [0.03, 0.032])
@@ -68,7 +68,8 @@ def test_a_pick_confirmed_over_the_budget_gives_way_to_the_refitted_surrogates_n
     assert second.due.seeds == [3, 4]
     moved = point_key(second.pick.point.lr_fraction, second.pick.point.domain_share)
     assert moved != point_key(first.pick.point.lr_fraction, first.pick.point.domain_share)
-    assert second.pick.fit.points == len(rows) + 2  # refitted with the confirmation trials
+    # fitted to the pool's trials alone: the confirmation trials' figures are on their draw, another text
+    assert second.pick.fit.points == len(rows)
     assert [r.within_budget for r in second.confirmation.rounds] == [False]
 
 
@@ -153,3 +154,35 @@ def test_the_trials_a_sweep_ends_with_follow_its_confirmation_rounds(open_sweep)
     assert expected(rows) == 16  # a second point to confirm
     rows += confirmations(confirmation_state(rows, setting), 1, [0.05, 0.05], first=200)
     assert expected(rows) == 16 and confirmation_state(rows, setting).confirmation.outcome is Outcome.NOT_FOUND
+
+
+def test_a_confirmation_outside_its_predicted_interval_says_so_on_which_side():
+    """Issue 49: both confirmation trials measured above the predicted interval and nothing said so."""
+    from reports.decision import decision_lines, outcome_words
+
+    rows = searched()
+    first = confirmation_state(rows, SETTING)
+    predicted = first.pick.gain
+    texted = [
+        r.model_copy(update={"domain_gain": predicted.high + 0.05, "gain_text_error": 0.001})
+        for r in confirmations(first, 0, [first.pick.forgetting.mean] * 2)
+    ]
+    done = confirmation_state([*rows, *texted], SETTING)
+    held = done.confirmation.confirmed
+
+    low, high = held.gain_interval
+    draw = 0.001  # the draw's own text error widens the interval of the pool's prediction
+    sd = (predicted.sd**2 + predicted.noise_sd**2 / 2 + predicted.text_sd**2 + draw**2) ** 0.5
+    assert (low, high) == pytest.approx((predicted.mean - 1.6448536 * sd, predicted.mean + 1.6448536 * sd))
+    assert held.gain_against.value == "above" and held.forgetting_against.value == "inside" and held.text == "draw 1"
+    words = outcome_words(done.confirmation)
+    assert words.endswith(f"held, domain_gain above its predicted interval [{low:.4f}, {high:.4f}]")
+    summary = best_summary(select([*rows, *texted], forgetting_budget=BUDGET, space=SPACE), [*rows, *texted],
+                           _plan(confirmation={"seeds": 2, "candidates": 2}))  # fmt: skip
+    assert any(f"domain_gain above its predicted interval [{low:.4f}" in line for line in decision_lines(summary))
+
+
+def _plan(**search):
+    from scripted import spec_with
+
+    return spec_with(lr_fraction={"low": 0.05, "high": 0.2, "log": True}, mix=MIXES, **search).plan()

@@ -80,3 +80,17 @@ def test_the_runner_up_is_the_second_under_the_rule_never_the_optimum_itself(ope
     summary = best_summary_with(None, selection, rows, plan)
     assert (summary.best_observed.number, summary.evidence.runner_up.number) == (1, 0)
     assert summary.evidence.feasible_completed == 3
+
+
+def test_the_best_observed_trial_and_the_front_are_search_trials_on_the_pool_never_a_confirmation_or_replicate():
+    """Issue 49: on one run a confirmation trial, measured on a draw of its own (easier text), became the best
+    observed trial, and the Pareto front joined trials measured on different text."""
+    search = [row(0, 0.20, 0.010), row(1, 0.25, 0.030), row(2, 0.10, 0.000)]
+    replicate = trial_row(3, 0.1, "1:1", 0.22, 0.009, seed=1, replicate_of=0)
+    confirmation = trial_row(4, 0.12, "1:1", 0.30, 0.005, seed=2, confirms=0)  # on draw 1: gains most, forgets least
+
+    selection = select([*search, replicate, confirmation], forgetting_budget=BUDGET, space=SPACE)
+
+    assert confirmation.text == "draw 1" and selection.best_observed.number == 0
+    assert [r.number for r in selection.pareto] == [2, 0, 1]  # the search's own front: no draw, no replicate
+    assert select(search, forgetting_budget=BUDGET, space=SPACE).pareto == selection.pareto

@@ -64,7 +64,7 @@ def test_a_censored_value_is_imputed_at_or_above_its_bound():
     surrogate = fit_surrogate(rows, SPACE)
     shares = [MixRatio.parse(mix).domain_share for _, mix in CORNER]
     _, forgetting = surrogate.predict([lr for lr, _ in CORNER], shares)
-    assert (forgetting.mean >= 0.06 - 2 * forgetting.remeasured_sd).all()
+    assert (forgetting.mean >= 0.06 - 2 * forgetting.remeasured_sd()).all()
 
 
 def test_the_forecast_is_the_bound_and_the_raw_value_only_without_one():
@@ -100,7 +100,7 @@ def test_the_validation_texts_error_widens_a_re_runs_spread_and_lowers_p_at_the_
     lr, share = [0.1, 0.15], [MixRatio.parse("2:1").domain_share] * 2
     (_, before), (_, after) = plain.predict(lr, share), measured.predict(lr, share)
     assert np.allclose(after.mean, before.mean) and np.allclose(after.sd, before.sd)  # the same surface
-    # the text the surface was fitted on, and a re-run's fresh draw: twice its variance
+    # the pool the surface was fitted on, and a re-run's fresh text of the pool's size: twice its variance
     expected = np.sqrt(before.sd**2 + before.noise_sd**2 + 2 * measured.fit.forgetting.text_sd**2)
-    assert np.allclose(after.remeasured_sd, expected)
+    assert np.allclose(after.remeasured_sd(), expected)
     assert (after.probability_at_most(0.006) < before.probability_at_most(0.006)).all()

@@ -55,6 +55,7 @@ def test_an_unset_storage_variable_stops_the_run_before_anything_is_written(writ
         ("postgresql://optuna:${A}@${HOST}/optuna", "only as a password"),
         ("postgresql://optuna:${A}@db/${DB}", "only as a password"),
         ("not a url", "not a SQLAlchemy database URL"),
+        ("postgresql://optuna:${A}@db:!1/optuna", "not a SQLAlchemy database URL"),  # SQLAlchemy's bare ValueError
         ("sqlite:////nonexistent-cpt/deeper/optuna.db", "does not exist"),
     ],
 )
@@ -73,7 +74,13 @@ def test_query_string_passwords_are_references_filled_in_and_masked(monkeypatch)
 
 
 @pytest.mark.parametrize(
-    "storage", ["sqlite:///${CPT_TEST_SECRET}.db", "postgresql://u@db/x?password=" + SECRET, "sqlite:///DIR/x.db"]
+    "storage",
+    [
+        "sqlite:///${CPT_TEST_SECRET}.db",
+        "postgresql://u@db/x?password=" + SECRET,
+        "sqlite:///DIR/x.db",
+        f"postgresql://u:{SECRET}@db:!1/x",  # a port that is no number: SQLAlchemy's ValueError, a traceback
+    ],
 )
 def test_status_of_a_planted_run_record_prints_no_secret_and_creates_nothing(storage, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CPT_TEST_SECRET", SECRET)
@@ -90,6 +97,29 @@ def test_status_of_a_planted_run_record_prints_no_secret_and_creates_nothing(sto
         assert SECRET not in captured.out + captured.err
         assert str(run.run_json) in captured.err and len(captured.err.strip().splitlines()) == 1
     assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_a_url_sqlalchemy_cannot_parse_is_shown_shortened_never_raised():
+    """A damaged run.json's storage (or jobs.json's address) is quoted in its own error: make_url raised a bare
+    ValueError for a port that is no number, and the error message became a traceback."""
+    assert shown_url("http://127.0.0.1:!265") == repr("http://127.0.0.1:!265")
+    assert len(shown_url("http://h:!1/" + "x" * 10_000)) < 120
+    # Its passwords are masked as text: the user info's (up to its last '@') and a password parameter's.
+    assert shown_url(f"postgresql://u:{SECRET}@db:!1/x") == repr("postgresql://u:***@db:!1/x")
+    assert shown_url(f"postgresql://u:p@{SECRET}@db:!1/x") == repr("postgresql://u:***@db:!1/x")
+    assert shown_url(f"postgresql://u@db:!1/x?sslmode=a&PWD={SECRET}&b=1") == repr(
+        "postgresql://u@db:!1/x?sslmode=a&PWD=***&b=1"
+    )
+
+
+def test_a_run_record_whose_storage_port_is_no_number_is_refused_naming_the_file_and_field(tmp_path, capsys):
+    run = RunDir(tmp_path / "runs" / "port")
+    run.path.mkdir(parents=True)
+    run.run_json.write_text(RUN_RECORD.dumps_data({"study_name": "port", "storage": "postgresql://u@db:!1/x"}))
+    assert main(["status", str(run.path)]) == 2
+    error = capsys.readouterr().err
+    assert f"{run.run_json} is not a run record" in error and "storage: " in error
+    assert "'postgresql://u@db:!1/x'" in error
 
 
 def test_a_sqlite_storage_that_is_another_kind_of_file_is_refused_before_it_is_opened(tmp_path):

@@ -27,6 +27,7 @@ from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
+from tests.sweep.scripted import figures_of
 from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus
 
 BASE_LOSSES = BaseLosses(domain_loss=BASE_DOMAIN, general_loss=BASE_GENERAL)
@@ -119,7 +120,10 @@ def _reported(curve: list[Metrics], report) -> TrialResult:
 
 def _result(status: TrialStatus, history: list[Metrics]) -> TrialResult:
     last = history[-1]
-    return TrialResult(status=status, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.1, history=history)
+    return TrialResult(
+        status=status, steps=last.step, tokens_seen=last.tokens_seen, wall_seconds=0.1, history=history,
+        figures=figures_of(last),
+    )  # fmt: skip
 
 
 class Quiet:

@@ -113,7 +113,7 @@ def _write(path: Path, text: str) -> Path:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda text: text.replace(",3.200000,3.900000\n", ",1e-300,3.900000\n", 1), "line 2: general_loss"),
+        (lambda text: text.replace(",3.200000,3.900000\n", ",1e-300,3.900000\n", 1), "line 2, column 'base_gen"),
         (lambda text: text + text.splitlines()[7] + "\n", "line 434 repeats line 8: rung 'xs', trial '1' at"),
         (lambda text: as_csv(draw(rungs={"m": RUNGS["m"]})), "every row has N = 7.384e+05"),
         (lambda text: "\n".join(text.splitlines()[:12]) + "\n", "11 evaluations; a law of seven parameters"),

@@ -282,3 +282,16 @@ def test_a_promotion_config_without_a_target_is_the_same_error(finished_run, tmp
     config.write_text("cluster: h100-480\n")
     assert promote(finished_run(), "--config", str(config)) == 2
     assert "no target: --target is required (or target: in the --config file): a preset (" in capsys.readouterr().err
+
+
+def test_a_promotion_folder_linked_out_of_the_run_is_not_written_into(finished_run, tmp_path, capsys):
+    """A plan is written only inside its run (issue 52): promotion/ linked elsewhere is exit 2, its target untouched."""
+    run_dir = finished_run()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (run_dir / "promotion").symlink_to(elsewhere, target_is_directory=True)
+    capsys.readouterr()
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: {run_dir / 'promotion'}/llama3.1-8b-") and "leads outside the run directory" in line
+    assert not any(elsewhere.iterdir())

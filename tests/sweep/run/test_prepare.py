@@ -12,7 +12,7 @@ import yaml
 
 from sweep.files.records import CorruptFile
 from sweep.run.prepare import Prepared, prepare
-from sweep.run.sample_size import validation_draws
+from sweep.run.sample_size import confirmation_draws
 from sweep.spec.spec import load_spec
 from tests.hf_dirs import save_tiny_llama
 from train_entry.data.corpus import Corpus, CorpusError
@@ -107,15 +107,19 @@ def test_a_damaged_base_loss_cache_entry_is_measured_again(tiny_corpora, write_t
     for path in tokenizer.iterdir():
         shutil.copy(path, base / path.name)
     spec = load_spec(_spec(write_tiny_spec, base))
-    measured = prepare(spec, root=tmp_path / "cache").base_losses
-    (entry,) = (tmp_path / "cache" / "base_losses").glob("*.json")
+    measured = prepare(spec, root=tmp_path / "cache")
+    entries = sorted((tmp_path / "cache" / "base_losses").glob("*.json"))
+    assert len(entries) == 2  # the pool (no confirmation, no draws), and its interim windows
+    kept = {entry: entry.read_text() for entry in entries}
+    entry = entries[0]
     entry.write_text('{"domain_loss": "high", "general_loss": 1.0}')
     capsys.readouterr()
 
-    assert prepare(spec, root=tmp_path / "cache").base_losses == measured
+    again = prepare(spec, root=tmp_path / "cache")
+    assert (again.base_losses, again.interim_base) == (measured.base_losses, measured.interim_base)
 
     assert f"warning: {entry} is not a base-loss cache entry" in capsys.readouterr().err
-    assert json.loads(entry.read_text()) == measured[0].model_dump()  # one validation draw: no confirmation
+    assert json.loads(entry.read_text()) == json.loads(kept[entry])
 
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]"], ids=["not JSON", "a list"])
@@ -127,20 +131,22 @@ def test_a_damaged_base_manifest_is_a_corrupt_file_naming_it(content, write_tiny
     prefixes = CorpusPrefixes(general="g", domain="d")
     prepared = Prepared(
         spec=load_spec(write_tiny_spec()), tokenizer_dir=tmp_path, base_dir=base, train=prefixes, valid=prefixes,
-        valid_draws=[prefixes], base_losses=[BaseLosses(domain_loss=4.0, general_loss=4.0)], corpus_stats={},
+        texts=[prefixes], base_losses=[BaseLosses(domain_loss=4.0, general_loss=4.0)],
+        interim_base=BaseLosses(domain_loss=4.0, general_loss=4.0), corpus_stats={},
     )  # fmt: skip
     with pytest.raises(CorruptFile, match=rf"{base / 'cpt_sweep_base.json'}: not the manifest cpt-sweep wrote"):
         prepared.base_manifest()
 
 
-def test_extra_draws_follow_the_sweeps_own_which_stay_the_same_text_with_the_same_base_losses(write_tiny_spec):
-    spec = load_spec(write_tiny_spec("extra-draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 1}}))
-    own, extended = prepare(spec), prepare(spec, extra_draws=2)
+def test_validation_text_too_short_for_its_texts_is_refused_before_the_base_is_built(write_tiny_spec, tmp_path):
+    """The tiny corpora's general side holds 25 documents: enough for the pool and one confirmation draw of at least
+    10 each, not for two draws besides the pool."""
+    one = load_spec(write_tiny_spec("one-draw.yaml", search={"confirmation": {"seeds": 1, "candidates": 1}}))
+    two = load_spec(write_tiny_spec("two-draws.yaml", search={"confirmation": {"seeds": 1, "candidates": 2}}))
+    root = tmp_path / "cache"
 
-    assert validation_draws(spec) == 2 and len(extended.valid_draws) == 4 and len(extended.base_losses) == 4
-    for ours, theirs in zip(extended.valid_draws[:2], own.valid_draws):
-        for suffix in (".idx", ".bin"):  # cached apart (another number of draws), the same bytes
-            assert Path(f"{ours.domain}{suffix}").read_bytes() == Path(f"{theirs.domain}{suffix}").read_bytes()
-    assert extended.base_losses[:2] == own.base_losses
-    assert len({draw.domain for draw in extended.valid_draws}) == 4  # two more texts, measured on their own
-    assert len({losses.domain_loss for losses in extended.base_losses}) == 4
+    with pytest.raises(CorpusError, match=r"draw 1's general side holds \d \(data\.general\.valid \+ "):
+        prepare(two, root=root)
+    assert not (root / "bases").exists() and not (root / "base_losses").exists()  # nothing measured, nothing trained
+
+    assert confirmation_draws(one) == 1 and len(prepare(one, root=root).texts) == 2

@@ -149,8 +149,10 @@ def test_every_trial_run_ends_with_its_final_metrics_and_the_status_the_study_re
         row = table.loc[run.config["number"]]
         reason = None if pd.isna(row["reason"]) else row["reason"]  # a completed trial has none
         assert run.summary["status"] == row["status"] and run.summary["reason"] == reason
-        assert run.summary["domain_gain"] == pytest.approx(row["domain_gain"])
-        assert run.summary["forgetting"] == pytest.approx(row["forgetting"])
+        final = run.summary["final"]  # the row's figures on its validation text, not the last interim window's
+        assert final["text"] == row["text"] and final["domain_gain"] == pytest.approx(row["domain_gain"])
+        assert final["forgetting"] == pytest.approx(row["forgetting"])
+        assert run.summary["domain_gain"] == pytest.approx(run.history[-1]["domain_gain"])
         if row["status"] == "COMPLETED":  # whether it ended within the budget (0.0 here), beside its role
             assert run.config["within_budget"] == bool(row["forgetting"] <= 0.0)
         assert run.exit_code == 0
@@ -171,6 +173,8 @@ def test_the_sweep_run_holds_the_trials_table_pareto_front_and_optimum(wandb_swe
     assert run.summary["pareto_front"]["nrows"] == len(best["pareto_front"])
     table = json.loads((run.path / "files" / run.summary["trials"]["path"]).read_text())
     assert "domain_gain" in table["columns"] and len(table["data"]) == 4
+    # every figure with the text it was measured on: the search's trials on the pool
+    assert {row[table["columns"].index("text")] for row in table["data"]} == {"pool"}
     picked = [row[table["columns"].index("number")] for row in table["data"] if row[table["columns"].index("pick")]]
     assert picked == best["pick_trials"] and {row[table["columns"].index("role")] for row in table["data"]} == {
         "search"

@@ -407,8 +407,20 @@ space: {mix: *h}
         ("search:\n  seed: 1\n  seed: 2\n", "duplicate key 'seed' (first at line 2)"),
         ("[" * 5000 + "]" * 5000, ""),
         ("unknown: '" + "x" * 500_000 + "'\n", "(500,002 characters)"),
+        # SafeLoader composed all 500,000 values of a 1 MiB list (45 s under load) before anything was refused.
+        ("[" + "1, " * 300_000 + "1]\n", "more than 10,000 values (the next at line 1)"),
+        ("".join(f"k{i}: 1\n" for i in range(60_000)), "more than 10,000 values (the next at line 5000)"),
     ],
-    ids=["billion laughs", "recursive alias", "duplicate section", "duplicate key", "deep nesting", "huge value"],
+    ids=[
+        "billion laughs",
+        "recursive alias",
+        "duplicate section",
+        "duplicate key",
+        "deep nesting",
+        "huge value",
+        "a long list",
+        "many keys",
+    ],
 )
 def test_hostile_yaml_is_one_short_error(text, fragment, tmp_path):
     path = tmp_path / "hostile.yaml"

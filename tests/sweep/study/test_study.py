@@ -62,6 +62,9 @@ def test_table_rows_agree_with_the_study_for_every_outcome(open_sweep, tmp_path)
     csv = pd.read_csv(tmp_path / "trials.csv")
     assert list(csv.columns) == list(table.columns) == [FORMAT_KEY, *TrialRow.model_fields]
     assert set(csv[FORMAT_KEY]) == set(table[FORMAT_KEY]) == {TRIALS_TABLE.version}
+    # every figure with the text it was measured on (docs/guarantees.md promised a draw column the table lacked):
+    # the ended trials' on the pool, the diverged one's on the interim windows, none for those with no figure
+    assert list(csv["text"].fillna("")) == ["pool", "pool", "interim", "", ""]
 
 
 def test_the_forgetting_constraint_is_stored_for_the_sampler(open_sweep):

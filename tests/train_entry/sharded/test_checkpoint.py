@@ -26,6 +26,7 @@ from train_entry.sharded.checkpoint import (
     resume,
     save_checkpoint,
 )
+from train_entry.text_losses import SideLosses, TextLosses
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, Metrics, ProxyConfig, TrialConfig
 
 GROUP = Group.single()
@@ -48,6 +49,7 @@ def trial_config(output_dir: Path, **changes) -> TrialConfig:
         tokenizer_dir="tokenizer",
         max_lr=3e-3,
         base_losses=BaseLosses(domain_loss=5.0, general_loss=4.0),
+        final_base_losses=BaseLosses(domain_loss=5.0, general_loss=4.0),
         train=prefixes,
         valid=prefixes,
         proxy=ProxyConfig(steps=40, seq_len=16, batch_size=4, eval_interval=10, warmup_steps=2),
@@ -79,8 +81,17 @@ def saved_at(config: TrialConfig, steps: int) -> SavedProgress:
         lr=1e-3,
     )
     return SavedProgress(
-        config_digest=config_digest(config), steps_done=steps, first_loss=5.0, wall_seconds=1.5, history=[metrics]
+        config_digest=config_digest(config),
+        steps_done=steps,
+        first_loss=5.0,
+        wall_seconds=1.5,
+        history=[metrics],
+        documents=[TextLosses(domain=one_document(4.5), general=one_document(4.1))],
     )
+
+
+def one_document(loss: float) -> SideLosses:
+    return SideLosses(losses=[loss], tokens=[16], weights=[1.0])
 
 
 def test_a_saved_checkpoint_resumes_weights_adam_state_and_history(tmp_path):
@@ -122,7 +133,10 @@ def test_an_unfinished_save_a_torn_record_and_another_configs_checkpoint_are_pas
     written = json.loads(record.read_text())
     record.write_text(json.dumps(written | {FORMAT_KEY: written[FORMAT_KEY] + 1}))
     assert resume(other, *trained(0), GROUP) is None
-    assert f"{PROGRESS_JSON} is unreadable ({record}: checkpoint progress record format 2" in capsys.readouterr().err
+    assert (
+        f"{PROGRESS_JSON} is unreadable ({record}: checkpoint progress record format {written[FORMAT_KEY] + 1}"
+        in capsys.readouterr().err
+    )
 
     record.write_text('{"format_version": 1, "steps_do')
     assert resume(other, *trained(0), GROUP) is None

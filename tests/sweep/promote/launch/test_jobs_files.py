@@ -69,6 +69,7 @@ CORRUPT = {
     "an unknown key": _jobs([RECORD | {"command": "rm -rf ~"}]),
     "markup for an id": _jobs([RECORD | {"submission_id": "[red]x"}]),
     "a path for a plan id": _jobs([RECORD | {"plan_id": "../../etc"}]),
+    "another plan's id than its folder's": _jobs([RECORD | {"plan_id": "llama3.1-8b-h100-480-ffffffff"}]),
     "a Ray Client address": _jobs([RECORD | {"address": "ray://127.0.0.1:10001"}]),
     "a naive time": _jobs([RECORD | {"submitted_at": "2026-11-26T00:00:00"}]),
     "too large": b"{" + b" " * MAX_JOBS_JSON_BYTES + b"}",

@@ -18,6 +18,7 @@ from sweep.promote.launch.rehearse import JOB_LOG, RehearsalConfig
 from sweep.run.prepare import prepare
 from sweep.run.tracking import TrackingConfig, WandbConfig
 from sweep.spec.spec import load_spec
+from sweep.study.config import ConfirmationConfig
 from tests.conftest import TINY_SPEC
 from tests.sweep.promote.promote_runs import write_run
 from tests.sweep.promote.ray_processes import processes_mentioning
@@ -39,7 +40,12 @@ def rehearsal_run(tmp_path, write_tiny_spec) -> Path:
     builtin = {**TINY_SPEC["base"]["builtin"], "pretrain_steps": 20, "warmup_steps": 2}
     spec = write_tiny_spec("rehearse.yaml", base={**TINY_SPEC["base"], "builtin": builtin})
     prepared = prepare(load_spec(spec))
-    run_dir = write_run(tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1)
+    # The run's study is this spec's, with the two confirmation trials write_run's pick is confirmed by.
+    search = prepared.spec.search.model_copy(update={"confirmation": ConfirmationConfig(seeds=2)})
+    run_dir = write_run(
+        tmp_path / "runs" / "lr_mix", lr_fraction=0.1, mix="1:1", non_english_share=0.1,
+        spec=prepared.spec.model_copy(update={"search": search}), base=prepared.interim_base,
+    )  # fmt: skip
     run = RunDir(run_dir)
     trial = prepared.trial_config(lr_fraction=0.1, mix=MixRatio.parse("1:1"), output_dir=run.trial(7))
     run.trial_config(7).write_text(TRIAL_CONFIG.dumps(trial))

@@ -63,6 +63,12 @@ def test_the_same_plan_submitted_twice_is_one_job_and_force_adds_an_attempt(
     assert f"submitted job {job_id}" in first.out
     assert f"already has job {job_id}" in second.out and "nothing submitted" in second.out
 
+    # Other per-submission settings are not the running job's: refused, naming them, and nothing submitted.
+    assert main([*submit, "--max-failures", "7"]) == 2
+    refused = capsys.readouterr().err
+    assert "max_failures" in refused and "7 asked" in refused and "--force" in refused
+    assert [job.submission_id for job in client.list_jobs()] == [job_id]
+
     assert main([*submit, "--force"]) == 0
     third = capsys.readouterr()
     assert f"submitted job {job_id}-r2" in third.out

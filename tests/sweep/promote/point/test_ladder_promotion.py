@@ -31,7 +31,8 @@ def ladder(scripted_ladder_run, tmp_path) -> Path:
     """A copy of the scripted ladder whose largest rung has a pick and a resolved trial config, as a trained one."""
     run = tmp_path / "runs" / "ladder"
     shutil.copytree(scripted_ladder_run, run)
-    write_run(RunDir(run).rung("m").path, pick=surrogate_pick(0.14, "1:3"))  # in the rung's searched space
+    # In the rung's searched space, within its forgetting budget of 0.01 with its rule's probability.
+    write_run(RunDir(run).rung("m").path, pick=surrogate_pick(0.14, "1:3", forgetting=0.006, budget=0.01))
     return run
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from cli import main
 from tests.fuzzing import LONG, SHORT, damaged, leaves, replaced
+from tests.hostile import files_but_the_study as files
 from tests.hostile import tree
 from tests.sweep.promote.promote_runs import confirmed, surrogate_pick, write_run
 
@@ -26,12 +27,6 @@ def edited(run_dir: Path, change: Callable[[dict[str, Any]], None]) -> Path:
     change(data)
     path.write_text(json.dumps(data, indent=2))
     return path
-
-
-def files(root: Path) -> dict[str, tuple[int, int]]:
-    """tree(root)'s files but the study's SQLite files, which opening the study to read it may checkpoint (its WAL),
-    changing them and their folder's time."""
-    return {name: info for name, info in tree(root).items() if "optuna.db" not in name and (root / name).is_file()}
 
 
 def promote(run_dir: Path, *flags: str) -> int:
