@@ -2,7 +2,8 @@
 anything, and its constrained optimum at a target with bootstrap intervals, or what it refuses and why.
 
 The target's N is counted by sweep.scale from its shape; its tokens and LR schedule are the full run's defaults
-(sweep.promote.request.config: 1 T tokens, a 1 % warmup, cosine to a tenth of the peak) unless given.
+(sweep.promote.request.config: 1 T tokens, a 1 % warmup) and the proxy's decay (cosine to a tenth of the peak)
+unless given: --schedule and --min-lr-ratio as a ladder's proxy has them give the target a ladder gives.
 """
 
 from __future__ import annotations
@@ -14,11 +15,16 @@ from pathlib import Path
 from cli.args import fraction, positive_int_at_most, whole_number_at_most
 from sweep.promote.estimate.targets import PRESETS
 from sweep.study.config import PickConfig
+from train_entry.optimizer import OptimizerConfig
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
 MOST_TOKENS = 10**15
 """sweep.promote.request.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
+DEFAULT_RECIPE = OptimizerConfig(warmup_steps=0)
+"""The full run's decay and floor when not given: the proxy's defaults (cosine to a tenth of the peak), as the
+shipped specs' proxy has them; the warmup is the promotion's own."""
+SCHEDULES = tuple(OptimizerConfig.model_fields["schedule"].annotation.__args__)
 MOST_REFITS = 10_000
 """ladder.law.refits' bound (sweep.law.config.LawSettings): 200 take about a minute on one core, so this is
 nearly an hour; a typo of 100000 is refused at once."""
@@ -93,10 +99,25 @@ def _add_target_arguments(fit: argparse.ArgumentParser) -> None:
         help="the full run's tokens, 1 to 1e15 (default 1e12)",
     )
     fit.add_argument(
+        "--schedule",
+        choices=SCHEDULES,
+        default=DEFAULT_RECIPE.schedule,
+        help="the full run's decay after its warmup, as a plan gives it: the proxy's (a ladder's proxy.schedule; "
+        f"default {DEFAULT_RECIPE.schedule})",
+    )
+    fit.add_argument(
+        "--min-lr-ratio",
+        type=floor,
+        default=DEFAULT_RECIPE.min_lr_ratio,
+        help=f"the floor it decays to, a fraction of the peak (a ladder's proxy.min_lr_ratio; default "
+        f"{DEFAULT_RECIPE.min_lr_ratio:g})",
+    )
+    fit.add_argument(
         "--lr-mean",
         type=fraction,
         default=None,
-        help="the full run's mean LR as a fraction of its peak (default: 1 %% warmup, cosine to 0.1 of the peak)",
+        help="the full run's mean LR as a fraction of its peak, in place of the schedule's (default: its 1 %% "
+        "warmup, then --schedule to --min-lr-ratio)",
     )
 
 
@@ -116,7 +137,13 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, inputs={args.runs: "the runs file"}, force=args.force)
     report = fit_runs(
         args.runs,
-        target_scale(args.target, tokens=args.tokens, lr_mean=args.lr_mean, pretrain_tokens=args.pretrain_tokens),
+        target_scale(
+            args.target,
+            tokens=args.tokens,
+            lr_mean=args.lr_mean,
+            pretrain_tokens=args.pretrain_tokens,
+            recipe=DEFAULT_RECIPE.model_copy(update={"schedule": args.schedule, "min_lr_ratio": args.min_lr_ratio}),
+        ),
         budget=args.budget,
         settings=LawSettings(refits=args.refits),
         pick=PickConfig(min_probability=args.min_probability),
@@ -144,6 +171,16 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def floor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be a fraction of the peak LR in [0, 1], got {text!r}")
+    return value
+
+
 def probability(text: str) -> float:
     try:
         value = float(text)
@@ -154,15 +191,22 @@ def probability(text: str) -> float:
     return value
 
 
-def target_scale(name: str, *, tokens: int | None, lr_mean: float | None, pretrain_tokens: int | None = None):
-    """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR (the
-    promotion defaults: a 1 % warmup, then cosine to a tenth of the peak)."""
+def target_scale(
+    name: str,
+    *,
+    tokens: int | None,
+    lr_mean: float | None,
+    pretrain_tokens: int | None = None,
+    recipe: OptimizerConfig = DEFAULT_RECIPE,
+):
+    """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR, made as
+    a ladder and its plan make them (sweep.promote.point.ladder.ladder_target): the promotion's warmup, then
+    `recipe`'s decay and floor (a ladder's proxy's)."""
     from sweep.promote.estimate.targets import load_target
     from sweep.promote.point.ladder import ladder_target
     from sweep.promote.request.config import PromotionConfig
-    from train_entry.optimizer import OptimizerConfig
 
     config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)
     target = load_target(name, pretrain_tokens=pretrain_tokens)
-    scale = ladder_target(target, config, OptimizerConfig(warmup_steps=0, schedule="cosine")).scale
+    scale = ladder_target(target, config, recipe).scale
     return scale if lr_mean is None else scale.model_copy(update={"lr_mean": lr_mean})
