@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickSource
+from train_entry.optimizer import peak_lr
 
 
 def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: float) -> str:
@@ -44,7 +45,7 @@ def point_words(pick: Pick, *, max_lr: float) -> str:
         if pick.source is PickSource.SURROGATE
         else "the best observed trial's point (surrogate could not pick)"
     )
-    return f"lr_fraction {point.lr_fraction:.4g} (peak LR {point.lr_fraction * max_lr:.3g}), mix {point.mix}, {source}"
+    return f"lr_fraction {point.lr_fraction:.4g} (peak LR {peak_lr(point.lr_fraction, max_lr=max_lr):.3g}), mix {point.mix}, {source}"
 
 
 def measured_words(point: ConfirmedPoint, budget: float, *, with_prediction: bool = False) -> str:

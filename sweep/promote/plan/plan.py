@@ -37,6 +37,7 @@ from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
+from train_entry.optimizer import peak_lr
 from train_entry.trial_config import TrialConfig
 
 LAYOUTS_KEPT = 5
@@ -215,7 +216,7 @@ def _full_run(
 ) -> tuple[FullRunConfig, list[str]]:
     """The run at the promoted point's LR and blend on the chosen layout, and the inputs it holds placeholders for;
     PromotionError when it fails the full-run config's or megatron-core's checks."""
-    peak_lr = _significant(promoted.lr_fraction * target.max_lr)
+    lr = _significant(peak_lr(promoted.lr_fraction, max_lr=target.max_lr))
     blend, placeholders = _blend(promoted.mix, trial.non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
@@ -225,9 +226,9 @@ def _full_run(
             model=target.model,
             parallelism=chosen.parallelism,
             optimization=Optimization(
-                lr=peak_lr,
+                lr=lr,
                 # The proxy's schedule, scaled: the same decay shape and floor the sweep measured.
-                min_lr=_significant(peak_lr * trial.proxy.min_lr_ratio),
+                min_lr=_significant(lr * trial.proxy.min_lr_ratio),
                 warmup_iters=config.warmup_iters(train_iters),
                 train_iters=train_iters,
                 decay_style=trial.proxy.schedule,
