@@ -23,26 +23,9 @@ from pydantic import Field, ValidationError
 
 from sweep.promote.errors import PromotionError, one_line
 from sweep.promote.families.registry import hf_shape, is_model_dir
-from sweep.promote.presets import MAX_NAME, Name, check_value, preset_or_file
-from train_entry.config import StrictConfig
+from sweep.promote.families.target import Target
+from sweep.promote.presets import MAX_NAME, check_value, preset_or_file
 from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, ModelShape, MoE
-
-
-class Target(StrictConfig):
-    """A full-scale model: what the plan's layout, memory and FLOPs are computed for."""
-
-    name: Name
-    """Short name used in the plan id and directory, e.g. llama3.1-70b."""
-    model: ModelShape
-    max_lr: float | None = Field(None, gt=0.0, le=1.0)
-    """The base's own pretraining peak LR: the plan's peak LR is the promoted point's lr_fraction x this. None where
-    its makers do not publish it: a plan then needs it given (--max-lr)."""
-    pretrain_tokens: float | None = Field(None, gt=0.0, le=1e15)
-    """Tokens the base was pretrained on: a ladder's law counts the full run's continued pretraining in them, and
-    a ladder's rungs continue-pretrain on the same share of their own (docs/ladder.md). None where unpublished: a
-    ladder's promotion then needs it given (--pretrain-tokens)."""
-    source: str = ""
-    """Where the shape and max_lr come from (paper, model card), shown in the summary."""
 
 
 _LLAMA3_PAPER = "Llama 3 Herd of Models (arXiv:2407.21783) Table 3; Meta's Llama 3.1 config.json"
@@ -143,7 +126,7 @@ PRESETS: dict[str, Target] = {
 
 
 TARGET_FORMS = (
-    f"a preset ({', '.join(PRESETS)}), a target YAML file (the fields of sweep/promote/estimate/targets.py), or a "
+    f"a preset ({', '.join(PRESETS)}), a target YAML file (the fields of sweep/promote/families/target.py), or a "
     "Hugging Face model directory (its config.json only: no weights read, no code run)"
 )
 """What a target may be, as `sweep promote --help` and the error without one say it."""

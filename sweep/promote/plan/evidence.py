@@ -18,7 +18,7 @@ from sweep.choice.pick import PickSource
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.estimate.targets import Target
+from sweep.promote.families.target import Target
 from sweep.promote.point.ladder import finished_ladder
 from sweep.promote.point.point import PromotedPoint
 from sweep.scale import non_embedding_params

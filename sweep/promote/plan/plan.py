@@ -23,7 +23,8 @@ from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
-from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.estimate.targets import load_target
+from sweep.promote.families.target import Target
 from sweep.promote.plan.evidence import Carried, ProxyBase, carried, proxy_base
 from sweep.promote.plan.plan_wandb import sweep_wandb
 from sweep.promote.plan.prediction import predicted_trajectory
