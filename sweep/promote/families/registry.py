@@ -1,4 +1,5 @@
-"""The families the planner maps, and a Hugging Face directory's config.json read through the one that matches."""
+"""The families the planner maps, their presets, and a Hugging Face directory's config.json read through the one
+that matches."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from pydantic import ValidationError
 from sweep.promote.errors import PromotionError
 from sweep.promote.families import llama, mistral, moe, qwen
 from sweep.promote.families.family import Family, UnmappableConfig, refuse
+from sweep.promote.families.target import Target
 from train_entry.config import shown
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, model_config
 from train_entry.megatron.config import ModelShape
 
 FAMILIES: tuple[Family, ...] = (llama.FAMILY, qwen.QWEN2, qwen.QWEN3, mistral.FAMILY, moe.MIXTRAL, moe.QWEN3_MOE)
+"""Every family the planner maps: adding one is its module and its entry here."""
+
+PRESETS: dict[str, Target] = {target.name: target for family in FAMILIES for target in family.presets}
+"""Every family's presets by name (`--target NAME`)."""
 
 REFERENCE_SEQ_LENGTH = 8192
 """The reference recipe's sequence; a base whose max_position_embeddings is shorter trains at that instead."""

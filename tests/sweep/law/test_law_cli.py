@@ -15,7 +15,7 @@ from sweep.scale import non_embedding_params
 from tests.conftest import REPO
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import as_csv, draw
-from train_entry.megatron.config import LLAMA_3_1_70B
+from sweep.promote.families.llama import LLAMA_3_1_70B
 
 EXAMPLE = REPO / "docs" / "examples" / "law_runs.csv"
 
