@@ -30,7 +30,7 @@ def is_model_dir(value: str) -> bool:
     return (Path(value) / CONFIG_JSON).is_file()
 
 
-def hf_shape(directory: Path, *, families: tuple[Family, ...] = FAMILIES) -> tuple[ModelShape, Family]:
+def hf_shape(directory: Path) -> tuple[ModelShape, Family]:
     """The shape of a Hugging Face model directory's config.json (no weights read, no code run: an auto_map is
     refused) and the family that read it; PromotionError naming the file and the key it cannot map."""
     path = Path(directory) / CONFIG_JSON
@@ -39,10 +39,10 @@ def hf_shape(directory: Path, *, families: tuple[Family, ...] = FAMILIES) -> tup
     except HfDirError as error:
         raise PromotionError(str(error)) from None
     model_type = raw.get("model_type")
-    family = next((family for family in families if model_type in family.model_types), None)
+    family = next((family for family in FAMILIES if model_type in family.model_types), None)
     try:
         if family is None:
-            mapped = ", ".join(t for family in families for t in family.model_types)
+            mapped = ", ".join(t for family in FAMILIES for t in family.model_types)
             raise refuse("model_type", model_type, f"no family the planner maps reads it (mapped: {mapped})")
         config = family.config.model_validate(raw)
         seq_length = min(REFERENCE_SEQ_LENGTH, config.max_position_embeddings)
