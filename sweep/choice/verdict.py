@@ -3,7 +3,7 @@ the report, the W&B sweep run, the Optuna study): the pick, what its confirmatio
 there is no pick to promote.
 
 Computed from the pick and its confirmation record alone, so the sentence can be checked against the record it
-describes (tests/sweep/choice/test_verdict.py holds each case against it).
+describes (tests/reports/test_decision.py holds each case against it).
 """
 
 from __future__ import annotations
