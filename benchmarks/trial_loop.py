@@ -1,6 +1,6 @@
 """Trial-loop throughput against a bare PyTorch training loop on the same model, batch and threads.
 
-The trial loop is `train_entry.loop.train` as a proxy trial runs it: batches drawn from the
+The trial loop is `train_entry.loop.fit` as a proxy trial runs it: batches drawn from the
 megatron-core blended stream, the LR schedule set every step, AdamW with decay groups, gradient
 clipping and the divergence check (which reads the loss every step). The bare loop is the
 textbook forward / backward / step on pre-made tensors. Both are timed in one process, A B A B,

@@ -107,7 +107,7 @@ class Plan(StrictConfig):
 
     @property
     def validation(self) -> list[ValidationSet]:
-        """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py): the run's."""
+        """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/plan/validation.py): the run's."""
         return self.run.data.valid
 
     @classmethod
