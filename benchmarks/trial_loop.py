@@ -1,6 +1,6 @@
 """Trial-loop throughput against a bare PyTorch training loop on the same model, batch and threads.
 
-The trial loop is `train_entry.loop.train` as a proxy trial runs it: batches drawn from the
+The trial loop is `train_entry.loop.fit` as a proxy trial runs it: batches drawn from the
 megatron-core blended stream, the LR schedule set every step, AdamW with decay groups, gradient
 clipping and the divergence check (which reads the loss every step). The bare loop is the
 textbook forward / backward / step on pre-made tensors. Both are timed in one process, A B A B,
@@ -26,6 +26,7 @@ from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.loop import fit
 from train_entry.mix import MixRatio
 from train_entry.model import Runtime, load_causal_lm
+from train_entry.optimizer import peak_lr
 from train_entry.trial_config import ProxyConfig
 
 PEAK_LR_FRACTION = 0.1
@@ -52,7 +53,7 @@ def trial_loop(prepared, recipe: ProxyConfig, runtime: Runtime, cache_dir: Path)
         runtime,
         steps=recipe.steps,
         batch_size=recipe.batch_size,
-        peak_lr=PEAK_LR_FRACTION * prepared.spec.base.max_lr,
+        peak_lr=peak_lr(PEAK_LR_FRACTION, max_lr=prepared.spec.base.max_lr),
         eval_interval=recipe.steps,
         divergence_factor=recipe.divergence_factor,
         evaluate=lambda *_: False,
@@ -64,7 +65,7 @@ def bare_loop(prepared, recipe: ProxyConfig, runtime: Runtime) -> float:
     model = load_causal_lm(prepared.base_dir, runtime)
     vocab = model.config.vocab_size
     batches = [torch.randint(0, vocab, (recipe.batch_size, recipe.seq_len + 1)) for _ in range(recipe.steps)]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=PEAK_LR_FRACTION * prepared.spec.base.max_lr)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=peak_lr(PEAK_LR_FRACTION, max_lr=prepared.spec.base.max_lr))
     model.train()
     started = time.perf_counter()
     for batch in batches:

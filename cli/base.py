@@ -1,5 +1,5 @@
 """`sweep base SPEC`: build (or reuse from the cache) the spec's base and print its manifest and corpora;
-`--ship DIR`: pretrain the built-in base afresh and write it to DIR as the project ships it (sweep.ship)."""
+`--ship DIR`: pretrain the built-in base afresh and write it to DIR as the project ships it (sweep.run.ship)."""
 
 from __future__ import annotations
 

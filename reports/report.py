@@ -31,6 +31,7 @@ from sweep.choice.verdict import numbers, spread
 from sweep.files.outputs import check_own_folder
 from sweep.files.records import write_whole
 from sweep.study.row import TrialRow
+from train_entry.optimizer import peak_lr
 
 if TYPE_CHECKING:
     from sweep.promote.launch.watch_report import WatchRecord
@@ -281,7 +282,7 @@ def _pick_cards(snapshot: RunSnapshot) -> list[dict[str, str]]:
     point = pick.point
     cards = [
         {"label": "lr_fraction", "value": f"{point.lr_fraction:.4g}",
-         "meta": f"peak LR {point.lr_fraction * snapshot.plan.max_lr:.3g}"},
+         "meta": f"peak LR {peak_lr(point.lr_fraction, max_lr=snapshot.plan.max_lr):.3g}"},
         {"label": "mix general:domain", "value": point.mix, "meta": f"domain_share {point.domain_share:.3g}"},
     ]  # fmt: skip
     if pick.gain is not None and pick.forgetting is not None:
@@ -322,7 +323,7 @@ def _pick_row(snapshot: RunSnapshot) -> dict[str, str] | None:
         source = f"one trial, {summary.confirmation.outcome.value}"
     return {
         "lr_fraction": f"{point.lr_fraction:.4g}",
-        "peak_lr": f"{point.lr_fraction * snapshot.plan.max_lr:.3g}",
+        "peak_lr": f"{peak_lr(point.lr_fraction, max_lr=snapshot.plan.max_lr):.3g}",
         "mix": point.mix,
         "domain_gain": gain,
         "forgetting": forgetting,

@@ -161,7 +161,7 @@ def once_per_session(tmp_path_factory, name: str) -> Iterator[Path]:
 
 @pytest.fixture(scope="session")
 def scripted_ladder_run(tiny_corpora, tmp_path_factory) -> Path:
-    """runs/ladder/ of one ladder of scripted rungs (tests/sweep/ladder_runs.py): stopped after its second rung (that
+    """runs/ladder/ of one ladder of scripted rungs (tests/sweep/ladder/ladder_runs.py): stopped after its second rung (that
     ladder.json kept as ../../stopped.json), then run again to its end. Read it, or copy it to change it."""
     from tests.sweep.ladder.ladder_runs import stopped_then_finished, write_ladder_spec
 

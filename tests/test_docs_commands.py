@@ -376,6 +376,11 @@ def test_the_readme_shows_the_two_commands_that_set_everything_up():
     assert "./install.sh --test && .venv/bin/pytest" in readme
 
 
+def test_the_readme_is_short_enough_to_read_to_the_end():
+    """What it is, the two commands, the output, your corpus, promote, and where the rest is: detail goes to docs/."""
+    assert len((REPO / "README.md").read_text().splitlines()) <= 200
+
+
 def test_a_block_is_read_as_a_shell_reads_it(tmp_path):
     doc = tmp_path / "doc.md"
     doc.write_text(

@@ -173,7 +173,7 @@ def sweep_layer(module: str, root: Path) -> str | None:
 
 def sweep_imports(root: Path) -> list[tuple[str, str, str]]:
     """(importer, imported module, imported name) for every import of a sweep module by another, type-only imports and
-    imports inside functions included; the name is "" for `import sweep.x`."""
+    imports inside functions included; the name is "" for `import sweep.study`."""
     modules = {
         ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__"): path
         for path in sorted((root / "sweep").rglob("*.py"))

@@ -19,6 +19,12 @@ if TYPE_CHECKING:  # torch is imported where an optimizer is built: the spec and
     import torch
 
 
+def peak_lr(lr_fraction: float, *, max_lr: float) -> float:
+    """The peak LR of a point on the sweep's LR axis: lr_fraction of the base model's own peak LR (max_lr), the one
+    rule every trial, table, report and plan applies."""
+    return lr_fraction * max_lr
+
+
 class OptimizerConfig(StrictConfig):
     """AdamW with decoupled weight decay on matrices only, global-norm clipping, and a linear
     warmup to the peak LR followed by a decay to a floor."""

@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
 from train_entry.mix import Mix
-from train_entry.optimizer import OptimizerConfig
+from train_entry.optimizer import OptimizerConfig, peak_lr
 from train_entry.text_losses import TextError, TextLosses
 
 if TYPE_CHECKING:
@@ -165,7 +165,7 @@ class TrialConfig(StrictConfig):
 
     @property
     def peak_lr(self) -> float:
-        return self.lr_fraction * self.max_lr
+        return peak_lr(self.lr_fraction, max_lr=self.max_lr)
 
     @property
     def final_valid(self) -> CorpusPrefixes:

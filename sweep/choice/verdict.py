@@ -3,13 +3,14 @@ the report, the W&B sweep run, the Optuna study): the pick, what its confirmatio
 there is no pick to promote.
 
 Computed from the pick and its confirmation record alone, so the sentence can be checked against the record it
-describes (tests/sweep/choice/test_verdict.py holds each case against it).
+describes (tests/reports/test_decision.py holds each case against it).
 """
 
 from __future__ import annotations
 
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
 from sweep.choice.pick import Pick, PickSource
+from train_entry.optimizer import peak_lr
 
 
 def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: float) -> str:
@@ -44,7 +45,7 @@ def point_words(pick: Pick, *, max_lr: float) -> str:
         if pick.source is PickSource.SURROGATE
         else "the best observed trial's point (surrogate could not pick)"
     )
-    return f"lr_fraction {point.lr_fraction:.4g} (peak LR {point.lr_fraction * max_lr:.3g}), mix {point.mix}, {source}"
+    return f"lr_fraction {point.lr_fraction:.4g} (peak LR {peak_lr(point.lr_fraction, max_lr=max_lr):.3g}), mix {point.mix}, {source}"
 
 
 def measured_words(point: ConfirmedPoint, budget: float, *, with_prediction: bool = False) -> str:

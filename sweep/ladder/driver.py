@@ -38,7 +38,7 @@ class RungStart:
 
 
 RungRunner = Callable[[RungSpec, RunDir, RungStart], SweepOutcome]
-"""Runs (or resumes) one rung's sweep to its end: sweep.driver.run_sweep in `sweep run`, scripted trials in tests."""
+"""Runs (or resumes) one rung's sweep to its end: sweep.run.driver.run_sweep in `sweep run`, scripted trials in tests."""
 
 
 @dataclass(frozen=True)

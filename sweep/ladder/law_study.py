@@ -1,5 +1,5 @@
 """A rung's sweep as rows of the law's table: every evaluation of every trial in its study, pruned, guarded and
-replicate trials included up to where they stopped (sweep.record keeps each trial's evaluations in its history),
+replicate trials included up to where they stopped (sweep.study.record keeps each trial's evaluations in its history),
 each against the base's losses the trial stored, never solved back from its domain_gain and forgetting.
 
 An evaluation with a loss that is not finite (a diverging trial's last) is no observation of the law; its trial's

@@ -1,6 +1,7 @@
-"""What a table of runs must hold before any form is fitted to it: each row is bounded on its own (sweep.ladder.
-law_table.Observation); these are the table's, which no row alone can break. A table that fails one is refused with
-the reason (LawInputError, exit 2 at the command line) before minutes of fitting, never fitted into nonsense.
+"""What a table of runs must hold before any form is fitted to it: each row is bounded on its own
+(sweep.law.table.Observation); these are the table's, which no row alone can break. A table that fails one is
+refused with the reason (LawInputError, exit 2 at the command line) before minutes of fitting, never fitted into
+nonsense.
 """
 
 from __future__ import annotations

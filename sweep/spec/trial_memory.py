@@ -47,7 +47,7 @@ MAX_WORKERS = 64
 """The largest trial sized: eight nodes of eight GPUs, far above any proxy."""
 RESERVE_GB = 6.0
 """CUDA context, NCCL's buffers and allocator fragmentation: the full-run plan's assumption
-(sweep.promote.estimate.assumptions.memory_reserve_gb)."""
+(sweep.promote.estimate.assumptions.Assumptions.memory_reserve_gb)."""
 IN_FLIGHT_UNITS = 2
 """FSDP gathers the next unit while the current one runs (forward and backward prefetch)."""
 BYTES_SHARDED = 16

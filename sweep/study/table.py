@@ -18,6 +18,7 @@ from sweep.study.record import Attr, Status, status_of
 from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan, SweepStudy
 from train_entry.data.draws import INTERIM
+from train_entry.optimizer import peak_lr
 
 
 def point_params(frozen: FrozenTrial, plan: SweepPlan) -> dict[str, Any] | None:
@@ -48,7 +49,7 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         status=status,
         reason=attrs.get(Attr.REASON.value),
         lr_fraction=point.lr_fraction,
-        peak_lr=point.lr_fraction * plan.max_lr,
+        peak_lr=peak_lr(point.lr_fraction, max_lr=plan.max_lr),
         mix=str(point.mix),
         domain_share=point.mix.domain_share,
         domain_gain=measured.get("domain_gain"),

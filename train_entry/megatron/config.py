@@ -99,29 +99,6 @@ class ModelShape(StrictConfig):
         return self
 
 
-LLAMA_3_1_8B = ModelShape(
-    num_layers=32,
-    hidden_size=4096,
-    ffn_hidden_size=14336,
-    num_attention_heads=32,
-    num_query_groups=8,
-    vocab_size=128256,
-    seq_length=8192,
-)
-"""Meta's Llama 3.1 8B (base) at the reference recipe's 8192-token sequences."""
-
-LLAMA_3_1_70B = ModelShape(
-    num_layers=80,
-    hidden_size=8192,
-    ffn_hidden_size=28672,
-    num_attention_heads=64,
-    num_query_groups=8,
-    vocab_size=128256,
-    seq_length=8192,
-)
-"""Meta's Llama 3.1 70B (base) at the reference recipe's 8192-token sequences."""
-
-
 def interleaving_fits(*, pipeline: int, virtual_pipeline: int | None, microbatches: int) -> bool:
     """Interleaved 1F1B runs micro-batches in whole groups of `pipeline` (megatron-core's
     microbatch_group_size_per_vp_stage defaults to it); the plain schedule takes any count."""

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sweep.promote.errors import PromotionError
+from sweep.promote.families.target import Target
 from train_entry.config import shown
 from train_entry.megatron.config import ModelShape
 
@@ -64,6 +65,8 @@ class Family:
     """The family's keys: DecoderConfig and what the family adds."""
     shape: Callable[[Any, int], ModelShape]
     """(its config, the training sequence length) -> the ModelShape every estimator reads."""
+    presets: tuple[Target, ...] = ()
+    """Its named targets (`--target llama3.1-70b`), each citing its sources: sizes of the family as released."""
 
 
 def refuse(key: str, value: object, why: str) -> UnmappableConfig:

@@ -1,13 +1,16 @@
 """Mixtures of experts: Mixtral (model_type mixtral: 8 experts of intermediate_size, top-2, Mistral's attention)
 and Qwen 3 MoE (model_type qwen3_moe: many narrow experts of moe_intermediate_size, QK-norm). Every layer is an
 MoE layer; top-k weights are a softmax over the chosen experts' logits (Mixtral's, Qwen 3 MoE's with
-norm_topk_prob), megatron-core's default routing."""
+norm_topk_prob), megatron-core's default routing. Mixtral 8x7B is a preset (pretraining tokens and peak LR not
+published: a plan of it asks for --max-lr)."""
 
 from __future__ import annotations
 
 from pydantic import Field
 
 from sweep.promote.families.family import DecoderConfig, Family, decoder_shape, refuse
+from sweep.promote.families.mistral import MISTRAL_7B
+from sweep.promote.families.target import Target
 from train_entry.megatron.config import ModelShape, MoE
 
 
@@ -58,5 +61,25 @@ def qwen3_moe_shape(config: Qwen3MoeConfig, seq_length: int) -> ModelShape:
     return decoder_shape(config, seq_length, qk_layernorm=True, moe=moe)
 
 
-MIXTRAL = Family(name="Mixtral", model_types=("mixtral",), config=MixtralConfig, shape=mixtral_shape)
+# Mixtral 8x7B is Mistral 7B's attention and widths with eight experts per layer, RoPE base 1e6, no window.
+MIXTRAL_8X7B = MISTRAL_7B.model_copy(
+    update={
+        "rotary_base": 1_000_000,
+        "window_size": None,
+        "moe": MoE(num_experts=8, router_topk=2, expert_ffn_hidden_size=14336, aux_loss_coeff=0.02),
+    }
+)
+_MIXTRAL = (
+    "Mixtral of Experts (arXiv:2401.04088) Table 1 (8 experts, top 2); mistralai/Mixtral-8x7B-v0.1 config.json "
+    "(router_aux_loss_coef 0.02); Mistral AI's announcement: 46.7B total, 12.9B active parameters per token; "
+    "pretraining tokens and peak LR not published"
+)
+
+MIXTRAL = Family(
+    name="Mixtral",
+    model_types=("mixtral",),
+    config=MixtralConfig,
+    shape=mixtral_shape,
+    presets=(Target(name="mixtral-8x7b", model=MIXTRAL_8X7B, source=_MIXTRAL),),
+)
 QWEN3_MOE = Family(name="Qwen 3 MoE", model_types=("qwen3_moe",), config=Qwen3MoeConfig, shape=qwen3_moe_shape)

@@ -1,4 +1,5 @@
-"""The families the planner maps, and a Hugging Face directory's config.json read through the one that matches."""
+"""The families the planner maps, their presets, and a Hugging Face directory's config.json read through the one
+that matches."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from pydantic import ValidationError
 from sweep.promote.errors import PromotionError
 from sweep.promote.families import llama, mistral, moe, qwen
 from sweep.promote.families.family import Family, UnmappableConfig, refuse
+from sweep.promote.families.target import Target
 from train_entry.config import shown
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, model_config
 from train_entry.megatron.config import ModelShape
 
 FAMILIES: tuple[Family, ...] = (llama.FAMILY, qwen.QWEN2, qwen.QWEN3, mistral.FAMILY, moe.MIXTRAL, moe.QWEN3_MOE)
+"""Every family the planner maps: adding one is its module and its entry here."""
+
+PRESETS: dict[str, Target] = {target.name: target for family in FAMILIES for target in family.presets}
+"""Every family's presets by name (`--target NAME`)."""
 
 REFERENCE_SEQ_LENGTH = 8192
 """The reference recipe's sequence; a base whose max_position_embeddings is shorter trains at that instead."""
@@ -24,7 +30,7 @@ def is_model_dir(value: str) -> bool:
     return (Path(value) / CONFIG_JSON).is_file()
 
 
-def hf_shape(directory: Path, *, families: tuple[Family, ...] = FAMILIES) -> tuple[ModelShape, Family]:
+def hf_shape(directory: Path) -> tuple[ModelShape, Family]:
     """The shape of a Hugging Face model directory's config.json (no weights read, no code run: an auto_map is
     refused) and the family that read it; PromotionError naming the file and the key it cannot map."""
     path = Path(directory) / CONFIG_JSON
@@ -33,10 +39,10 @@ def hf_shape(directory: Path, *, families: tuple[Family, ...] = FAMILIES) -> tup
     except HfDirError as error:
         raise PromotionError(str(error)) from None
     model_type = raw.get("model_type")
-    family = next((family for family in families if model_type in family.model_types), None)
+    family = next((family for family in FAMILIES if model_type in family.model_types), None)
     try:
         if family is None:
-            mapped = ", ".join(t for family in families for t in family.model_types)
+            mapped = ", ".join(t for family in FAMILIES for t in family.model_types)
             raise refuse("model_type", model_type, f"no family the planner maps reads it (mapped: {mapped})")
         config = family.config.model_validate(raw)
         seq_length = min(REFERENCE_SEQ_LENGTH, config.max_position_embeddings)

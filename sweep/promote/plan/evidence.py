@@ -3,8 +3,8 @@
 The plan's peak LR is lr_fraction x the target's max_lr. The fraction was measured on proxy runs of another, smaller
 base, with its own max_lr and tokenizer; it reaches the target either through a ladder's loss law, fitted across proxy
 sizes and predicted at the target's N (with its interval there), or unchanged from the proxy, which nothing measured or
-fitted at the target's size validates. Both are recorded in the plan (plan.json's sweep.proxy and sweep.carried) and
-stated in its summary.
+fitted at the target's size validates. Both are recorded in the plan (plan.json's `proxy` and `carried` under
+`sweep`) and stated in its summary.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sweep.choice.pick import PickSource
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.estimate.targets import Target
+from sweep.promote.families.target import Target
 from sweep.promote.point.ladder import finished_ladder
 from sweep.promote.point.point import PromotedPoint
 from sweep.scale import non_embedding_params

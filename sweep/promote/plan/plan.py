@@ -23,7 +23,8 @@ from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
-from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.estimate.targets import load_target
+from sweep.promote.families.target import Target
 from sweep.promote.plan.evidence import Carried, ProxyBase, carried, proxy_base
 from sweep.promote.plan.plan_wandb import sweep_wandb
 from sweep.promote.plan.prediction import predicted_trajectory
@@ -37,6 +38,7 @@ from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization
 from train_entry.megatron.core_configs import CoreConfigError, check_backend, core_configs
 from train_entry.mix import MixRatio, blend_weights
+from train_entry.optimizer import peak_lr
 from train_entry.trial_config import TrialConfig
 
 LAYOUTS_KEPT = 5
@@ -105,7 +107,7 @@ class Plan(StrictConfig):
 
     @property
     def validation(self) -> list[ValidationSet]:
-        """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/validation.py): the run's."""
+        """The held-out sets evaluated apart, in Megatron-LM's order (sweep/promote/plan/validation.py): the run's."""
         return self.run.data.valid
 
     @classmethod
@@ -215,7 +217,7 @@ def _full_run(
 ) -> tuple[FullRunConfig, list[str]]:
     """The run at the promoted point's LR and blend on the chosen layout, and the inputs it holds placeholders for;
     PromotionError when it fails the full-run config's or megatron-core's checks."""
-    peak_lr = _significant(promoted.lr_fraction * target.max_lr)
+    lr = _significant(peak_lr(promoted.lr_fraction, max_lr=target.max_lr))
     blend, placeholders = _blend(promoted.mix, trial.non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
@@ -225,9 +227,9 @@ def _full_run(
             model=target.model,
             parallelism=chosen.parallelism,
             optimization=Optimization(
-                lr=peak_lr,
+                lr=lr,
                 # The proxy's schedule, scaled: the same decay shape and floor the sweep measured.
-                min_lr=_significant(peak_lr * trial.proxy.min_lr_ratio),
+                min_lr=_significant(lr * trial.proxy.min_lr_ratio),
                 warmup_iters=config.warmup_iters(train_iters),
                 train_iters=train_iters,
                 decay_style=trial.proxy.schedule,

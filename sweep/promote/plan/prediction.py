@@ -1,7 +1,7 @@
 """The predicted trajectory of forgetting the full run is watched against (train_entry/fullrun/watch.py).
 
 A ladder's law gives it whole: the law's forgetting at the promoted point at token counts along the run (the LR area
-the run's schedule has reached at each), each with the law's 90 % interval there (sweep/promote/ladder.py), an
+the run's schedule has reached at each), each with the law's 90 % interval there (sweep/promote/point/ladder.py), an
 extrapolation beyond the largest rung stated as one. Otherwise its end is the promoted point's own prediction: the
 surrogate's mean at its pick, or the trial's measurement at the best observed trial, with the 90 % interval that
 came with it (else the trial's own validation-text standard error, x 1.645 for one-sided 90 %), and its shape in

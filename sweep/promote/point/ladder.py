@@ -21,7 +21,7 @@ from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean
 from sweep.law.validate import FoldErrors
 from sweep.promote.errors import PromotionError
-from sweep.promote.estimate.targets import Target
+from sweep.promote.families.target import Target
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from train_entry.config import StrictConfig

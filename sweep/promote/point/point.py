@@ -20,7 +20,7 @@ from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.law.prediction import TargetPrediction
 from sweep.promote.errors import PromotionError
-from sweep.promote.estimate.targets import Target
+from sweep.promote.families.target import Target
 from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
 from sweep.promote.point.provenance import check_against_study
 from sweep.promote.point.trial_check import check_trial_config

@@ -76,7 +76,7 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset's name (one of sweep.promote.estimate.targets.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
+    """A preset's name (one of sweep.promote.families.registry.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
     model directory (its config.json), or a target YAML file; required."""
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
     """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging

@@ -35,7 +35,7 @@ from tests.sweep.ladder.ladder_runs import (
 from tests.sweep.ladder.synthetic import TRUTH, as_csv, draw
 from tests.sweep.ladder.test_ladder_files import snapshot
 from train_entry.builtin_base import BuiltinBaseConfig
-from train_entry.megatron.config import LLAMA_3_1_8B
+from sweep.promote.families.llama import LLAMA_3_1_8B
 
 NARROW = {"name": "s2", "hidden_size": 128, "num_layers": 3, "num_heads": 4, "num_kv_heads": 2,
           "intermediate_size": 352}  # fmt: skip

@@ -16,6 +16,7 @@ from sweep.law.config import LawSettings
 from sweep.law.lines import carried_lines, discrepancy_lines
 from sweep.law.runs import LawFitReport, fit_runs
 from sweep.promote.estimate.targets import load_target
+from sweep.promote.families.llama import LLAMA_3_1_70B
 from sweep.promote.point.ladder import ladder_target
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
@@ -24,7 +25,6 @@ from sweep.study.config import PickConfig
 from tests.conftest import REPO
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import as_csv, draw
-from train_entry.megatron.config import LLAMA_3_1_70B
 from train_entry.optimizer import OptimizerConfig
 
 EXAMPLE = REPO / "docs" / "examples" / "law_runs.csv"

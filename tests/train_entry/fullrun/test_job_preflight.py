@@ -10,7 +10,7 @@ import pytest
 from train_entry.file_format import JOB
 from train_entry.fullrun import job as job_entry
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
-from train_entry.megatron.config import LLAMA_3_1_8B
+from sweep.promote.families.llama import LLAMA_3_1_8B
 from train_entry.megatron.core_configs import has_transformer_engine
 
 

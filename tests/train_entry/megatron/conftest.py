@@ -11,7 +11,8 @@ import pytest
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
-from train_entry.megatron.config import LLAMA_3_1_8B, LLAMA_3_1_70B, FullRunConfig, ModelShape
+from sweep.promote.families.llama import LLAMA_3_1_8B, LLAMA_3_1_70B
+from train_entry.megatron.config import FullRunConfig, ModelShape
 
 
 def _full_run(**parallelism: Any) -> dict[str, Any]:

@@ -8,7 +8,8 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.targets import PRESETS as TARGETS
-from sweep.promote.estimate.targets import Target, load_target
+from sweep.promote.estimate.targets import load_target
+from sweep.promote.families.target import Target
 from sweep.scale import total_params
 from tests.conftest import REPO
 

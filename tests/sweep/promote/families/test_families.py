@@ -1,29 +1,28 @@
 """Targets from a base's own config.json: each family reads its published config into the preset's shape and the
 published parameter count; a config the planner cannot represent is refused naming the key; a further family is
-one Family, planned by the estimators unchanged."""
+its module and a registry entry, planned by the estimators unchanged."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from cli import main
+from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.estimate.assumptions import Assumptions
-from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.counts import model_flops_per_token
-from sweep.promote.estimate.layout import LayoutRequest, search_layouts
-from sweep.promote.estimate.targets import PRESETS, load_target
-from sweep.promote.families.family import DecoderConfig, Family, decoder_shape
-from sweep.promote.families.registry import FAMILIES, hf_shape
-from sweep.promote.plan.megatron_args import args_text
-from sweep.promote.plan.plan import make_plan
-from sweep.promote.plan.summary import summary_markdown
-from sweep.promote.request.config import PromotionConfig
+from sweep.promote.estimate.targets import load_target
+from sweep.promote.families.family import DecoderConfig
+from sweep.promote.families.registry import FAMILIES, PRESETS, hf_shape
 from sweep.scale import active_params, total_params
+from tests.sweep.promote.families.made_up import phi3
+from tests.sweep.promote.families.made_up.toyformer import TOYFORMER_1B
 from tests.sweep.promote.released_configs import CONFIGS
 
 
@@ -66,6 +65,18 @@ def test_each_familys_parameter_count_is_the_published_total_to_its_digits(tmp_p
     assert abs(total_params(model) / 1e9 - published) <= max(rounding, 0.005 * published)
     if name in PRESETS:
         assert total_params(PRESETS[name].model) == total_params(model)
+
+
+def test_every_preset_is_named_once_and_sits_in_the_family_that_reads_its_released_config():
+    """No two presets share a name (the registry would keep only the last), each cites its sources, and a preset
+    whose base's config.json is among the released ones is in the family that reads that config's model_type."""
+    named = [target.name for family in FAMILIES for target in family.presets]
+    assert len(named) == len(set(named)) == len(PRESETS)
+    for family in FAMILIES:
+        for target in family.presets:
+            assert target.source
+            if target.name in CONFIGS:
+                assert CONFIGS[target.name]["model_type"] in family.model_types, target.name
 
 
 def test_an_moe_model_costs_its_active_parameters_and_holds_all_of_them():
@@ -120,64 +131,81 @@ def test_promote_plans_a_model_directory_and_asks_for_its_max_lr(finished_run, t
     assert not (run_dir / "promotion" / "mistral-7b").exists()
 
 
-def _phi3_shape(config: DecoderConfig, seq_length: int):
-    """Phi-3 mini: Llama's layers under another model_type (its fused QKV and gate/up weights are a checkpoint
-    layout, not another shape)."""
-    return decoder_shape(config, seq_length)
-
-
-PHI3 = Family(name="Phi-3", model_types=("phi3",), config=DecoderConfig, shape=_phi3_shape)
-"""A further family: this module's few lines are all it takes (docs/full-run.md, "Another family")."""
-
-
-def test_a_further_family_is_one_module_and_the_estimators_plan_it_unchanged(tmp_path):
-    directory = tmp_path / "phi3-mini"
-    directory.mkdir()
+PACKAGES = ("cli", "reports", "sweep", "train_entry")
+MADE_UP = Path(__file__).parent / "made_up"
+REGISTRY = Path("sweep/promote/families/registry.py")
+PLAN_BOTH = """
+import sys
+from pathlib import Path
+import sweep
+from cli import main
+assert Path(sweep.__file__).is_relative_to(Path.cwd()), sweep.__file__  # the copy, not the checkout
+run, phi3 = sys.argv[1:]
+toyformer = main(["promote", "plan", run, "--target", "toyformer-1b"])
+sys.exit(toyformer or main(["promote", "plan", run, "--target", phi3, "--max-lr", "3e-4"]))
+"""
+PHI3_MINI = {
     # microsoft/Phi-3-mini-4k-instruct's config.json shape keys.
-    (directory / "config.json").write_text(json.dumps({
-        "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
-        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064, "rope_theta": 10000.0,
-        "rms_norm_eps": 1e-05, "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": False,
-    }))  # fmt: skip
+    "model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 32064, "rope_theta": 10000.0,
+    "rms_norm_eps": 1e-05, "max_position_embeddings": 4096, "hidden_act": "silu", "tie_word_embeddings": False,
+}  # fmt: skip
+
+
+def with_families(tree: Path, *names: str) -> None:
+    """A copy of the project with the made-up family modules `names` added the way a contributor adds one: the
+    module under sweep/promote/families/ and its entry in the registry, nothing else."""
+    repo = Path(__file__).resolve().parents[4]
+    for package in PACKAGES:  # bytecode too: unchanged modules are not compiled again
+        shutil.copytree(repo / package, tree / package)
+    for name in names:
+        shutil.copy(MADE_UP / f"{name}.py", tree / "sweep/promote/families" / f"{name}.py")
+    registry = (tree / REGISTRY).read_text()
+    edits = {
+        "from sweep.promote.families import llama, mistral, moe, qwen\n":
+            f"from sweep.promote.families import {', '.join(sorted(('llama', 'mistral', 'moe', 'qwen', *names)))}\n",
+        "moe.MIXTRAL, moe.QWEN3_MOE)": f"moe.MIXTRAL, moe.QWEN3_MOE, {', '.join(f'{n}.FAMILY' for n in names)})",
+    }  # fmt: skip
+    for old, new in edits.items():
+        assert registry.count(old) == 1, f"the registry no longer reads {old!r}: update this test's edit"
+        registry = registry.replace(old, new)
+    (tree / REGISTRY).write_text(registry)
+
+
+def test_a_made_up_family_is_its_module_and_a_registry_entry_and_the_planner_plans_it_whole(finished_run, tmp_path):
+    """Two made-up families dropped into a copy of the project, each one module and one registry entry: a preset
+    of Toyformer (QKV bias and QK-norm) and a Phi-3 config.json are planned whole (layout, memory, step time,
+    megatron-core's configs, Megatron-LM's flags, the summary) by estimators that were not touched."""
+    run_dir, phi3_dir = finished_run(), tmp_path / "phi3-mini"
+    phi3_dir.mkdir()
+    (phi3_dir / "config.json").write_text(json.dumps(PHI3_MINI))
     with pytest.raises(PromotionError, match="model_type = 'phi3' cannot be planned"):
-        hf_shape(directory)
-    model, family = hf_shape(directory, families=(*FAMILIES, PHI3))
-    assert family is PHI3 and model.seq_length == 4096
-    assert total_params(model) / 1e9 == pytest.approx(3.8, rel=0.01)  # the Phi-3 technical report's "3.8B"
-    search = search_layouts(
-        model, CLUSTERS["h100-480"], global_batch_size=1440, request=LayoutRequest(), assumptions=Assumptions()
-    )
-    chosen = search.ranked[0]
-    assert chosen.memory.total_gb < 80 and chosen.step.total_s > 0
+        load_target(str(phi3_dir), max_lr=3e-4)
+    with pytest.raises(PromotionError, match="unknown target 'toyformer-1b'"):
+        load_target("toyformer-1b")
 
-
-def _toyformer_shape(config: DecoderConfig, seq_length: int):
-    """A made-up family: Llama's layers with Qwen 2.5's QKV bias and Qwen 3's QK-norm."""
-    return decoder_shape(config, seq_length, add_qkv_bias=True, qk_layernorm=True)
-
-
-TOYFORMER = Family(name="Toyformer", model_types=("toyformer",), config=DecoderConfig, shape=_toyformer_shape)
-
-
-def test_a_made_up_familys_target_is_planned_whole_by_the_unchanged_planner(finished_run, tmp_path):
-    """Through the family interface alone: its shape, saved as a target file, gets a whole plan (layout, memory, step
-    time, megatron-core's configs, Megatron-LM's flags, the summary) from estimators that know no family."""
-    directory = tmp_path / "toyformer-1b"
-    directory.mkdir()
-    (directory / "config.json").write_text(json.dumps({
-        "model_type": "toyformer", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
-        "num_attention_heads": 16, "num_key_value_heads": 4, "vocab_size": 32000, "max_position_embeddings": 4096,
-    }))  # fmt: skip
-    model, family = hf_shape(directory, families=(*FAMILIES, TOYFORMER))
-    assert family is TOYFORMER and model.add_qkv_bias and model.qk_layernorm
-    target = tmp_path / "toyformer-1b.yaml"
-    target.write_text(yaml.safe_dump({"name": "toyformer-1b", "max_lr": 3e-4, "model": model.model_dump(mode="json")}))
-    plan = make_plan(finished_run(), PromotionConfig(target=str(target)))
-    assert plan.run.model == model and plan.layouts and plan.estimate.gpu_hours > 0
-    assert "--add-qkv-bias" in args_text(plan) and "--qk-layernorm" in args_text(plan)
-    summary = " ".join(summary_markdown(plan).replace("│", " ").split())  # the table's cells wrap over lines
+    tree = tmp_path / "tree"
+    with_families(tree, "phi3", "toyformer")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", PLAN_BOTH, str(run_dir), str(phi3_dir)], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    phi3_plan, toyformer = RunDir(run_dir).plans()  # sorted by id, which starts with the target's name
+    assert toyformer.path.name.startswith("toyformer-1b-") and phi3_plan.path.name.startswith("phi3-mini-")
+    args = toyformer.megatron_args.read_text().splitlines()
+    assert {"--add-qkv-bias", "--qk-layernorm", "--num-layers 24", "--seq-length 4096"} <= set(args)
+    assert "--lr 4e-05" in args  # the plan's point (lr_fraction 0.1) x the preset's own max_lr
+    summary = " ".join(toyformer.summary_md.read_text().replace("│", " ").split())
     shape = "24 layers, hidden 2048, FFN 5632, 16 heads / 4 KV, vocab 32000, seq 4096, QKV bias, QK-norm"
-    assert f"toyformer-1b: {shape}; {total_params(model) / 1e9:.2f} B parameters" in summary
+    assert f"toyformer-1b: {shape}; {total_params(TOYFORMER_1B) / 1e9:.2f} B parameters" in summary
+    planned = json.loads(toyformer.plan_json.read_text())["target"]
+    assert (planned["source"], planned["max_lr"]) == ("made up for the family test", 4e-4)
+
+    phi3_model = phi3.FAMILY.shape(DecoderConfig.model_validate(PHI3_MINI), 4096)
+    assert total_params(phi3_model) / 1e9 == pytest.approx(3.8, rel=0.01)  # the Phi-3 technical report's "3.8B"
+    summary = " ".join(phi3_plan.summary_md.read_text().replace("│", " ").split())
+    assert f"seq 4096; {total_params(phi3_model) / 1e9:.2f} B parameters" in summary
+    assert json.loads(phi3_plan.plan_json.read_text())["target"]["source"].endswith("config.json read as Phi-3")
 
 
 def test_a_windowed_target_on_an_image_without_transformer_engine_is_refused_naming_the_window(finished_run, capsys):
