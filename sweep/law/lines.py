@@ -9,7 +9,7 @@ from __future__ import annotations
 from sweep.law.discrepancy import Discrepancy, LossDiscrepancy
 from sweep.law.model import Law
 from sweep.law.noise import MISFIT
-from sweep.law.prediction import Intervals, TargetPrediction
+from sweep.law.prediction import AtEdge, Intervals, TargetPrediction
 from sweep.law.runs import LawFitReport, Trend
 from sweep.law.select import Laws
 from sweep.law.validate import LeaveOneRungOut
@@ -160,14 +160,7 @@ def prediction_lines(prediction: TargetPrediction) -> list[str]:
             f"(lower bound {prediction.lower_gain:.4g}), forgetting {span(point.forgetting, 'forgetting', '.4g')}, "
             f"P(forgetting <= budget) {prediction.within_budget:.2f}"
         )
-    if prediction.at_edge is not None:
-        edge = prediction.at_edge
-        more = f"{edge.gains_more:.2g} more" if edge.gains_more > 0.0 else "no more"
-        lines.append(
-            f"  the best point inside the searched box: the rule's own point lies beyond it (lr_fraction "
-            f"{edge.beyond.lr_fraction:.4g}, mix {edge.beyond.mix}) and gains {more} lower-confidence domain_gain, "
-            f"within the {edge.material:.2g} the noise and the form's error account for"
-        )
+    lines += _at_edge_lines(prediction.at_edge)
     mean = prediction.mean_optimum
     if mean is not None:
         probability = "unknown" if prediction.mean_within_budget is None else f"{prediction.mean_within_budget:.2f}"
@@ -191,6 +184,18 @@ def prediction_lines(prediction: TargetPrediction) -> list[str]:
     if prediction.refusal is not None:
         lines.append(f"refused ({prediction.refusal.kind}): {prediction.refusal.message}")
     return lines
+
+
+def _at_edge_lines(edge: AtEdge | None) -> list[str]:
+    """Why the answer is the best point inside the box when the rule's own point lay beyond it."""
+    if edge is None:
+        return []
+    more = f"{edge.gains_more:.2g} more" if edge.gains_more > 0.0 else "no more"
+    return [
+        f"  the best point inside the searched box: the rule's own point lies beyond it (lr_fraction "
+        f"{edge.beyond.lr_fraction:.4g}, mix {edge.beyond.mix}) and gains {more} lower-confidence domain_gain, "
+        f"within the {edge.material:.2g} the noise and the form's error account for"
+    ]
 
 
 def _level(intervals) -> str:
