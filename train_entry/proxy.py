@@ -25,6 +25,8 @@ import torch
 from train_entry.data.draws import text_name
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.data.windows import SideText, ValidationText, read_text
+from train_entry.downstream.harness import score as score_downstream
+from train_entry.downstream.scores import TaskDrop, task_drops
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
 from train_entry.hf_dir import HfDirError
@@ -92,6 +94,7 @@ def write_result(config: TrialConfig, trained: Trained, *, wall_seconds: float, 
         documents=trained.documents,
         figures=trained.figures,
         usage=trained.usage,
+        downstream=trained.downstream,
     )
     if write:
         (Path(config.output_dir) / RESULT_JSON).write_text(TRIAL_RESULT.dumps(result))
@@ -147,6 +150,8 @@ class Trained:
     figures: Figures | None = None
     usage: TrialUsage | None = None
     """Set when training ends."""
+    downstream: dict[str, TaskDrop] | None = None
+    """Set when a completed trial's model has been scored on its downstream tasks."""
 
 
 def train(
@@ -208,6 +213,10 @@ def train(
     if outcome.status is not TrialStatus.DIVERGED and outcome.steps > 0:
         trained.figures = meter.aside(final_figures)(config, model, texts.final, runtime, outcome.steps, sharing.group)
     trained.usage = meter.usage(steps=outcome.steps, tokens_seen=outcome.tokens_seen, first_step=first_step)
+    if outcome.status is TrialStatus.COMPLETED and config.downstream is not None:
+        scores = score_downstream(model, config.tokenizer_dir, config.downstream, device=str(runtime.device))
+        trained.downstream = task_drops(config.downstream_base, scores)
+        trained.usage = trained.usage.model_copy(update={"downstream_seconds": scores.seconds})
     return trained
 
 
