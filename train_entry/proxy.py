@@ -26,7 +26,8 @@ from train_entry.data.draws import text_name
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.data.windows import SideText, ValidationText, read_text
 from train_entry.downstream.harness import score as score_downstream
-from train_entry.downstream.scores import TaskDrop, task_drops
+from train_entry.downstream.scores import DownstreamScores, TaskDrop, task_drops
+from train_entry.downstream.tasks import DownstreamPlan
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
 from train_entry.hf_dir import HfDirError
@@ -213,11 +214,24 @@ def train(
     if outcome.status is not TrialStatus.DIVERGED and outcome.steps > 0:
         trained.figures = meter.aside(final_figures)(config, model, texts.final, runtime, outcome.steps, sharing.group)
     trained.usage = meter.usage(steps=outcome.steps, tokens_seen=outcome.tokens_seen, first_step=first_step)
-    if outcome.status is TrialStatus.COMPLETED and config.downstream is not None:
-        scores = score_downstream(model, config.tokenizer_dir, config.downstream, device=str(runtime.device))
-        trained.downstream = task_drops(config.downstream_base, scores)
-        trained.usage = trained.usage.model_copy(update={"downstream_seconds": scores.seconds})
+    return _score_downstream(config, model, runtime, trained)
+
+
+def _score_downstream(config: TrialConfig, model: torch.nn.Module, runtime: Runtime, trained: Trained) -> Trained:
+    """A completed trial's scores on its downstream tasks against the base's, and the seconds they took (none for a
+    stopped or diverged trial, or without evaluation.downstream)."""
+    if trained.outcome.status is not TrialStatus.COMPLETED or config.downstream is None:
+        return trained
+    scores = score_downstream(model, config.tokenizer_dir, config.downstream, device=str(runtime.device))
+    trained.downstream = task_drops(config.downstream_base, scores)
+    trained.usage = trained.usage.model_copy(update={"downstream_seconds": scores.seconds})
     return trained
+
+
+def score_base(base_dir: Path, tokenizer_dir: str, plan: DownstreamPlan) -> DownstreamScores:
+    """The base's own downstream scores, the reference every trial's drop is measured against."""
+    runtime = Runtime.detect()
+    return score_downstream(load_causal_lm(base_dir, runtime), tokenizer_dir, plan, device=str(runtime.device))
 
 
 def final_figures(

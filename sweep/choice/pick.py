@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from pydantic import Field, model_validator
 
+from sweep.choice.downstream import DropSurfaces, binding, bound_sentence
 from sweep.choice.points import point_summaries, seed_noise
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
@@ -152,6 +153,12 @@ class Pick(StrictConfig):
     """Every other distinct tried point against the pick, by first trial number."""
     fit: SurrogateFit | None = None
     """The surrogate's fit: points used, learned noise and length scales; None without one."""
+    downstream: dict[str, Prediction] = Field(default_factory=dict)
+    """Predicted drop of each budgeted downstream task at the point (objective.downstream_budget); empty without a
+    downstream budget, or for a task with too few scored points."""
+    probability_within_downstream: dict[str, float] = Field(default_factory=dict)
+    """P(a re-run's drop on the task <= its budget) under its GP; the rule requires the product of these and
+    probability_within_budget to reach min_probability (sweep/choice/downstream.py)."""
 
     @model_validator(mode="after")
     def _surrogate_predicts(self) -> Pick:
@@ -189,7 +196,9 @@ class Candidate:
         return cls(row.lr_fraction, row.domain_share, row.mix)
 
 
-def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
+def rule_text(
+    space: SearchSpace, config: PickConfig, budget: float, downstream_budget: Mapping[str, float] | None = None
+) -> str:
     lr = space.lr_fraction
     if isinstance(lr, LRFractionRange):
         lrs = f"{LR_GRID} {'log-spaced' if lr.log else 'evenly spaced'} lr_fractions over [{lr.low:g}, {lr.high:g}]"
@@ -200,9 +209,13 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         if isinstance(space.mix, MixRange)
         else f"the {len(space.mix)} listed mixes"
     )
+    downstream = "".join(
+        f" and a drop on {task} within {limit:g}" for task, limit in sorted((downstream_budget or {}).items())
+    )
     return (
         f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on fresh "
-        f"validation text of the pool's size) ends with forgetting within the budget {budget:g} with probability >= "
+        f"validation text of the pool's size) ends with forgetting within the budget {budget:g}{downstream} with "
+        f"probability >= "
         f"{config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
         f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
@@ -232,10 +245,14 @@ def candidates(space: SearchSpace, rows: Sequence[TrialRow]) -> list[Candidate]:
 
 
 def make_pick(
-    rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None
-) -> Pick:
+    rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None,
+    downstream_budget: Mapping[str, float] | None = None,
+) -> Pick:  # fmt: skip
     """The pick of a sweep's rows; `observed` is its best observed trial (sweep.choice.observed), the fallback."""
-    return pick_with(fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed)
+    return pick_with(
+        fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed,
+        downstream_budget=downstream_budget,
+    )  # fmt: skip
 
 
 def pick_with(
@@ -247,30 +264,45 @@ def pick_with(
     config: PickConfig,
     observed: TrialRow | None,
     excluded: Collection[tuple[float, float]] = (),
+    downstream_budget: Mapping[str, float] | None = None,
 ) -> Pick:
     """The pick from an already fitted surrogate (None: too few points), as make_pick; `excluded`: point_keys no
-    candidate may be (points whose confirmation trials ended over the budget)."""
-    rule = rule_text(space, config, budget)
+    candidate may be (points whose confirmation trials ended over the budget); `downstream_budget`: the second
+    budget, per task (sweep/choice/downstream.py), which `observed` must already respect."""
+    rule = rule_text(space, config, budget, downstream_budget)
     used = completed(rows)
     if surrogate is None:
         reason = f"no surrogate: {distinct_points(used)} distinct completed point(s), it needs {MIN_DISTINCT_POINTS}"
         return _without_surrogate(observed, used, reason=reason, rule=rule, config=config)
     pool = [c for c in candidates(space, used) if point_key(c.lr_fraction, c.domain_share) not in excluded]
-    gain, forgetting = surrogate.predict([c.lr_fraction for c in pool], [c.domain_share for c in pool])
+    lrs, shares = [c.lr_fraction for c in pool], [c.domain_share for c in pool]
+    gain, forgetting = surrogate.predict(lrs, shares)
     probability = forgetting.probability_at_most(budget)
-    eligible = probability >= config.min_probability
+    drops = DropSurfaces.fit(used, space, downstream_budget) if downstream_budget else None
+    drop_probability = drops.probabilities(lrs, shares) if drops is not None else {}
+    joint = probability * np.prod(list(drop_probability.values()), axis=0) if drop_probability else probability
+    eligible = joint >= config.min_probability
+    budgets = "the budgets" if drops is not None else "the budget"
+    lower_gain = gain.mean - config.gain_lower_sd * gain.sd
     if eligible.any():
-        lower = np.where(eligible, gain.mean - config.gain_lower_sd * gain.sd, -np.inf)
-        chosen, source = pool[int(np.argmax(lower))], PickSource.SURROGATE
+        lower = np.where(eligible, lower_gain, -np.inf)
+        index = int(np.argmax(lower))
+        chosen, source = pool[index], PickSource.SURROGATE
         reason = (
-            f"{int(eligible.sum())} of {len(pool)} candidate points are within the budget with probability >= "
+            f"{int(eligible.sum())} of {len(pool)} candidate points are within {budgets} with probability >= "
             f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain"
         )
+        if drops is not None:
+            held = binding(probability, drop_probability, lower_gain > lower[index], config.min_probability)
+            reason += f", {bound_sentence(held)}"
     else:
         reason = (
-            f"no candidate point is within the budget with probability >= {config.min_probability:g} "
-            f"(the highest is {float(probability.max(initial=0.0)):.2f})"
+            f"no candidate point is within {budgets} with probability >= {config.min_probability:g} "
+            f"(the highest is {float(joint.max(initial=0.0)):.2f})"
         )
+        if drops is not None:
+            everything = np.ones(len(pool), dtype=bool)
+            reason += f", {bound_sentence(binding(probability, drop_probability, everything, config.min_probability))}"
         if observed is None:
             return Pick(
                 source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule,
@@ -278,10 +310,21 @@ def pick_with(
             )  # fmt: skip
         chosen, source = Candidate.of(observed), PickSource.OBSERVED
         reason += f"; the best observed trial (trial {observed.number}) instead"
-    return _described(
+    described = _described(
         surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule, excluded=excluded,
         min_probability=config.min_probability,
     )  # fmt: skip
+    return _with_drops(described, drops, chosen)
+
+
+def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate) -> Pick:
+    """The pick with each budgeted task's predicted drop and probability within its budget at its point."""
+    if drops is None:
+        return pick
+    at = ([chosen.lr_fraction], [chosen.domain_share])
+    predictions = {task: Prediction.at(found, 0) for task, found in drops.predict(*at).items() if found is not None}
+    probabilities = {task: float(p[0]) for task, p in drops.probabilities(*at).items()}
+    return pick.model_copy(update={"downstream": predictions, "probability_within_downstream": probabilities})
 
 
 def _without_surrogate(

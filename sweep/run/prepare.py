@@ -352,7 +352,7 @@ def _base_scores(plan: DownstreamPlan, base_dir: Path, tokenizer_dir: Path, root
     key = digest("base-downstream-1", *_identity(base_dir), plan.model_dump_json(), *_file_identity(data))
 
     def measure() -> DownstreamScores:
-        from train_entry.downstream.harness import score_base  # torch, transformers and lm_eval: only when not cached
+        from train_entry.proxy import score_base  # torch, transformers and lm_eval: only when not cached
 
         print(f"scoring the base on {len(plan.tasks)} downstream task(s) ...", file=sys.stderr)
         return score_base(base_dir, str(tokenizer_dir), plan)

@@ -43,9 +43,9 @@ class DownstreamTask(StrictConfig):
 class DownstreamConfig(StrictConfig):
     """Benchmark tasks scored at the end of each completed trial (docs/downstream.md)."""
 
-    tasks: list[DownstreamTask] = Field(min_length=1, max_length=64)
     include_path: Annotated[Path | None, AfterValidator(lambda path, info: path and _folder(path, info))] = None
     """A folder of task YAML files that `tasks` may name by task name."""
+    tasks: list[DownstreamTask] = Field(min_length=1, max_length=64)
     limit: int | None = Field(None, ge=1, le=1_000_000)
     """Examples scored per task, the first ones; default all. A score over n examples has a standard error of about
     sqrt(p (1 - p) / n): 0.5 / sqrt(n) at worst, 5 points at n = 100, 1.6 at 1 000."""

@@ -18,6 +18,7 @@ from sweep.study.record import Attr, Status, status_of
 from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan, SweepStudy
 from train_entry.data.draws import INTERIM
+from train_entry.downstream.scores import DOWNSTREAM_COLUMNS
 
 
 def point_params(frozen: FrozenTrial, plan: SweepPlan) -> dict[str, Any] | None:
@@ -94,11 +95,6 @@ def trial_rows(sweep: SweepStudy) -> list[TrialRow]:
 def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]:
     """A row per trial with a point; one whose ask has not chosen it yet gets its row once it has."""
     return [trial_row(frozen, plan) for frozen in frozen_trials if point_params(frozen, plan) is not None]
-
-
-DOWNSTREAM_COLUMNS = {"score": "score", "score_stderr": "stderr", "base_score": "base_score", "drop": "drop",
-                      "drop_error": "drop_error"}  # fmt: skip
-"""Each downstream task's columns in the table, `<task>_<column>`, and the TaskDrop field each holds."""
 
 
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:

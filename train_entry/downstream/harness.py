@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from train_entry.downstream.scores import DownstreamScores, TaskScore
@@ -36,18 +35,10 @@ def require_harness() -> None:
         )
 
 
-def score_base(base_dir: Path, tokenizer_dir: str, plan: DownstreamPlan) -> DownstreamScores:
-    """The base's own scores, the reference every trial's drop is measured against (on the device a trial uses)."""
-    from train_entry.model import Runtime, load_causal_lm
-
-    runtime = Runtime.detect()
-    return score(load_causal_lm(base_dir, runtime), tokenizer_dir, plan, device=str(runtime.device))
-
-
 def score(model: torch.nn.Module, tokenizer_dir: str, plan: DownstreamPlan, *, device: str) -> DownstreamScores:
     """The model's score on each task of the plan (eval mode, no gradients; the model's mode is restored)."""
     require_harness()
-    os.environ.update(OFFLINE)
+    _offline()
     from lm_eval import simple_evaluate
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
@@ -76,6 +67,18 @@ def score(model: torch.nn.Module, tokenizer_dir: str, plan: DownstreamPlan, *, d
         raise RuntimeError("lm-evaluation-harness returned no results")
     scores = {task.name: _task_score(results, task.name, task.metric) for task in plan.tasks}
     return DownstreamScores(tasks=scores, seconds=time.perf_counter() - started)
+
+
+def _offline() -> None:
+    """The Hugging Face Hub and datasets set offline in this process: through the environment for what is imported
+    after, and through their config modules, which read it once when imported (transformers imported the Hub's
+    before a trial trains)."""
+    os.environ.update(OFFLINE)
+    import datasets.config
+    import huggingface_hub.constants
+
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
 
 
 def _task_score(results: dict, name: str, metric: str) -> TaskScore:

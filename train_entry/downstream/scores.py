@@ -14,6 +14,13 @@ MAX_EXAMPLES = 1_000_000
 """Examples one task's score is kept for at most: a large benchmark (MMLU's test set is 14 k) is far below it."""
 
 
+DOWNSTREAM_COLUMNS = {
+    "score": "score", "score_stderr": "stderr", "base_score": "base_score", "drop": "drop", "drop_error": "drop_error",
+}  # fmt: skip
+"""A task's columns wherever a trial's figures are a flat table (trials.csv, W&B's summary), `<task>_<column>`, and
+the TaskDrop field each holds."""
+
+
 class TaskScore(StrictConfig):
     """One model's score on one task."""
 

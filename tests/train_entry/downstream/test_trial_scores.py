@@ -56,3 +56,24 @@ def test_a_stopped_trial_is_not_scored(scored, tmp_path):
     config = prepared.trial_config(lr_fraction=0.2, mix=MixRatio(1, 1), output_dir=tmp_path)
     stopped = run_trial(config, lambda metrics: True)
     assert stopped.status is TrialStatus.STOPPED and stopped.downstream is None
+
+
+def test_scoring_reaches_no_network(monkeypatch):
+    """With every socket connection refused, the bundled task is still scored: its data are local files and the
+    harness is set offline (a connection attempt would raise here rather than wait)."""
+    import socket
+
+    from transformers import AutoModelForCausalLM
+
+    from train_entry.downstream.harness import score
+    from train_entry.downstream.tasks import DownstreamPlan, read_task
+
+    def refused(*args, **kwargs):
+        raise OSError("network access in a test that must not reach the network")
+
+    monkeypatch.setattr(socket.socket, "connect", refused)
+    monkeypatch.setattr(socket, "create_connection", refused)
+    base = Path(__file__).resolve().parents[3] / "data" / "tiny-llama"
+    plan = DownstreamPlan(tasks=[read_task(TASK, "acc")], limit=8)
+    scores = score(AutoModelForCausalLM.from_pretrained(base), str(base), plan, device="cpu")
+    assert len(scores.tasks[NAME].examples) == 8
