@@ -156,6 +156,9 @@ class Pick(StrictConfig):
     downstream: dict[str, Prediction] = Field(default_factory=dict)
     """Predicted drop of each budgeted downstream task at the point (objective.downstream_budget); empty without a
     downstream budget, or for a task with too few scored points."""
+    bound_by: str | None = None
+    """Which budget bound the surrogate's pick, as its reason says it (sweep.choice.downstream.bound_sentence); None
+    without a downstream budget."""
     probability_within_downstream: dict[str, float] = Field(default_factory=dict)
     """P(a re-run's drop on the task <= its budget) under its GP; the rule requires the product of these and
     probability_within_budget to reach min_probability (sweep/choice/downstream.py)."""
@@ -292,17 +295,20 @@ def pick_with(
             f"{int(eligible.sum())} of {len(pool)} candidate points are within {budgets} with probability >= "
             f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain"
         )
+        bound_by = None
         if drops is not None:
-            held = binding(probability, drop_probability, lower_gain > lower[index], config.min_probability)
-            reason += f", {bound_sentence(held)}"
+            bound_by = bound_sentence(binding(probability, drop_probability, lower_gain > lower[index], config.min_probability))
+            reason += f", {bound_by}"
     else:
         reason = (
             f"no candidate point is within {budgets} with probability >= {config.min_probability:g} "
             f"(the highest is {float(joint.max(initial=0.0)):.2f})"
         )
+        bound_by = None
         if drops is not None:
             everything = np.ones(len(pool), dtype=bool)
-            reason += f", {bound_sentence(binding(probability, drop_probability, everything, config.min_probability))}"
+            bound_by = bound_sentence(binding(probability, drop_probability, everything, config.min_probability))
+            reason += f", {bound_by}"
         if observed is None:
             return Pick(
                 source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule,
@@ -314,17 +320,18 @@ def pick_with(
         surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule, excluded=excluded,
         min_probability=config.min_probability,
     )  # fmt: skip
-    return _with_drops(described, drops, chosen)
+    return _with_drops(described, drops, chosen, bound_by)
 
 
-def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate) -> Pick:
+def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate, bound_by: str | None) -> Pick:
     """The pick with each budgeted task's predicted drop and probability within its budget at its point."""
     if drops is None:
         return pick
     at = ([chosen.lr_fraction], [chosen.domain_share])
     predictions = {task: Prediction.at(found, 0) for task, found in drops.predict(*at).items() if found is not None}
     probabilities = {task: float(p[0]) for task, p in drops.probabilities(*at).items()}
-    return pick.model_copy(update={"downstream": predictions, "probability_within_downstream": probabilities})
+    update = {"downstream": predictions, "probability_within_downstream": probabilities, "bound_by": bound_by}
+    return pick.model_copy(update=update)
 
 
 def _without_surrogate(

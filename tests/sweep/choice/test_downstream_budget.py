@@ -103,25 +103,38 @@ def test_the_best_observed_trial_respects_the_downstream_budget():
     assert best_observed(unscored, LOOSE, {TASK: DROP_BUDGET}) is None
 
 
-def test_a_confirmation_within_forgetting_but_over_the_drop_budget_does_not_confirm():
-    setting = Setting(
-        space=SPACE, forgetting_budget=LOOSE, pick=PickConfig(), config=ConfirmationConfig(seeds=2, candidates=1),
-        first_seed=1, downstream_budget={TASK: DROP_BUDGET},
-    )  # fmt: skip
+SETTING = Setting(
+    space=SPACE, forgetting_budget=LOOSE, pick=PickConfig(), config=ConfirmationConfig(seeds=2, candidates=1),
+    first_seed=1, downstream_budget={TASK: DROP_BUDGET},
+)  # fmt: skip
+
+
+def confirmed_with(drops):
+    """The searched rows and the first round's confirmation trials at the pick, within forgetting, with `drops`."""
     found = rows()
-    first = confirmation_state(found, setting)
+    first = confirmation_state(found, SETTING)
     point = first.pick.point
+    return [*found, *(
+        scored(100 + k, point.lr_fraction, point.mix, 0.2, 0.001, drop, seed=seed, confirms=0)
+        for k, (seed, drop) in enumerate(zip(first.due.seeds, drops))
+    )]  # fmt: skip
 
-    def confirming(drops):
-        return [
-            scored(100 + k, point.lr_fraction, point.mix, 0.2, 0.001, drop, seed=seed, confirms=0)
-            for k, (seed, drop) in enumerate(zip(first.due.seeds, drops))
-        ]
 
-    over = confirmation_state([*found, *confirming([0.06, 0.08])], setting)
+def test_a_confirmation_within_forgetting_but_over_the_drop_budget_does_not_confirm():
+    setting = SETTING
+    over = confirmation_state(confirmed_with([0.06, 0.08]), setting)
     assert over.confirmation.outcome is Outcome.NOT_FOUND
     assert f"{TASK} drop 0.0700" in over.confirmation.reason and "over its budget 0.05" in over.confirmation.reason
-    held = confirmation_state([*found, *confirming([0.01, 0.03])], setting)
+    held = confirmation_state(confirmed_with([0.01, 0.03]), setting)
     assert held.confirmation.outcome is Outcome.CONFIRMED
     assert held.confirmation.confirmed.drops[TASK].mean == pytest.approx(0.02)
     assert "within the budgets" in held.confirmation.reason
+
+
+def test_the_headline_says_which_budget_bound_the_pick_and_each_figure_its_confirmation_measured():
+    from sweep.choice.verdict import headline
+
+    held = confirmation_state(confirmed_with([0.01, 0.03]), SETTING)
+    sentence = headline(held.pick, held.confirmation, budget=LOOSE, max_lr=3e-3)
+    assert f"bound by {budget_name(TASK)}" in sentence and held.pick.bound_by in sentence
+    assert f"{TASK} drop 0.0200 ± 0.0141: within the forgetting budget 1 and the downstream budget(s)" in sentence
