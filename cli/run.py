@@ -96,8 +96,8 @@ def _check_storage_driver(path: Path, storage: str | None) -> None:
 
 
 def _check_harness(path: Path, spec) -> None:
-    """A spec that scores trials on downstream tasks stops before anything is written where lm-evaluation-harness is
-    not installed (the spec itself is valid wherever it is)."""
+    """A spec that scores trials on downstream tasks stops before the run directory is made where lm-evaluation-harness
+    is not installed (the spec itself is valid wherever it is; `sweep base` and `sweep trial` stop in prepare)."""
     from sweep.files.config_file import SpecError
     from train_entry.downstream.harness import HarnessMissing, require_harness
 

@@ -156,8 +156,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             "(dashed), the best observed trial (star), the pick where the surrogate predicts it with its 90 % intervals "
             "(diamond) and its confirmation trials' mean ± sd at fresh seeds on their draw (plus: within the budget; "
             "X: over). Crosses: pruned or diverged trials at their last evaluation; they never qualify. Under the "
-            "title: why the pick "
-            "is not the best observed trial.",
+            "title: why the pick is not the best observed trial.",
             lambda: plots.front_figure([snapshot]),
         ),
         make_plot(

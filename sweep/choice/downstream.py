@@ -79,10 +79,20 @@ def binding(
     return {name: count for name, count in held.items() if count}
 
 
-def bound_sentence(held: Mapping[str, int]) -> str:
-    """Which budget bound the pick, from `binding`'s counts."""
+def held_back_by(
+    forgetting: np.ndarray, drops: Mapping[str, np.ndarray], above: np.ndarray, threshold: float, *, any_eligible: bool
+) -> str:
+    """The pick's "bound by ..." clause: which budgets held back the candidates `above` it (all of them when none
+    qualified, `any_eligible` False)."""
+    ranked = "with a higher lower-confidence domain_gain" if any_eligible else "of the grid"
+    return bound_sentence(binding(forgetting, drops, above, threshold), ranked)
+
+
+def bound_sentence(held: Mapping[str, int], ranked: str) -> str:
+    """Which budget bound the pick, from `binding`'s counts of candidates `ranked` ("with a higher lower-confidence
+    domain_gain", or "of the grid" when none qualified) each held back."""
     if not held:
-        return "no budget bound it (no candidate with a higher lower-confidence domain_gain was held back)"
-    parts = [f"{name} ({count} candidate(s) with a higher lower-confidence domain_gain held back)" for name, count in
+        return f"no budget bound it (no candidate {ranked} was held back)"
+    parts = [f"{name} ({count} candidate(s) {ranked} held back)" for name, count in
              sorted(held.items(), key=lambda item: -item[1])]  # fmt: skip
     return "bound by " + " and ".join(parts)

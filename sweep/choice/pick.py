@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import Field, model_validator
 
-from sweep.choice.downstream import DropSurfaces, binding, bound_sentence
+from sweep.choice.downstream import DropSurfaces, held_back_by
 from sweep.choice.points import point_summaries, seed_noise
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
@@ -287,28 +287,24 @@ def pick_with(
     eligible = joint >= config.min_probability
     budgets = "the budgets" if drops is not None else "the budget"
     lower_gain = gain.mean - config.gain_lower_sd * gain.sd
+    lower = np.where(eligible, lower_gain, -np.inf)
+    index = int(np.argmax(lower))
+    # The candidates a budget could have held back: those the rule would rank above the pick, or all when none passed.
+    above = lower_gain > lower[index] if eligible.any() else np.ones(len(pool), dtype=bool)
+    bound_by = held_back_by(probability, drop_probability, above, config.min_probability, any_eligible=eligible.any())
+    bound_by = bound_by if drops is not None else None
+    clause = f", {bound_by}" if bound_by else ""
     if eligible.any():
-        lower = np.where(eligible, lower_gain, -np.inf)
-        index = int(np.argmax(lower))
         chosen, source = pool[index], PickSource.SURROGATE
         reason = (
             f"{int(eligible.sum())} of {len(pool)} candidate points are within {budgets} with probability >= "
-            f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain"
+            f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain{clause}"
         )
-        bound_by = None
-        if drops is not None:
-            bound_by = bound_sentence(binding(probability, drop_probability, lower_gain > lower[index], config.min_probability))
-            reason += f", {bound_by}"
     else:
         reason = (
             f"no candidate point is within {budgets} with probability >= {config.min_probability:g} "
-            f"(the highest is {float(joint.max(initial=0.0)):.2f})"
+            f"(the highest is {float(joint.max(initial=0.0)):.2f}){clause}"
         )
-        bound_by = None
-        if drops is not None:
-            everything = np.ones(len(pool), dtype=bool)
-            bound_by = bound_sentence(binding(probability, drop_probability, everything, config.min_probability))
-            reason += f", {bound_by}"
         if observed is None:
             return Pick(
                 source=None, point=None, reason=f"{reason}, and no completed trial is", rule=rule,

@@ -32,6 +32,7 @@ from train_entry.data.draws import TextSide, check_texts, split_texts, text_leng
 from train_entry.data.fingerprint import prefix_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
+from train_entry.downstream.harness import require_harness
 from train_entry.downstream.scores import DownstreamScores
 from train_entry.downstream.tasks import DownstreamPlan
 from train_entry.mix import MixRatio
@@ -144,6 +145,8 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
     root = root or cache_root()
     data = spec.data
     downstream = spec.evaluation.downstream
+    if downstream is not None:
+        require_harness()  # before any compute: without lm-evaluation-harness no trial could be scored
     ready, why_not_shipped = shipped_base(spec, shipped) if shipped is not None else (None, "")
     tokenizer_dir = ready or _tokenizer_dir(spec.base, data, root)
     corpora = data.corpora()

@@ -109,3 +109,15 @@ def test_without_the_eval_extra_a_downstream_sweep_stops_with_the_line_that_inst
     err = capsys.readouterr().err
     assert "needs lm-evaluation-harness" in err and "pip install -e '.[eval]'" in err and str(path) in err
     assert not (tmp_path / "runs").exists()
+
+
+def test_without_the_eval_extra_a_single_trial_stops_before_it_prepares_anything(
+    write_tiny_spec, tasks, monkeypatch, tmp_path, capsys
+):
+    path = write_tiny_spec(evaluation=downstream([{"task": str(tasks / "general_mc.yaml")}]))
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "lm_eval" else found(name, *a))
+    monkeypatch.setenv("CPT_SWEEP_CACHE", str(tmp_path / "cache"))
+    assert main(["trial", str(path), "--lr-fraction", "0.1", "--mix", "1:1"]) == 2
+    assert "pip install -e '.[eval]'" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()  # nothing sampled, built or measured
