@@ -120,6 +120,8 @@ class Comparison(StrictConfig):
     """P(a re-run at this point ends within the forgetting budget) under the same surrogate."""
     excluded: bool = False
     """Confirmed over the budget at fresh seeds in an earlier round: no candidate may be this point."""
+    probability_within_downstream: dict[str, float] = Field(default_factory=dict)
+    """P(a re-run's drop on the task <= its budget) at this point (objective.downstream_budget; empty without)."""
 
     @property
     def gains_more(self) -> bool:
@@ -326,7 +328,15 @@ def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate, bound
     at = ([chosen.lr_fraction], [chosen.domain_share])
     predictions = {task: Prediction.at(found, 0) for task, found in drops.predict(*at).items() if found is not None}
     probabilities = {task: float(p[0]) for task, p in drops.probabilities(*at).items()}
-    update = {"downstream": predictions, "probability_within_downstream": probabilities, "bound_by": bound_by}
+    comparisons = [
+        comparison.model_copy(update={"probability_within_downstream": {
+            task: float(p[0]) for task, p in
+            drops.probabilities([comparison.point.lr_fraction], [comparison.point.domain_share]).items()
+        }})
+        for comparison in pick.comparisons
+    ]  # fmt: skip
+    update = {"downstream": predictions, "probability_within_downstream": probabilities, "bound_by": bound_by,
+              "comparisons": comparisons}  # fmt: skip
     return pick.model_copy(update=update)
 
 

@@ -17,7 +17,7 @@ def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: f
     """One sentence: the confirmed pick with its fresh seeds' figures; an unconfirmed one and why; or no pick."""
     if pick.point is None:
         return f"no pick: {pick.reason}"
-    where = point_words(pick, max_lr=max_lr) + (f" ({pick.bound_by})" if pick.bound_by else "")
+    where = point_words(pick, max_lr=max_lr) + (f", {pick.bound_by}" if pick.bound_by else "")
     outcome = confirmation.outcome
     if outcome is Outcome.CONFIRMED:
         held = confirmation.confirmed

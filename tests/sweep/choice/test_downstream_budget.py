@@ -13,6 +13,7 @@ from scripted import trial_row as row
 from sweep.choice.confirmation import Outcome, Setting, confirmation_state
 from sweep.choice.downstream import budget_name
 from sweep.choice.observed import best_observed
+from reports.decision import comparison_lines
 from sweep.choice.pick import PickSource, make_pick
 from sweep.space import SearchSpace
 from sweep.study.config import ConfirmationConfig, PickConfig
@@ -78,6 +79,9 @@ def test_the_downstream_budget_bounds_the_pick_and_its_sentence_says_so():
     assert chance >= 0.9
     assert bound.downstream[TASK].mean == pytest.approx(true_drop(bound.point.lr_fraction), abs=0.005)
     assert f"a drop on {TASK} within {DROP_BUDGET:g}" in bound.rule
+    # the tried points that gain more were passed over by the drop budget, and the lines say so, not by the gain's rank
+    (passed,) = [line for line in comparison_lines(bound) if line.startswith("gain measurably more")]
+    assert "P(within each downstream budget: mc 0.0" in passed and "ranks below" not in passed
 
 
 def test_a_budget_no_candidate_can_meet_says_which_budget_held_them_back_and_falls_back_within_both():
