@@ -9,8 +9,6 @@ figures make it true, and tests/reports/test_decision_claims.py holds each one a
 
 from __future__ import annotations
 
-import math
-
 from sweep.choice.best import BestSummary
 from sweep.choice.confirmation import Against, Confirmation, ConfirmedPoint, Outcome
 from sweep.choice.pick import Comparison, Pick, PickSource
@@ -40,7 +38,7 @@ def pick_lines(pick: Pick, *, headline: str | None = None) -> list[str]:
     for task, drop in sorted(pick.downstream.items()):
         lines.append(
             f"  predicted {task} drop {drop.mean:+.4f} [{drop.low:+.4f}, {drop.high:+.4f}]; P(a re-run within its "
-            f"downstream budget) {pick.probability_within_downstream[task]:.2f}"
+            f"downstream budget) {drop.probability_within_budget:.2f}"
         )
     lines.append(f"  why: {pick.reason}")
     return lines + [f"  {line}" for line in comparison_lines(pick)]
@@ -78,11 +76,10 @@ def _passed_over(comparison: Comparison, pick: Pick) -> str:
         why = "its fresh seeds ended over the budget"
     elif p < pick.min_probability:
         why = f"P(a re-run within the budget) {p:.2f} < {pick.min_probability:g}"
-    elif p * math.prod(comparison.probability_within_downstream.values()) < pick.min_probability:
-        drops = ", ".join(f"{task} {q:.2f}" for task, q in sorted(comparison.probability_within_downstream.items()))
+    elif comparison.probability_within_budgets is not None and comparison.probability_within_budgets < pick.min_probability:
         why = (
-            f"P(a re-run within the forgetting budget) {p:.2f} times P(within each downstream budget: {drops}) < "
-            f"{pick.min_probability:g}"
+            f"P(a re-run within the forgetting budget) {p:.2f}, but within it and the downstream budget(s) "
+            f"{comparison.probability_within_budgets:.2f} < {pick.min_probability:g}"
         )
     else:
         why = f"P {p:.2f}, but its lower-confidence domain_gain ranks below the pick's"

@@ -32,7 +32,7 @@ class DropSurfaces:
     """A GP of each budgeted task's drop; a task with too few scored points has none and no candidate can show it is
     within its budget."""
 
-    budget: Mapping[str, float]
+    downstream_budget: Mapping[str, float]
     surfaces: Mapping[str, MetricSurface | None]
 
     @classmethod
@@ -41,7 +41,7 @@ class DropSurfaces:
             task: fit_metric(rows, space, lambda row, task=task: row.drop(task), lambda row, task=task: _error(row, task))
             for task in budget
         }
-        return cls(budget=budget, surfaces=surfaces)
+        return cls(downstream_budget=budget, surfaces=surfaces)
 
     def predict(self, lr_fraction: Sequence[float], domain_share: Sequence[float]) -> dict[str, Predictions | None]:
         return {task: s.predict(lr_fraction, domain_share) if s else None for task, s in self.surfaces.items()}
@@ -50,7 +50,7 @@ class DropSurfaces:
         """P(a re-run's drop <= the task's budget) at each point, per task (0 where the task has no surface)."""
         return {
             task: (
-                prediction.probability_at_most(self.budget[task], text_sd=0.0)
+                prediction.probability_at_most(self.downstream_budget[task], text_sd=0.0)
                 if prediction is not None
                 else np.zeros(len(lr_fraction))
             )

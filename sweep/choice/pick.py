@@ -101,6 +101,14 @@ class Prediction(StrictConfig):
         )
 
 
+class DropPrediction(Prediction):
+    """The surrogate's prediction of a downstream task's drop at a point."""
+
+    probability_within_budget: float = Field(ge=0.0, le=1.0)
+    """P(a re-run's drop <= the task's budget) under its GP; the rule requires the product of these and the
+    forgetting's to reach min_probability (sweep/choice/downstream.py)."""
+
+
 class Comparison(StrictConfig):
     """A tried point against the pick: how much more a re-run at the pick would gain than one at the point, each at
     a fresh seed on other text of the kind."""
@@ -120,8 +128,9 @@ class Comparison(StrictConfig):
     """P(a re-run at this point ends within the forgetting budget) under the same surrogate."""
     excluded: bool = False
     """Confirmed over the budget at fresh seeds in an earlier round: no candidate may be this point."""
-    probability_within_downstream: dict[str, float] = Field(default_factory=dict)
-    """P(a re-run's drop on the task <= its budget) at this point (objective.downstream_budget; empty without)."""
+    probability_within_budgets: float | None = Field(None, ge=0.0, le=1.0)
+    """P(a re-run at this point ends within the forgetting budget and every downstream budget), the product the rule
+    reads (sweep/choice/downstream.py); None without a downstream budget."""
 
     @property
     def gains_more(self) -> bool:
@@ -155,15 +164,13 @@ class Pick(StrictConfig):
     """Every other distinct tried point against the pick, by first trial number."""
     fit: SurrogateFit | None = None
     """The surrogate's fit: points used, learned noise and length scales; None without one."""
-    downstream: dict[str, Prediction] = Field(default_factory=dict)
-    """Predicted drop of each budgeted downstream task at the point (objective.downstream_budget); empty without a
-    downstream budget, or for a task with too few scored points."""
+    downstream: dict[str, DropPrediction] = Field(default_factory=dict)
+    """Predicted drop of each budgeted downstream task at the point and P(a re-run within its budget)
+    (objective.downstream_budget); empty without a downstream budget, and without a task of too few scored points
+    (whose P is 0)."""
     bound_by: str | None = None
     """Which budget bound the surrogate's pick, as its reason says it (sweep.choice.downstream.bound_sentence); None
     without a downstream budget."""
-    probability_within_downstream: dict[str, float] = Field(default_factory=dict)
-    """P(a re-run's drop on the task <= its budget) under its GP; the rule requires the product of these and
-    probability_within_budget to reach min_probability (sweep/choice/downstream.py)."""
 
     @model_validator(mode="after")
     def _surrogate_predicts(self) -> Pick:
@@ -326,18 +333,19 @@ def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate, bound
     if drops is None:
         return pick
     at = ([chosen.lr_fraction], [chosen.domain_share])
-    predictions = {task: Prediction.at(found, 0) for task, found in drops.predict(*at).items() if found is not None}
-    probabilities = {task: float(p[0]) for task, p in drops.probabilities(*at).items()}
+    probabilities = drops.probabilities(*at)
+    predictions = {
+        task: DropPrediction(**Prediction.at(found, 0).model_dump(), probability_within_budget=float(probabilities[task][0]))
+        for task, found in drops.predict(*at).items()
+        if found is not None
+    }
     comparisons = [
-        comparison.model_copy(update={"probability_within_downstream": {
-            task: float(p[0]) for task, p in
-            drops.probabilities([comparison.point.lr_fraction], [comparison.point.domain_share]).items()
-        }})
+        comparison.model_copy(update={"probability_within_budgets": comparison.probability_within_budget * math.prod(
+            float(p[0]) for p in drops.probabilities([comparison.point.lr_fraction], [comparison.point.domain_share]).values()
+        )})
         for comparison in pick.comparisons
     ]  # fmt: skip
-    update = {"downstream": predictions, "probability_within_downstream": probabilities, "bound_by": bound_by,
-              "comparisons": comparisons}  # fmt: skip
-    return pick.model_copy(update=update)
+    return pick.model_copy(update={"downstream": predictions, "bound_by": bound_by, "comparisons": comparisons})
 
 
 def _without_surrogate(

@@ -75,13 +75,13 @@ def test_the_downstream_budget_bounds_the_pick_and_its_sentence_says_so():
     assert true_drop(bound.point.lr_fraction) <= DROP_BUDGET  # the true drop at the pick is within the budget
     assert bound.point.lr_fraction < free.point.lr_fraction
     assert f"bound by {budget_name(TASK)}" in bound.reason and "forgetting budget" not in bound.reason
-    chance = bound.probability_within_budget * bound.probability_within_downstream[TASK]
+    chance = bound.probability_within_budget * bound.downstream[TASK].probability_within_budget
     assert chance >= 0.9
     assert bound.downstream[TASK].mean == pytest.approx(true_drop(bound.point.lr_fraction), abs=0.005)
     assert f"a drop on {TASK} within {DROP_BUDGET:g}" in bound.rule
     # the tried points that gain more were passed over by the drop budget, and the lines say so, not by the gain's rank
     (passed,) = [line for line in comparison_lines(bound) if line.startswith("gain measurably more")]
-    assert "P(within each downstream budget: mc 0.0" in passed and "ranks below" not in passed
+    assert "but within it and the downstream budget(s) 0.0" in passed and "ranks below" not in passed
 
 
 def test_a_budget_no_candidate_can_meet_says_which_budget_held_them_back_and_falls_back_within_both():
