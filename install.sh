@@ -2,7 +2,7 @@
 # Sets up .venv with cpt-sweep. Where there is no CUDA the CPU build of torch goes in first, so
 # that no dependency drags in a multi-GB CUDA build.
 # TORCH_INDEX_URL overrides where that CPU torch comes from (e.g. the PyTorch CPU index).
-# --test also installs the test tools and, where it is missing, Debian's chromium (the report's
+# --test also installs the test tools, the eval extra (lm-evaluation-harness, which the downstream tests run) and, where it is missing, Debian's chromium (the report's
 # browser test opens the page in it); that needs root and apt-get, so it is left out of a plain install.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -34,7 +34,7 @@ if ! $test_setup; then
     compile_project
     exit 0
 fi
-"${pip[@]}" -e ".[test]"
+"${pip[@]}" -e ".[test,eval]"  # eval: the downstream tests run lm-evaluation-harness
 compile_project
 if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -15,6 +15,7 @@ from sweep.run.tracking import TrackingError
 from sweep.run.trial_slots import ClusterTooSmall
 from sweep.study.study import StudyMismatch
 from train_entry.data.corpus import CorpusError
+from train_entry.downstream.harness import HarnessMissing
 from train_entry.hf_dir import HfDirError
 
 EXIT_INPUT_ERROR = 2
@@ -38,6 +39,7 @@ INPUT_ERRORS = (
     LadderMismatch,
     LawInputError,
     ClusterTooSmall,
+    HarnessMissing,
     TokenizersDiffer,
 )
 

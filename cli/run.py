@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if budget is not None:  # said before anything runs: a budget of 1 lets the sweep pick a run that forgets a lot
         console.print(f"warning: {args.spec}: {budget}", style="yellow")
     _check_storage_driver(args.spec, spec.execution.storage)
+    _check_harness(args.spec, spec)
     name, origin = (args.name, "--name") if args.name is not None else (args.spec.stem, "the spec file's name")
     run_dir = RunDir.named(name, origin=origin)
     address = check_ray_address(args.address, allow_remote=args.allow_remote) if args.address is not None else None
@@ -92,6 +93,20 @@ def _check_storage_driver(path: Path, storage: str | None) -> None:
         check_driver(storage)
     except StorageError as exc:
         raise SpecError(f"{path}: execution.storage = {shown_url(storage)!r}: {exc}") from None
+
+
+def _check_harness(path: Path, spec) -> None:
+    """A spec that scores trials on downstream tasks stops before the run directory is made where lm-evaluation-harness
+    is not installed (the spec itself is valid wherever it is; `sweep base` and `sweep trial` stop in prepare)."""
+    from sweep.files.config_file import SpecError
+    from train_entry.downstream.harness import HarnessMissing, require_harness
+
+    if spec.evaluation.downstream is None:
+        return
+    try:
+        require_harness()
+    except HarnessMissing as exc:
+        raise SpecError(f"{path}: {exc}") from None
 
 
 def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:

@@ -56,7 +56,10 @@ class _RunStatus:
         self.record, sweep = open_run(run_dir)
         self.rows = trial_rows(sweep)
         self.plan = sweep.plan
-        self.selection = select(self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space)
+        self.selection = select(
+            self.rows, forgetting_budget=self.plan.forgetting_budget, space=self.plan.space,
+            downstream_budget=self.plan.downstream_budget,
+        )  # fmt: skip
         self.summary = best_summary(self.selection, self.rows, self.plan)
         self.expected = trials_expected(self.summary, self.rows, self.plan)
 

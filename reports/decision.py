@@ -35,6 +35,11 @@ def pick_lines(pick: Pick, *, headline: str | None = None) -> list[str]:
             f"{forgetting.mean:.4f} [{forgetting.low:.4f}, {forgetting.high:.4f}] (90 % intervals, the text included); "
             f"P(a re-run within the budget) {pick.probability_within_budget:.2f}"
         )
+    for task, drop in sorted(pick.downstream.items()):
+        lines.append(
+            f"  predicted {task} drop {drop.mean:+.4f} [{drop.low:+.4f}, {drop.high:+.4f}]; P(a re-run within its "
+            f"downstream budget) {drop.probability_within_budget:.2f}"
+        )
     lines.append(f"  why: {pick.reason}")
     return lines + [f"  {line}" for line in comparison_lines(pick)]
 
@@ -71,6 +76,11 @@ def _passed_over(comparison: Comparison, pick: Pick) -> str:
         why = "its fresh seeds ended over the budget"
     elif p < pick.min_probability:
         why = f"P(a re-run within the budget) {p:.2f} < {pick.min_probability:g}"
+    elif comparison.probability_within_budgets is not None and comparison.probability_within_budgets < pick.min_probability:
+        why = (
+            f"P(a re-run within the forgetting budget) {p:.2f}, but within it and the downstream budget(s) "
+            f"{comparison.probability_within_budgets:.2f} < {pick.min_probability:g}"
+        )
     else:
         why = f"P {p:.2f}, but its lower-confidence domain_gain ranks below the pick's"
     return f"{_where(comparison)} ({why})"

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from reports import plots
 from reports.decision import decision_lines
+from reports.downstream import drop_figure, score_cell, tasks_of
 from reports.snapshot import RunSnapshot, load_run, spec_differences
 from reports.tables import row_notes, spread_lines
 from sweep.choice.confirmation import Against, Measured
@@ -155,9 +156,8 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             f"Completed trials on the validation pool (dots), the search's Pareto front (line), the budget {budget} "
             "(dashed), the best observed trial (star), the pick where the surrogate predicts it with its 90 % intervals "
             "(diamond) and its confirmation trials' mean ± sd at fresh seeds on their draw (plus: within the budget; "
-            "X: over). Crosses: "
-            "pruned or diverged trials at their last evaluation; they never qualify. Under the title: why the pick "
-            "is not the best observed trial.",
+            "X: over). Crosses: pruned or diverged trials at their last evaluation; they never qualify. Under the "
+            "title: why the pick is not the best observed trial.",
             lambda: plots.front_figure([snapshot]),
         ),
         make_plot(
@@ -174,6 +174,7 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
             f"forgetting); the budget is {budget}.",
             lambda: plots.heatmap_figure(snapshot, "forgetting"),
         ),
+        *_downstream_plots(snapshot),
     ]
     if snapshot.surrogate is not None:
         plot_list.append(
@@ -206,6 +207,22 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
     if watched is not None:
         plot_list.append(_watch_plot(snapshot, *watched))
     return plot_list
+
+
+def _downstream_plots(snapshot: RunSnapshot) -> list[Plot]:
+    """Beside the trade-off, each downstream task's drop against forgetting; none when no trial was scored."""
+    if not tasks_of(snapshot.rows):
+        return []
+    return [
+        make_plot(
+            "downstream",
+            "downstream drop vs forgetting",
+            "Each downstream task's drop (the base's score minus the trial's, on the same examples; above 0 is "
+            "worse) against forgetting, for the completed trials on the pool, with the drop's paired standard "
+            "error; dashed: the forgetting budget and the task's drop budget (objective.downstream_budget).",
+            lambda: drop_figure(snapshot.rows, snapshot.plan.forgetting_budget, snapshot.plan.downstream_budget),
+        )
+    ]
 
 
 def _watch_plot(snapshot: RunSnapshot, path: Path, record: WatchRecord) -> Plot:
@@ -257,7 +274,9 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
             "saved_share": f"{cost.tokens_saved_by_pruning / read_or_saved:.1%}" if read_or_saved else "0%",
             "full_trial_tokens": f"{cost.full_trial_tokens:,}",
             "trial_seconds": f"{wall:,.0f}",
+            "downstream_seconds": f"{sum(row.downstream_seconds or 0.0 for row in snapshot.rows):,.0f}",
         },
+        "downstream_tasks": tasks_of(snapshot.rows),
         "setup": {
             "base": spec.get("base", {}).get("model", "?"),
             "domain corpus": spec.get("data", {}).get("domain", {}).get("train", "?"),
@@ -265,6 +284,9 @@ def _run_context(snapshot: RunSnapshot) -> dict[str, Any]:
             "proxy": f"{snapshot.plan.proxy.steps} steps × {snapshot.plan.proxy.batch_size} × "
             f"{snapshot.plan.proxy.seq_len} tokens",
             "forgetting budget": f"{budget:.4g}",
+            **({"downstream budget": ", ".join(f"{task} drop at most {limit:g}" for task, limit in
+                                               sorted(snapshot.plan.downstream_budget.items()))}
+               if snapshot.plan.downstream_budget else {}),
         },
         "without_history": snapshot.without_history,
         "spread": spread_lines([point for point in point_summaries(snapshot.rows) if point.n > 1]),
@@ -432,6 +454,7 @@ def _table(snapshot: RunSnapshot) -> list[dict[str, str]]:
             "tokens": "" if row.tokens_seen is None else f"{row.tokens_seen:,}",
             "wall": "" if row.wall_seconds is None else f"{row.wall_seconds:.0f}",
             "reason": row_notes(row),
+            "downstream": "; ".join(f"{task} {score_cell(score)}" for task, score in (row.downstream or {}).items()),
         }
         for row in snapshot.rows
     ]

@@ -85,7 +85,9 @@ def load_run(run_dir: Path) -> RunSnapshot:
     histories = {frozen.number: history_of(frozen) for frozen in frozen_trials}
     study = f"study {record.study_name!r} in {shown_url(record.url(run))}"
     bases = {frozen.number: base_losses_of(frozen, study=study) for frozen in frozen_trials if histories[frozen.number]}
-    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    selection = select(
+        rows, forgetting_budget=plan.forgetting_budget, space=plan.space, downstream_budget=plan.downstream_budget
+    )
     everything = fit_surrogate(rows, plan.space)
     summary = best_summary_with(everything, selection, rows, plan)
     return RunSnapshot(

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from reports.console import make_console
 from reports.decision import decision_lines
+from reports.downstream import downstream_table
 from sweep.choice.best import BestSummary
 from sweep.choice.observed import Selection
 from sweep.choice.points import PointSummary, point_summaries, seed_noises
@@ -158,9 +159,10 @@ UNBOUNDED_WIDTH = 10_000
 
 
 def trials_table(
-    rows: list[TrialRow], *, best: TrialRow | None = None, pick_trials: Collection[int] = (), title: str | None = None
-) -> TrialsTable:
-    return TrialsTable(rows, best=best, pick_trials=pick_trials, title=title)
+    rows: list[TrialRow], *, best: TrialRow | None = None, pick_trials: Collection[int] = (), title: str | None = None,
+    downstream_budget: Mapping[str, float] | None = None,
+) -> TrialsTable:  # fmt: skip
+    return TrialsTable(rows, best=best, pick_trials=pick_trials, title=title, downstream_budget=downstream_budget)
 
 
 PICK_MARK = "◆"
@@ -179,9 +181,11 @@ class TrialsTable:
     """
 
     def __init__(
-        self, rows: list[TrialRow], *, best: TrialRow | None, pick_trials: Collection[int], title: str | None
-    ) -> None:
+        self, rows: list[TrialRow], *, best: TrialRow | None, pick_trials: Collection[int], title: str | None,
+        downstream_budget: Mapping[str, float] | None = None,
+    ) -> None:  # fmt: skip
         self.rows, self.best, self.pick_trials, self.title = rows, best, frozenset(pick_trials), title
+        self.downstream_budget = downstream_budget or {}
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         cells = [_trial_cells(row, self.best, self.pick_trials) for row in self.rows]
@@ -203,6 +207,9 @@ class TrialsTable:
             reason = row_notes(row)
             if reason:
                 yield Padding(Text(f"#{row.number}: {reason}", overflow="fold"), (0, 0, 0, 2))
+        scores = downstream_table(self.rows, self.downstream_budget)
+        if scores is not None:
+            yield scores
 
     def _table(self, shown: list[str], cells: list[tuple[str, ...]]) -> Table:
         # No vertical rules, one space of padding between columns: with both, the columns alone took 104
@@ -331,7 +338,10 @@ def print_outcome(
     the best observed trial (reports/decision.py), what the pick rests on, and last the best observed trial as the
     evidence it is."""
     pick_trials = summary.pick_trials if summary is not None else ()
-    console.print(trials_table(rows, best=selection.best_observed, pick_trials=pick_trials, title=title))
+    console.print(trials_table(
+        rows, best=selection.best_observed, pick_trials=pick_trials, title=title,
+        downstream_budget=selection.downstream_budget,
+    ))  # fmt: skip
     points = point_summaries(rows)
     repeated = [point for point in points if point.n > 1]
     if repeated:

@@ -19,6 +19,7 @@ DEFAULT_PICK = re.compile(
 """How BENCHMARKS.md names the default run's pick; the point it names follows in the same paragraph."""
 POINT = re.compile(r"(?:lr_fraction\s+)?(\d\.\d+)(?:\s*\([^)]*\))?(?:,?\s*mix\s+|\s*@\s*)(\d+:\d+)")
 DATE = re.compile(r"20\d\d-\d\d-\d\d")
+CURRENT_LINES = 450
 NO_FIGURE = ("Not a measurement", "Not run on a GPU yet", "Not measurements")
 """How a section without a measured figure of its own says so, in its first paragraph."""
 
@@ -78,3 +79,10 @@ def test_each_section_leads_with_its_current_figure_command_machine_and_date():
         assert DATE.search(lead), f"{heading}: the current figure's date"
         assert re.search(r"CPU|GPU|H100|H200", lead), f"{heading}: the machine it was measured on"
         assert "```bash" in section, f"{heading}: the command that reproduces it"
+
+
+def test_the_current_figures_are_read_to_the_end():
+    """At most CURRENT_LINES lines above the appendix: the current figures, their commands and what they mean; the
+    method at length and earlier figures go below it."""
+    current = (REPO / "BENCHMARKS.md").read_text().split(APPENDIX)[0]
+    assert len(current.splitlines()) <= CURRENT_LINES

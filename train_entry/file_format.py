@@ -111,8 +111,8 @@ def _writer(writer: Any) -> str:
 
 # The files train_entry writes or reads; sweep/files/compat.py lists them with the rest.
 _NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory"
-TRIAL_CONFIG = FileFormat("trial config", 3, _NEW_RUN)
-TRIAL_RESULT = FileFormat("trial result", 4, _NEW_RUN)
+TRIAL_CONFIG = FileFormat("trial config", 4, _NEW_RUN)
+TRIAL_RESULT = FileFormat("trial result", 5, _NEW_RUN)
 FULL_RUN = FileFormat("full run config", 2, "make the plan again with this cpt-sweep: `sweep promote plan RUN`")
 JOB = FileFormat("job config", 3, "submit the plan again with this cpt-sweep: `sweep promote submit RUN`")
 JOB_RESULT = FileFormat("job result", 1, "rehearse again with this cpt-sweep: `sweep promote rehearse RUN`")

@@ -25,6 +25,9 @@ import torch
 from train_entry.data.draws import text_name
 from train_entry.data.tokenizer import megatron_tokenizer
 from train_entry.data.windows import SideText, ValidationText, read_text
+from train_entry.downstream.harness import score as score_downstream
+from train_entry.downstream.scores import DownstreamScores, TaskDrop, task_drops
+from train_entry.downstream.tasks import DownstreamPlan
 from train_entry.file_format import TRIAL_CONFIG, TRIAL_RESULT
 from train_entry.group import Group
 from train_entry.hf_dir import HfDirError
@@ -92,6 +95,7 @@ def write_result(config: TrialConfig, trained: Trained, *, wall_seconds: float, 
         documents=trained.documents,
         figures=trained.figures,
         usage=trained.usage,
+        downstream=trained.downstream,
     )
     if write:
         (Path(config.output_dir) / RESULT_JSON).write_text(TRIAL_RESULT.dumps(result))
@@ -147,6 +151,8 @@ class Trained:
     figures: Figures | None = None
     usage: TrialUsage | None = None
     """Set when training ends."""
+    downstream: dict[str, TaskDrop] | None = None
+    """Set when a completed trial's model has been scored on its downstream tasks."""
 
 
 def train(
@@ -208,7 +214,24 @@ def train(
     if outcome.status is not TrialStatus.DIVERGED and outcome.steps > 0:
         trained.figures = meter.aside(final_figures)(config, model, texts.final, runtime, outcome.steps, sharing.group)
     trained.usage = meter.usage(steps=outcome.steps, tokens_seen=outcome.tokens_seen, first_step=first_step)
+    return _score_downstream(config, model, runtime, trained)
+
+
+def _score_downstream(config: TrialConfig, model: torch.nn.Module, runtime: Runtime, trained: Trained) -> Trained:
+    """A completed trial's scores on its downstream tasks against the base's, and the seconds they took (none for a
+    stopped or diverged trial, or without evaluation.downstream)."""
+    if trained.outcome.status is not TrialStatus.COMPLETED or config.downstream is None:
+        return trained
+    scores = score_downstream(model, config.tokenizer_dir, config.downstream, device=str(runtime.device))
+    trained.downstream = task_drops(config.downstream_base, scores)
+    trained.usage = trained.usage.model_copy(update={"downstream_seconds": scores.seconds})
     return trained
+
+
+def score_base(base_dir: Path, tokenizer_dir: str, plan: DownstreamPlan) -> DownstreamScores:
+    """The base's own downstream scores, the reference every trial's drop is measured against."""
+    runtime = Runtime.detect()
+    return score_downstream(load_causal_lm(base_dir, runtime), tokenizer_dir, plan, device=str(runtime.device))
 
 
 def final_figures(

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import ConfigDict, Field, model_validator
 
 from train_entry.config import Seed, StrictConfig
+from train_entry.downstream.scores import DownstreamScores, TaskDrop
+from train_entry.downstream.tasks import DownstreamPlan
 from train_entry.mix import Mix
 from train_entry.optimizer import OptimizerConfig, peak_lr
 from train_entry.text_losses import TextError, TextLosses
@@ -125,6 +127,10 @@ class TrialConfig(StrictConfig):
     1 + r, draw 1 + r, for the confirmation trials of round r, measured on text no other trial was."""
     output_dir: str
     """Where the trial writes its resolved config, index caches and metrics."""
+    downstream: DownstreamPlan | None = None
+    """Benchmark tasks the trial's model is scored on when it completes (evaluation.downstream); None: none."""
+    downstream_base: DownstreamScores | None = None
+    """The base's scores on those tasks, what the trial's drops are relative to; None: the base is not scored."""
     seed: Seed
     """Seeds the trial's training: torch (any newly initialised weights, dropout) and the blend's sample
     order. Left out, proxy.seed, which a sweep's main trials use; a replicate re-runs a point with
@@ -240,6 +246,9 @@ class TrialUsage(StrictConfig):
     eval_seconds: float = Field(0.0, ge=0.0)
     """Wall seconds of its evaluations: the interim ones (and their reports) and the final figures on its text.
     Beside train_seconds, what measuring the trial costs against training it."""
+    downstream_seconds: float = Field(0.0, ge=0.0)
+    """Wall seconds of its downstream evaluation (lm-evaluation-harness on its tasks, after its final figures); 0
+    without one. Beside train_seconds, what the benchmark scores cost."""
     peak_memory_gb: float | None = Field(None, ge=0.0)
     """torch.cuda.max_memory_reserved over training and evaluation, in GB (1e9 bytes): what the caching allocator
     held at its most, fragmentation included, which no other process on the GPU could have; None on CPU."""
@@ -297,6 +306,9 @@ class TrialResult(StrictConfig):
     evaluated)."""
     usage: TrialUsage | None = None
     """The training steps' time and tokens and the GPU's peak memory (None: a result no training made, a test's)."""
+    downstream: dict[str, TaskDrop] | None = None
+    """A completed trial's score on each downstream task, against the base's (None: no evaluation.downstream, or the
+    trial did not complete)."""
 
     @model_validator(mode="after")
     def _documents_follow_history(self) -> TrialResult:

@@ -85,7 +85,7 @@ def best_summary_with(
     surrogate: Surrogate | None, selection: Selection, rows: list[TrialRow], plan: SweepPlan
 ) -> BestSummary:
     """best.json's content with a surrogate already fitted to the rows (None: too few points)."""
-    feasible = ranked_completed(rows, plan.forgetting_budget)
+    feasible = ranked_completed(rows, plan.forgetting_budget, plan.downstream_budget)
     pick, confirmation = _pick_and_confirmation(surrogate, selection, rows, plan)
     budget = plan.forgetting_budget
     return BestSummary(
@@ -126,6 +126,7 @@ def _pick_and_confirmation(
         budget=plan.forgetting_budget,
         config=plan.pick,
         observed=selection.best_observed,
+        downstream_budget=plan.downstream_budget,
     )
     return pick, OFF
 

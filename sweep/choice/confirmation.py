@@ -18,8 +18,8 @@ from __future__ import annotations
 import enum
 import math
 import statistics
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from pydantic import Field
 
@@ -46,6 +46,9 @@ class Setting:
     config: ConfirmationConfig
     first_seed: int
     """The first seed no other trial uses (SweepPlan.first_confirmation_seed)."""
+    downstream_budget: Mapping[str, float] = field(default_factory=dict)
+    """Per downstream task, the largest drop accepted (objective.downstream_budget): a confirmed point's trials' mean
+    drop must be within it too."""
 
     @classmethod
     def of(cls, plan: SweepPlan) -> Setting:
@@ -55,6 +58,7 @@ class Setting:
             pick=plan.pick,
             config=plan.search.confirmation,
             first_seed=plan.first_confirmation_seed,
+            downstream_budget=plan.downstream_budget,
         )
 
     def seeds(self, round_: int) -> list[int]:
@@ -116,6 +120,9 @@ class ConfirmedPoint(StrictConfig):
     gain_against: Against | None = None
     """Where the measured mean fell against gain_interval."""
     forgetting_against: Against | None = None
+    drops: dict[str, Measured] = Field(default_factory=dict)
+    """Each budgeted downstream task's drop over its trials (objective.downstream_budget); within_budget requires each
+    mean within its task's budget."""
 
 
 class Confirmation(StrictConfig):
@@ -158,7 +165,7 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
     Enqueue what it says is due only once the searched trials and the replicates have finished: before, the
     pick it confirms could still change. The pick's fallback is the best observed trial of the searched trials."""
     searched = [row for row in rows if row.confirms is None]
-    observed = best_observed(searched, setting.forgetting_budget)
+    observed = best_observed(searched, setting.forgetting_budget, setting.downstream_budget)
     config = setting.config
     if config.seeds == 0:
         pick = _pick(rows, setting, observed, excluded=set())
@@ -176,12 +183,12 @@ def confirmation_state(rows: Sequence[TrialRow], setting: Setting) -> State:
             due = _due(pick, trials, round_, setting)
             reason = f"round {round_}: {sum(row.finished for row in trials)} of {config.seeds} confirmation trials ran"
             return State(Confirmation(outcome=Outcome.PENDING, reason=reason, rounds=rounds), pick, due)
-        rounds.append(_measured(pick, trials, round_, setting.forgetting_budget))
+        rounds.append(_measured(pick, trials, round_, setting))
         if rounds[-1].within_budget:
-            reason = f"round {round_}: {_said(rounds[-1], setting.forgetting_budget)}"
+            reason = f"round {round_}: {_said(rounds[-1], setting)}"
             return State(Confirmation(outcome=Outcome.CONFIRMED, reason=reason, rounds=rounds), pick, None)
     reason = f"none of the {len(rounds)} point(s) confirmed (search.confirmation.candidates) held: " + "; ".join(
-        _said(point, setting.forgetting_budget) for point in rounds
+        _said(point, setting) for point in rounds
     )
     return State(Confirmation(outcome=Outcome.NOT_FOUND, reason=reason, rounds=rounds), pick, None)
 
@@ -190,7 +197,7 @@ def _pick(rows: Sequence[TrialRow], setting: Setting, observed: TrialRow | None,
     surrogate = fit_surrogate(rows, setting.space)
     return pick_with(
         surrogate, rows, space=setting.space, budget=setting.forgetting_budget, config=setting.pick, observed=observed,
-        excluded=excluded,
+        excluded=excluded, downstream_budget=setting.downstream_budget,
     )  # fmt: skip
 
 
@@ -203,10 +210,17 @@ def _due(pick: Pick, trials: list[TrialRow], round_: int, setting: Setting) -> D
     return Due(round=round_, params=params, seeds=missing)
 
 
-def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) -> ConfirmedPoint:
+def _measured(pick: Pick, trials: list[TrialRow], round_: int, setting: Setting) -> ConfirmedPoint:
+    budget = setting.forgetting_budget
     ended = [row for row in trials if row.status is Status.COMPLETED and _finite(row)]
     gain = _spread([row.domain_gain for row in ended])
     forgetting = _spread([row.forgetting for row in ended])
+    scored = {task: [row.drop(task) for row in ended] for task in setting.downstream_budget}
+    drops = {task: _spread(values) for task, values in scored.items() if None not in values}
+    # Every completed trial scored on every budgeted task, each task's mean drop within its budget.
+    drops_within = len(drops) == len(scored) and all(
+        drop is not None and is_feasible(drop.mean, setting.downstream_budget[task]) for task, drop in drops.items()
+    )
     gain_interval = _interval(pick.gain, ended, [row.gain_text_error for row in ended])
     forgetting_interval = _interval(pick.forgetting, ended, [row.forgetting_text_error for row in ended])
     return ConfirmedPoint(
@@ -222,7 +236,11 @@ def _measured(pick: Pick, trials: list[TrialRow], round_: int, budget: float) ->
         gain=gain,
         forgetting=forgetting,
         # A confirmation trial that diverged or failed measured no end: the point is not confirmed.
-        within_budget=len(ended) == len(trials) and forgetting is not None and is_feasible(forgetting.mean, budget),
+        within_budget=len(ended) == len(trials)
+        and forgetting is not None
+        and is_feasible(forgetting.mean, budget)
+        and drops_within,
+        drops={task: drop for task, drop in drops.items() if drop is not None},
         text=ended[0].text if ended else None,
         gain_interval=gain_interval,
         forgetting_interval=forgetting_interval,
@@ -251,13 +269,33 @@ def _against(measured: Measured | None, interval: tuple[float, float] | None) ->
     return Against.BELOW if measured.mean < interval[0] else Against.INSIDE
 
 
-def _said(point: ConfirmedPoint, budget: float) -> str:
+def _said(point: ConfirmedPoint, setting: Setting) -> str:
+    """The round in a sentence that says each budget's measure against it: the forgetting's, and each task's drop."""
+    budget = setting.forgetting_budget
     where = f"{point.lr_fraction:.3g} @ {point.mix}"
     if point.forgetting is None:
         return f"{where}: no confirmation trial completed"
-    verdict = "within" if point.within_budget else "over"
-    sd = f" ± {point.forgetting.sd:.4f}" if point.forgetting.sd is not None else ""
-    return f"{where}: forgetting {point.forgetting.mean:.4f}{sd} at fresh seeds, {verdict} the budget {budget:g}"
+    if not setting.downstream_budget:
+        verdict = "within" if point.within_budget else "over"
+        return f"{where}: forgetting {_mean_sd(point.forgetting)} at fresh seeds, {verdict} the budget {budget:g}"
+    parts = [f"forgetting {_mean_sd(point.forgetting)} ({_side(point.forgetting.mean, budget)} its budget {budget:g})"]
+    for task, limit in sorted(setting.downstream_budget.items()):
+        drop = point.drops.get(task)
+        parts.append(
+            f"{task} drop {_mean_sd(drop)} ({_side(drop.mean, limit)} its budget {limit:g})"
+            if drop is not None
+            else f"{task} not scored on every trial (over its budget {limit:g})"
+        )
+    verdict = "within the budgets" if point.within_budget else "over a budget"
+    return f"{where}: {', '.join(parts)} at fresh seeds, {verdict}"
+
+
+def _mean_sd(measured: Measured) -> str:
+    return f"{measured.mean:.4f}" + (f" ± {measured.sd:.4f}" if measured.sd is not None else "")
+
+
+def _side(value: float, limit: float) -> str:
+    return "within" if is_feasible(value, limit) else "over"
 
 
 def _spread(values: list[float]) -> Measured | None:

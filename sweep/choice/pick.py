@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from pydantic import Field, model_validator
 
+from sweep.choice.downstream import DropSurfaces, held_back_by
 from sweep.choice.points import point_summaries, seed_noise
 from sweep.choice.surrogate import (
     MIN_DISTINCT_POINTS,
@@ -100,6 +101,14 @@ class Prediction(StrictConfig):
         )
 
 
+class DropPrediction(Prediction):
+    """The surrogate's prediction of a downstream task's drop at a point."""
+
+    probability_within_budget: float = Field(ge=0.0, le=1.0)
+    """P(a re-run's drop <= the task's budget) under its GP; the rule requires the product of these and the
+    forgetting's to reach min_probability (sweep/choice/downstream.py)."""
+
+
 class Comparison(StrictConfig):
     """A tried point against the pick: how much more a re-run at the pick would gain than one at the point, each at
     a fresh seed on other text of the kind."""
@@ -119,6 +128,9 @@ class Comparison(StrictConfig):
     """P(a re-run at this point ends within the forgetting budget) under the same surrogate."""
     excluded: bool = False
     """Confirmed over the budget at fresh seeds in an earlier round: no candidate may be this point."""
+    probability_within_budgets: float | None = Field(None, ge=0.0, le=1.0)
+    """P(a re-run at this point ends within the forgetting budget and every downstream budget), the product the rule
+    reads (sweep/choice/downstream.py); None without a downstream budget."""
 
     @property
     def gains_more(self) -> bool:
@@ -152,6 +164,13 @@ class Pick(StrictConfig):
     """Every other distinct tried point against the pick, by first trial number."""
     fit: SurrogateFit | None = None
     """The surrogate's fit: points used, learned noise and length scales; None without one."""
+    downstream: dict[str, DropPrediction] = Field(default_factory=dict)
+    """Predicted drop of each budgeted downstream task at the point and P(a re-run within its budget)
+    (objective.downstream_budget); empty without a downstream budget, and without a task of too few scored points
+    (whose P is 0)."""
+    bound_by: str | None = None
+    """Which budget bound the surrogate's pick, as its reason says it (sweep.choice.downstream.bound_sentence); None
+    without a downstream budget."""
 
     @model_validator(mode="after")
     def _surrogate_predicts(self) -> Pick:
@@ -189,7 +208,9 @@ class Candidate:
         return cls(row.lr_fraction, row.domain_share, row.mix)
 
 
-def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
+def rule_text(
+    space: SearchSpace, config: PickConfig, budget: float, downstream_budget: Mapping[str, float] | None = None
+) -> str:
     lr = space.lr_fraction
     if isinstance(lr, LRFractionRange):
         lrs = f"{LR_GRID} {'log-spaced' if lr.log else 'evenly spaced'} lr_fractions over [{lr.low:g}, {lr.high:g}]"
@@ -200,9 +221,13 @@ def rule_text(space: SearchSpace, config: PickConfig, budget: float) -> str:
         if isinstance(space.mix, MixRange)
         else f"the {len(space.mix)} listed mixes"
     )
+    downstream = "".join(
+        f" and a drop on {task} within {limit:g}" for task, limit in sorted((downstream_budget or {}).items())
+    )
     return (
         f"among {lrs} x {mixes}, plus every tried point, those whose re-run (a fresh seed, measured on fresh "
-        f"validation text of the pool's size) ends with forgetting within the budget {budget:g} with probability >= "
+        f"validation text of the pool's size) ends with forgetting within the budget {budget:g}{downstream} with "
+        f"probability >= "
         f"{config.min_probability:g} under the surrogate; of them the highest "
         f"lower-confidence domain_gain (predicted mean - {config.gain_lower_sd:g} sd); when none qualifies, or "
         f"with fewer than {MIN_DISTINCT_POINTS} distinct completed points, the best observed trial"
@@ -232,10 +257,14 @@ def candidates(space: SearchSpace, rows: Sequence[TrialRow]) -> list[Candidate]:
 
 
 def make_pick(
-    rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None
-) -> Pick:
+    rows: Sequence[TrialRow], *, space: SearchSpace, budget: float, config: PickConfig, observed: TrialRow | None,
+    downstream_budget: Mapping[str, float] | None = None,
+) -> Pick:  # fmt: skip
     """The pick of a sweep's rows; `observed` is its best observed trial (sweep.choice.observed), the fallback."""
-    return pick_with(fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed)
+    return pick_with(
+        fit_surrogate(rows, space), rows, space=space, budget=budget, config=config, observed=observed,
+        downstream_budget=downstream_budget,
+    )  # fmt: skip
 
 
 def pick_with(
@@ -247,29 +276,43 @@ def pick_with(
     config: PickConfig,
     observed: TrialRow | None,
     excluded: Collection[tuple[float, float]] = (),
+    downstream_budget: Mapping[str, float] | None = None,
 ) -> Pick:
     """The pick from an already fitted surrogate (None: too few points), as make_pick; `excluded`: point_keys no
-    candidate may be (points whose confirmation trials ended over the budget)."""
-    rule = rule_text(space, config, budget)
+    candidate may be (points whose confirmation trials ended over the budget); `downstream_budget`: the second
+    budget, per task (sweep/choice/downstream.py), which `observed` must already respect."""
+    rule = rule_text(space, config, budget, downstream_budget)
     used = completed(rows)
     if surrogate is None:
         reason = f"no surrogate: {distinct_points(used)} distinct completed point(s), it needs {MIN_DISTINCT_POINTS}"
         return _without_surrogate(observed, used, reason=reason, rule=rule, config=config)
     pool = [c for c in candidates(space, used) if point_key(c.lr_fraction, c.domain_share) not in excluded]
-    gain, forgetting = surrogate.predict([c.lr_fraction for c in pool], [c.domain_share for c in pool])
+    lrs, shares = [c.lr_fraction for c in pool], [c.domain_share for c in pool]
+    gain, forgetting = surrogate.predict(lrs, shares)
     probability = forgetting.probability_at_most(budget)
-    eligible = probability >= config.min_probability
+    drops = DropSurfaces.fit(used, space, downstream_budget) if downstream_budget else None
+    drop_probability = drops.probabilities(lrs, shares) if drops is not None else {}
+    joint = probability * np.prod(list(drop_probability.values()), axis=0) if drop_probability else probability
+    eligible = joint >= config.min_probability
+    budgets = "the budgets" if drops is not None else "the budget"
+    lower_gain = gain.mean - config.gain_lower_sd * gain.sd
+    lower = np.where(eligible, lower_gain, -np.inf)
+    index = int(np.argmax(lower))
+    # The candidates a budget could have held back: those the rule would rank above the pick, or all when none passed.
+    above = lower_gain > lower[index] if eligible.any() else np.ones(len(pool), dtype=bool)
+    bound_by = held_back_by(probability, drop_probability, above, config.min_probability, any_eligible=eligible.any())
+    bound_by = bound_by if drops is not None else None
+    clause = f", {bound_by}" if bound_by else ""
     if eligible.any():
-        lower = np.where(eligible, gain.mean - config.gain_lower_sd * gain.sd, -np.inf)
-        chosen, source = pool[int(np.argmax(lower))], PickSource.SURROGATE
+        chosen, source = pool[index], PickSource.SURROGATE
         reason = (
-            f"{int(eligible.sum())} of {len(pool)} candidate points are within the budget with probability >= "
-            f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain"
+            f"{int(eligible.sum())} of {len(pool)} candidate points are within {budgets} with probability >= "
+            f"{config.min_probability:g}; this one has the highest lower-confidence domain_gain{clause}"
         )
     else:
         reason = (
-            f"no candidate point is within the budget with probability >= {config.min_probability:g} "
-            f"(the highest is {float(probability.max(initial=0.0)):.2f})"
+            f"no candidate point is within {budgets} with probability >= {config.min_probability:g} "
+            f"(the highest is {float(joint.max(initial=0.0)):.2f}){clause}"
         )
         if observed is None:
             return Pick(
@@ -278,10 +321,31 @@ def pick_with(
             )  # fmt: skip
         chosen, source = Candidate.of(observed), PickSource.OBSERVED
         reason += f"; the best observed trial (trial {observed.number}) instead"
-    return _described(
+    described = _described(
         surrogate, chosen, source, used=used, budget=budget, reason=reason, rule=rule, excluded=excluded,
         min_probability=config.min_probability,
     )  # fmt: skip
+    return _with_drops(described, drops, chosen, bound_by)
+
+
+def _with_drops(pick: Pick, drops: DropSurfaces | None, chosen: Candidate, bound_by: str | None) -> Pick:
+    """The pick with each budgeted task's predicted drop and probability within its budget at its point."""
+    if drops is None:
+        return pick
+    at = ([chosen.lr_fraction], [chosen.domain_share])
+    probabilities = drops.probabilities(*at)
+    predictions = {
+        task: DropPrediction(**Prediction.at(found, 0).model_dump(), probability_within_budget=float(probabilities[task][0]))
+        for task, found in drops.predict(*at).items()
+        if found is not None
+    }
+    comparisons = [
+        comparison.model_copy(update={"probability_within_budgets": comparison.probability_within_budget * math.prod(
+            float(p[0]) for p in drops.probabilities([comparison.point.lr_fraction], [comparison.point.domain_share]).values()
+        )})
+        for comparison in pick.comparisons
+    ]  # fmt: skip
+    return pick.model_copy(update={"downstream": predictions, "bound_by": bound_by, "comparisons": comparisons})
 
 
 def _without_surrogate(

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -248,6 +248,35 @@ def fit_surrogate(rows: Iterable[TrialRow], space: SearchSpace) -> Surrogate | N
         forgetting=forgetting_fit,
     )
     return Surrogate(box=box, gain=gain, forgetting=forgetting, fit=fit)
+
+
+@dataclass(frozen=True)
+class MetricSurface:
+    """A GP of one more metric over the same box as a Surrogate's (a downstream task's drop), fitted to the completed
+    rows that measured it; stopped trials are not scored downstream, so there is nothing to censor."""
+
+    box: Box
+    gp: GaussianProcessRegressor
+    fit: MetricFit
+
+    def predict(self, lr_fraction: Sequence[float], domain_share: Sequence[float]) -> Predictions:
+        return _predict(self.gp, self.box.scaled(lr_fraction, domain_share), self.fit)
+
+
+def fit_metric(
+    rows: Iterable[TrialRow], space: SearchSpace, value: Callable[[TrialRow], float | None],
+    error: Callable[[TrialRow], float | None],
+) -> MetricSurface | None:  # fmt: skip
+    """The GP of `value` over the completed rows where it is finite (their `error`s pooled as its text_sd), or None
+    with fewer than MIN_DISTINCT_POINTS distinct points among them."""
+    used = [row for row in sorted(completed(rows), key=lambda row: row.number) if _finite([value(row)])]
+    if distinct_points(used) < MIN_DISTINCT_POINTS:
+        return None
+    box = Box.of(space)
+    x = box.scaled([row.lr_fraction for row in used], [row.domain_share for row in used])
+    y = np.array([value(row) for row in used], dtype=float)
+    gp, fit = _fit_censored(x, y, np.zeros(len(used), dtype=bool))
+    return MetricSurface(box=box, gp=gp, fit=fit.model_copy(update={"text_sd": _pooled([error(row) for row in used])}))
 
 
 def _pooled(errors: list[float | None]) -> float:

@@ -9,6 +9,7 @@ describes (tests/reports/test_decision.py holds each case against it).
 from __future__ import annotations
 
 from sweep.choice.confirmation import Confirmation, ConfirmedPoint, Measured, Outcome
+from sweep.choice.feasible import is_feasible
 from sweep.choice.pick import Pick, PickSource
 from train_entry.optimizer import peak_lr
 
@@ -17,7 +18,7 @@ def headline(pick: Pick, confirmation: Confirmation, *, budget: float, max_lr: f
     """One sentence: the confirmed pick with its fresh seeds' figures; an unconfirmed one and why; or no pick."""
     if pick.point is None:
         return f"no pick: {pick.reason}"
-    where = point_words(pick, max_lr=max_lr)
+    where = point_words(pick, max_lr=max_lr) + (f", {pick.bound_by}" if pick.bound_by else "")
     outcome = confirmation.outcome
     if outcome is Outcome.CONFIRMED:
         held = confirmation.confirmed
@@ -60,6 +61,15 @@ def measured_words(point: ConfirmedPoint, budget: float, *, with_prediction: boo
             gain += f" [{point.gain_interval[0]:.4f}, {point.gain_interval[1]:.4f}]"
             forgetting += f" [{point.forgetting_interval[0]:.4f}, {point.forgetting_interval[1]:.4f}]"
         predicted = f" (predicted {gain}, {forgetting})"
+    if point.drops:  # a downstream budget too: which of the budgets the fresh seeds held
+        drops = "".join(f", {task} drop {spread(drop)}" for task, drop in sorted(point.drops.items()))
+        if not is_feasible(point.forgetting.mean, budget):
+            held = f"over the forgetting budget {budget:g}"
+        elif point.within_budget:
+            held = f"within the forgetting budget {budget:g} and the downstream budget(s)"
+        else:
+            held = f"within the forgetting budget {budget:g} but over a downstream budget"
+        return f"domain_gain {spread(point.gain)}, forgetting {spread(point.forgetting)}{predicted}{drops}: {held}"
     verdict = "within" if point.within_budget else "over"
     return (
         f"domain_gain {spread(point.gain)}, forgetting {spread(point.forgetting)}{predicted}, {verdict} the budget "

@@ -36,7 +36,7 @@ RESUME = "run `sweep run SPEC --name RUN` with this cpt-sweep, which writes it a
 NEW_RUN = "run the sweep again with this cpt-sweep into a new run directory, or read this one with the cpt-sweep that wrote it"
 
 RUN_RECORD = FileFormat("run record", 1, RESUME)
-BEST = FileFormat("sweep summary", 4, RESUME)
+BEST = FileFormat("sweep summary", 5, RESUME)
 LADDER = FileFormat("ladder summary", 4, NEW_RUN)
 LAW_FIT = FileFormat("law fit report", 4, "fit it again with this cpt-sweep: `sweep law fit`")
 PLAN = FileFormat("promotion plan", 6, "make the plan again with this cpt-sweep: `sweep promote plan RUN --target ...`")
@@ -47,14 +47,14 @@ JOBS = FileFormat(
 )
 DASHBOARD = FileFormat("W&B view record", 1, "a new view is saved")
 SHIPPED_BASE = FileFormat("shipped-base manifest", 1, "make it again with `sweep base SPEC --ship DIR`")
-TRIALS_TABLE = FileFormat("trials table", 3, NEW_RUN)
+TRIALS_TABLE = FileFormat("trials table", 4, NEW_RUN)
 SPEC = FileFormat(
     "spec",
     1,
     f"a spec you write needs no {FORMAT_KEY}; the copy a run keeps (RUN/spec.yaml) is of another cpt-sweep: "
     "run the sweep again with this one into a new run directory",
 )
-STUDY_PLAN = FileFormat("sweep plan", 2, NEW_RUN)
+STUDY_PLAN = FileFormat("sweep plan", 3, NEW_RUN)
 TRIAL_BASE = FileFormat("trial's base losses", 1, NEW_RUN)
 WATCH = FileFormat("watch record", 1, "watch the job again with this cpt-sweep: `sweep promote watch RUN`")
 

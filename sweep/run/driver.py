@@ -326,7 +326,9 @@ def finish_sweep(sweep: SweepStudy, run: RunDir, *, wandb: WandbTarget | None) -
     rows = trial_rows(sweep)
     write_tables(rows, run)
     plan = sweep.plan
-    selection = select(rows, forgetting_budget=plan.forgetting_budget, space=plan.space)
+    selection = select(
+        rows, forgetting_budget=plan.forgetting_budget, space=plan.space, downstream_budget=plan.downstream_budget
+    )
     summary = best_summary(selection, rows, plan)
     write_best(summary, run)
     sweep.study.set_user_attr(PICK_ATTR, pick_attr(summary))

@@ -12,9 +12,12 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from sweep.files.records import CorruptFile, read_model
 from sweep.run.progress import sample_progress, step_progress
@@ -29,9 +32,13 @@ from train_entry.data.draws import TextSide, check_texts, split_texts, text_leng
 from train_entry.data.fingerprint import prefix_fingerprint
 from train_entry.data.indexed import IndexedCorpus, build_indexed
 from train_entry.data.tokenizer import load_tokenizer, train_bpe
+from train_entry.downstream.harness import require_harness
+from train_entry.downstream.scores import DownstreamScores
+from train_entry.downstream.tasks import DownstreamPlan
 from train_entry.mix import MixRatio
 from train_entry.trial_config import BaseLosses, CorpusPrefixes, TrialConfig
 
+Cached = TypeVar("Cached", bound=BaseModel)
 BASE_LOSSES_BYTES = 256 << 20
 """Most bytes of a base-loss cache entry read back: the base's loss, tokens and weight of each validation document of
 both sides, at most 2 x 10^6 documents (train_entry.text_losses.MAX_DOCUMENTS) of about 60 characters."""
@@ -61,6 +68,10 @@ class Prepared:
     """The base's own losses on the pool's interim windows: what every evaluation's figures are relative to."""
     corpus_stats: dict[str, CorpusStats]
     """Per corpus split ("domain.train", ...): documents, tokens, the share its sample covers, what was skipped."""
+    downstream: DownstreamPlan | None = None
+    """The benchmark tasks every completed trial is scored on (evaluation.downstream); None: none."""
+    downstream_base: DownstreamScores | None = None
+    """The base's scores on them, measured once: what each trial's drop is relative to (None: not scored)."""
 
     def trial_config(
         self, *, lr_fraction: float, mix: MixRatio, output_dir: Path, seed: int | None = None, valid_draw: int = 0
@@ -85,6 +96,8 @@ class Prepared:
             activation_checkpointing=self.spec.execution.activation_checkpointing,
             compile=self.spec.execution.compile,
             checkpoint_interval=self.spec.execution.checkpoint_interval,
+            downstream=self.downstream,
+            downstream_base=self.downstream_base,
             output_dir=str(output_dir.resolve()),
             seed=seed,
         )
@@ -131,6 +144,9 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
     its texts' text error is refused (CorpusError) before the base is built or any trial runs."""
     root = root or cache_root()
     data = spec.data
+    downstream = spec.evaluation.downstream
+    if downstream is not None:
+        require_harness()  # before any compute: without lm-evaluation-harness no trial could be scored
     ready, why_not_shipped = shipped_base(spec, shipped) if shipped is not None else (None, "")
     tokenizer_dir = ready or _tokenizer_dir(spec.base, data, root)
     corpora = data.corpora()
@@ -160,6 +176,10 @@ def prepare(spec: SweepSpec, *, shipped: Path | None = SHIPPED_DIR, root: Path |
         base_losses=[_base_losses(spec, base_dir, text, non_english_share, root) for text in texts],
         interim_base=_base_losses(spec, base_dir, texts[0], non_english_share, root, interim=True),
         corpus_stats={name: entry.stats for name, entry in indexed.items()},
+        downstream=downstream.plan() if downstream is not None else None,
+        downstream_base=_base_scores(downstream.plan(), base_dir, tokenizer_dir, root)
+        if downstream is not None and downstream.base
+        else None,
     )
 
 
@@ -311,30 +331,63 @@ def _base_losses(
 ) -> BaseLosses:
     """Measured once per (base, validation text, eval settings) and cached as a JSON file; `interim`: on the text's
     interim windows (proxy.eval_sequences per side) rather than all of it."""
-    base_files = sorted(path for path in base_dir.iterdir() if path.is_file())
-    identity = [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in base_files]
     proxy = spec.proxy
     key = digest(
         "base-losses-3",
-        *identity,
+        *_identity(base_dir),
         valid.model_dump_json(),
         *(prefix_fingerprint(prefix) for prefix in (valid.general, valid.domain, valid.non_english) if prefix),
         share,
         proxy.seq_len,
         proxy.eval_sequences if interim else "whole",
     )
-    path = root / "base_losses" / f"{key[:24]}.json"
+    def measure() -> BaseLosses:
+        from train_entry.proxy import measure_base  # torch and transformers, imported only when not cached
+
+        return measure_base(base_dir, valid, share, proxy, interim=interim)
+
+    return _cached(root / "base_losses" / f"{key[:24]}.json", BaseLosses, measure, what="base-loss")
+
+
+def _base_scores(plan: DownstreamPlan, base_dir: Path, tokenizer_dir: Path, root: Path) -> DownstreamScores:
+    """The base's downstream scores, measured once per (base, tasks and their data, limit) and cached."""
+    data = [Path(file) for task in plan.tasks for file in _data_files(task.config)]
+    key = digest("base-downstream-1", *_identity(base_dir), plan.model_dump_json(), *_file_identity(data))
+
+    def measure() -> DownstreamScores:
+        from train_entry.proxy import score_base  # torch, transformers and lm_eval: only when not cached
+
+        print(f"scoring the base on {len(plan.tasks)} downstream task(s) ...", file=sys.stderr)
+        return score_base(base_dir, str(tokenizer_dir), plan)
+
+    return _cached(root / "base_downstream" / f"{key[:24]}.json", DownstreamScores, measure, what="base-score")
+
+
+def _data_files(config: dict[str, Any]) -> list[str]:
+    files = (config.get("dataset_kwargs") or {}).get("data_files") or []
+    return [name for names in (files.values() if isinstance(files, dict) else [files]) for name in names]
+
+
+def _identity(base_dir: Path) -> list[str]:
+    """The base's files as a cache key sees them: a changed weight file is another base."""
+    return _file_identity(sorted(path for path in base_dir.iterdir() if path.is_file()))
+
+
+def _file_identity(files: list[Path]) -> list[str]:
+    return [f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files]
+
+
+def _cached(path: Path, model: type[Cached], measure: Callable[[], Cached], *, what: str) -> Cached:
+    """`model` read from the cache entry `path`, or measured and written there (a damaged entry is a miss)."""
     if path.is_file():
         try:
-            return read_model(path, BaseLosses, fmt=None, what="base-loss cache entry", max_bytes=BASE_LOSSES_BYTES)
+            return read_model(path, model, fmt=None, what=f"{what} cache entry", max_bytes=BASE_LOSSES_BYTES)
         except CorruptFile as exc:  # a damaged entry is a miss: measured again and replaced
             print(f"warning: {exc}; measuring the base again", file=sys.stderr)
-    from train_entry.proxy import measure_base  # torch and transformers, imported only when the losses are not cached
-
     path.parent.mkdir(parents=True, exist_ok=True)
-    losses = measure_base(base_dir, valid, share, proxy, interim=interim)
+    measured = measure()
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
-        staged = Path(scratch) / "losses.json"
-        staged.write_text(losses.model_dump_json())
+        staged = Path(scratch) / "measured.json"
+        staged.write_text(measured.model_dump_json())
         staged.replace(path)
-    return losses
+    return measured

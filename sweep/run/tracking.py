@@ -22,6 +22,8 @@ from pydantic import Field
 
 from train_entry.config import StrictConfig
 from train_entry.data.draws import text_name
+from sweep.study.row import TrialRow
+from train_entry.downstream.scores import DOWNSTREAM_COLUMNS
 from train_entry.trial_config import Metrics, TrialConfig
 
 if TYPE_CHECKING:  # wandb is imported only when tracking is on
@@ -58,6 +60,8 @@ FINAL = "final"
 validation text (sweep.study.table), which differ from its last interim evaluation's. Under a key of their own: W&B
 ends a run's summary with each logged metric's last value, over any value set for that key after it."""
 FINAL_KEYS = ("text", "domain_gain", "forgetting", "domain_loss", "general_loss")
+DOWNSTREAM_SECONDS = "downstream_seconds"
+"""Summary key (under FINAL) of a trial's downstream evaluation's seconds, beside its scores."""
 STATUS = "status"
 REASON = "reason"
 WITHIN_BUDGET = "within_budget"
@@ -243,6 +247,17 @@ class TrialRun:
         if status is not None:
             run.summary.update({STATUS: status, REASON: reason})
         run.finish(exit_code=exit_code)
+
+
+def downstream_figures(row: TrialRow) -> dict[str, float | None]:
+    """A trial's downstream scores as its W&B summary keeps them under FINAL, named as trials.csv's columns
+    (`<task>_score`, `<task>_drop`, ...), and its evaluation's seconds."""
+    if not row.downstream:
+        return {}
+    figures: dict[str, float | None] = {DOWNSTREAM_SECONDS: row.downstream_seconds}
+    for task, scores in row.downstream.items():
+        figures |= {f"{task}_{column}": getattr(scores, field) for column, field in DOWNSTREAM_COLUMNS.items()}
+    return figures
 
 
 def start_wandb_run(

@@ -15,7 +15,14 @@ from ray import tune
 from sweep.choice.feasible import is_feasible
 from sweep.files.rundir import RunDir
 from sweep.run.prepare import Prepared
-from sweep.run.tracking import FINAL_KEYS, TrialRun, WandbTarget, trial_run_name, wandb_trial_config
+from sweep.run.tracking import (
+    FINAL_KEYS,
+    TrialRun,
+    WandbTarget,
+    downstream_figures,
+    trial_run_name,
+    wandb_trial_config,
+)
 from sweep.study.record import Attr, Status
 from sweep.study.study import load_study
 from sweep.study.table import trial_row
@@ -77,7 +84,7 @@ def proxy_trainable(
         # The status the study recorded (a pruned trial ends PRUNED, with the pruner's reason).
         row = trial_row(sweep.frozen(number), sweep.plan)
         within = is_feasible(row.forgetting, sweep.plan.forgetting_budget) if row.status is Status.COMPLETED else None
-        figures = {key: getattr(row, key) for key in FINAL_KEYS}
+        figures = {key: getattr(row, key) for key in FINAL_KEYS} | downstream_figures(row)
         tracked.end(status=row.status.value, reason=row.reason, within_budget=within, figures=figures)
     # Ray's last result of the trial says how it ended. A trial that diverged before its first evaluation
     # reported nothing, and Tune's console reporter prints "Trial ... completed. Last result: " for it.

@@ -30,6 +30,7 @@ from sweep.files.storage_url import check_url
 from sweep.ladder.config import LadderConfig
 from sweep.run.tracking import TrackingConfig
 from sweep.space import SearchSpace
+from sweep.spec.downstream import EvaluationConfig
 from sweep.spec.inert import inert_settings
 from sweep.spec.rung_trial import rung_trial
 from sweep.spec.shapes import base_shape
@@ -262,6 +263,12 @@ class DataConfig(StrictConfig):
 class ObjectiveConfig(StrictConfig):
     forgetting_budget: float = Field(ge=0.0, le=1.0)
     """Largest forgetting accepted (0.02 = general loss may rise 2 % over the base's; 1 = double)."""
+    downstream_budget: dict[Annotated[str, Field(min_length=1, max_length=200)], Annotated[float, Field(ge=0.0, le=1.0)]] = (
+        Field(default_factory=dict, max_length=64)
+    )
+    """Per evaluation.downstream task (by its name), the largest drop from the base's score accepted, in the metric's
+    units (0.01 = one point of accuracy); a second budget the pick and its confirmation respect with the same chance
+    constraint as the forgetting budget. Default none."""
     pick: PickConfig = PickConfig()
     """The rule that picks the recommended point on the surrogate (sweep/choice/pick.py)."""
 
@@ -315,6 +322,8 @@ class SweepSpec(StrictConfig):
     ladder: LadderConfig | None = None
     """The same design at several matched proxy sizes and the loss law fitted across them (sweep/ladder/); None: one
     sweep of `base`."""
+    evaluation: EvaluationConfig = EvaluationConfig()
+    """What trials are scored on beside their losses: benchmark tasks (docs/downstream.md)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -352,7 +361,35 @@ class SweepSpec(StrictConfig):
                 f"{self.search.sampler.type}) and list space.lr_fraction and space.mix"
             )
         self._trials_fit()
+        self._downstream_fits()
         return self
+
+    def _downstream_fits(self) -> None:
+        """A downstream budget names tasks the base is scored on; downstream scores need an unsharded trial and one
+        base."""
+        downstream, budget = self.evaluation.downstream, self.objective.downstream_budget
+        if budget:
+            names = downstream.task_names if downstream is not None else []
+            unknown = sorted(set(budget) - set(names))
+            if unknown:
+                raise ValueError(
+                    f"objective.downstream_budget names {', '.join(unknown)}, not a task of evaluation.downstream "
+                    f"(its tasks: {names or 'none'})"
+                )
+            if not downstream.base:
+                raise ValueError(
+                    "objective.downstream_budget needs each trial's drop from the base's score: set "
+                    "evaluation.downstream.base true"
+                )
+        if downstream is None:
+            return
+        if self.execution.sharded:
+            raise ValueError(
+                "evaluation.downstream scores a trial's model in one process, and execution makes each trial a sharded "
+                "job; remove evaluation.downstream or run unsharded trials (execution.workers 1, gpus at most 1)"
+            )
+        if self.ladder is not None:
+            raise ValueError("evaluation.downstream is not taken with a ladder yet: remove one of them")
 
     def plan(self) -> SweepPlan:
         """What the sweep is asked for (what and how, not where), as its study stores it."""
@@ -363,6 +400,7 @@ class SweepSpec(StrictConfig):
             space=self.space,
             search=self.search,
             pick=self.objective.pick,
+            downstream_budget=self.objective.downstream_budget,
         )
 
     def _trials_fit(self) -> None:

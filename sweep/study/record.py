@@ -66,6 +66,11 @@ class Attr(str, enum.Enum):
     losses, domain_gain, forgetting and their text error over the text's documents."""
     REPLICATE_OF = "replicate_of"
     """The number of the trial whose point a replicate re-runs with another seed."""
+    DOWNSTREAM = "downstream"
+    """A completed trial's downstream scores (evaluation.downstream): per task its metric, score, standard error,
+    and the base's score and the drop from it with the drop's paired error (train_entry.downstream.scores.TaskDrop)."""
+    DOWNSTREAM_SECONDS = "downstream_seconds"
+    """Wall seconds its downstream evaluation took."""
     BASE_LOSSES = "base_losses"
     """The base's domain and general losses on the trial's validation draw (with their format version), written
     when the trial starts: what its domain_gain and forgetting are relative to, kept so that no reader (the ladder's

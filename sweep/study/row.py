@@ -13,6 +13,7 @@ from pydantic import ConfigDict
 from sweep.study.record import Status
 from train_entry.config import StrictConfig
 from train_entry.data.draws import text_name
+from train_entry.downstream.scores import TaskDrop
 
 POOL = text_name(0)
 """The text every search trial and replicate is measured on: the whole validation pool."""
@@ -76,6 +77,16 @@ class TrialRow(StrictConfig):
     would move it (train_entry.text_losses.TextError); None on the interim windows, or with fewer than two
     documents."""
     forgetting_text_error: float | None = None
+    downstream: dict[str, TaskDrop] | None = None
+    """A completed trial's score on each downstream task and its drop from the base's (evaluation.downstream); None
+    without one. The table spreads it over columns `<task>_score`, `<task>_drop`, ...(sweep.study.table)."""
+    downstream_seconds: float | None = None
+    """Wall seconds of its downstream evaluation, beside wall_seconds (which includes it)."""
+
+    def drop(self, task: str) -> float | None:
+        """Its drop on `task` against the base's; None when not measured."""
+        measured = (self.downstream or {}).get(task)
+        return measured.drop if measured is not None else None
 
     @property
     def valid_draw(self) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import optuna
 from optuna.storages import BaseStorage
 from optuna.trial import FrozenTrial
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.files.compat import STUDY_PLAN, FormatError
@@ -55,6 +55,9 @@ class SweepPlan(StrictConfig):
     pick: PickConfig
     """How the recommended point is picked from the finished trials. Not part of what makes a study another
     sweep: changing it re-reads the same trials."""
+    downstream_budget: dict[str, float] = Field(default_factory=dict)
+    """Per downstream task, the largest drop from the base's score accepted (objective.downstream_budget); empty:
+    none. Like pick, it re-reads the same trials."""
 
     @property
     def planned_trials(self) -> int:
@@ -181,10 +184,13 @@ def _stored_plan(stored: Any) -> SweepPlan | None:
 
 
 def _same_sweep(stored: SweepPlan | None, plan: SweepPlan) -> bool:
-    """The stored plan is this one but for the pick rule, which re-reads the same trials another way."""
-    return stored is not None and stored.model_copy(update={"pick": plan.pick}) == plan
+    """The stored plan is this one but for the pick rule and the downstream budget, which re-read the same trials
+    another way."""
+    return stored is not None and stored.model_copy(update={key: getattr(plan, key) for key in REREAD}) == plan
 
 
+REREAD = ("pick", "downstream_budget")
+"""The plan's keys a resumed sweep may change: they choose among the same trials."""
 SPEC_KEY_OF = {"forgetting_budget": "objective.forgetting_budget", "max_lr": "base.max_lr"}
 """The plan's keys that sit elsewhere in a spec; the others (proxy, space, search) keep their names."""
 MAX_CHANGES_SHOWN = 5
@@ -194,8 +200,8 @@ def _what_changed(stored: SweepPlan | None, plan: SweepPlan) -> str:
     """The spec keys whose values differ from the stored plan's, each with both values."""
     if stored is None:
         return "its stored plan is not one this cpt-sweep reads"
-    before = _flat(stored.model_dump(mode="json", exclude={"pick"}))
-    after = _flat(plan.model_dump(mode="json", exclude={"pick"}))
+    before = _flat(stored.model_dump(mode="json", exclude=set(REREAD)))
+    after = _flat(plan.model_dump(mode="json", exclude=set(REREAD)))
     changed = [
         f"{key}: {shown(before.get(key, '(unset)'), 40)} then, {shown(after.get(key, '(unset)'), 40)} now"
         for key in sorted(before.keys() | after.keys())

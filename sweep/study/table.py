@@ -18,6 +18,7 @@ from sweep.study.record import Attr, Status, status_of
 from sweep.study.row import TrialRow
 from sweep.study.study import SweepPlan, SweepStudy
 from train_entry.data.draws import INTERIM
+from train_entry.downstream.scores import DOWNSTREAM_COLUMNS
 from train_entry.optimizer import peak_lr
 
 
@@ -70,6 +71,8 @@ def trial_row(frozen: FrozenTrial, plan: SweepPlan) -> TrialRow:
         forecast_forgetting=_forecast_at(attrs.get(Attr.FORECAST.value), last, figures) if stopped else None,
         gain_text_error=error.get("domain_gain"),
         forgetting_text_error=error.get("forgetting"),
+        downstream=attrs.get(Attr.DOWNSTREAM.value),
+        downstream_seconds=attrs.get(Attr.DOWNSTREAM_SECONDS.value),
     )
 
 
@@ -96,7 +99,12 @@ def rows_of(frozen_trials: list[FrozenTrial], plan: SweepPlan) -> list[TrialRow]
 
 
 def trials_frame(rows: list[TrialRow]) -> pd.DataFrame:
-    frame = pd.DataFrame([row.model_dump(mode="json") for row in rows], columns=list(TrialRow.model_fields))
+    columns = [name for name in TrialRow.model_fields if name != "downstream"]
+    frame = pd.DataFrame([row.model_dump(mode="json", exclude={"downstream"}) for row in rows], columns=columns)
+    for task in sorted({task for row in rows for task in row.downstream or {}}):
+        for column, field in DOWNSTREAM_COLUMNS.items():
+            values = [getattr((row.downstream or {}).get(task), field, None) for row in rows]
+            frame[f"{task}_{column}"] = pd.array(values, dtype="Float64")
     # Nullable integer columns keep a missing step count missing rather than a float NaN.
     for column in ("best_step", "steps", "stopped_step", "tokens_seen", "seed", "replicate_of", "confirms"):
         frame[column] = frame[column].astype("Int64")

@@ -97,6 +97,13 @@ def record_result(sweep: SweepStudy, number: int, result: TrialResult, *, stop_r
     if result.figures is not None:
         trial.set_user_attr(Attr.FIGURES.value, result.figures.model_dump(mode="json", exclude={"documents"}))
         excess = result.figures.forgetting - sweep.plan.forgetting_budget
+    if result.downstream is not None:
+        trial.set_user_attr(
+            Attr.DOWNSTREAM.value,
+            {name: task.model_dump(mode="json", exclude={"examples"}) for name, task in result.downstream.items()},
+        )
+    if result.usage is not None and result.usage.downstream_seconds:
+        trial.set_user_attr(Attr.DOWNSTREAM_SECONDS.value, result.usage.downstream_seconds)
     # <= 0 is feasible; samplers read it to learn where the budget holds.
     trial.set_constraint(FORGETTING_CONSTRAINT, excess if math.isfinite(excess) else math.inf)
     attrs: dict[str, Any] = {
