@@ -37,6 +37,7 @@ from sweep.study.config import PickConfig
 from sweep.study.row import TrialRow
 from train_entry.config import StrictConfig
 from train_entry.mix import ratio_of
+from train_entry.trial_config import MAX_LOSS
 
 LR_GRID = 41
 """Candidate lr_fractions over a range: steps of 3.5 % over the default 0.05-0.20, finer than a proxy
@@ -69,12 +70,14 @@ class PickedPoint(StrictConfig):
 class Prediction(StrictConfig):
     """The surrogate's prediction of one metric at one point."""
 
-    mean: float
-    sd: float
+    mean: float = Field(ge=-MAX_LOSS, le=MAX_LOSS)
+    """Like every figure, a difference of two losses, each at most MAX_LOSS: a best.json read back is bounded so, and
+    its intervals recomputed from it stay finite (a fuzzed sd of 1e154 made them infinite and the check a traceback)."""
+    sd: float = Field(ge=0.0, le=MAX_LOSS)
     """Of the smooth value on the search's validation text (what many re-runs measured there would average to)."""
-    noise_sd: float
+    noise_sd: float = Field(ge=0.0, le=MAX_LOSS)
     """Of one run around it (learned)."""
-    text_sd: float = 0.0
+    text_sd: float = Field(0.0, ge=0.0, le=MAX_LOSS)
     """Of the validation text's share of one run: what other text of the pool's kind and size moves it by."""
     low: float
     high: float

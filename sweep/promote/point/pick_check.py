@@ -76,10 +76,6 @@ def _check_point(point: PickedPoint, rows: dict[int, TrialRow], refuse) -> None:
 
 def _check_prediction(name: str, stored: Prediction, refuse) -> None:
     """The prediction's interval fields are what Prediction.at makes of its mean and spreads."""
-    if not all(math.isfinite(value) for value in stored.model_dump().values()):
-        raise refuse(name, stored.model_dump(), "a prediction's figures are finite")
-    if min(stored.sd, stored.noise_sd, stored.text_sd) < 0:
-        raise refuse(f"{name}.sd", stored.sd, "a prediction's spreads are at least 0")
     mismatch = first_difference(stored, Prediction.at(_predictions(stored), 0))
     if mismatch is not None:
         key, value, rebuilt = mismatch

@@ -35,8 +35,6 @@ EDITS = {
                           "give 0.0184"),
     "a mean outside its interval": (predicted("gain", "mean", 0.9), "pick.gain.low is 0.2234"),
     "a spread": (predicted("forgetting", "sd", 0.0001), "pick.forgetting.low is 0.01"),
-    "a negative spread": (predicted("forgetting", "noise_sd", -1.0), "pick.forgetting.sd is 0.0015, but a prediction's "
-                          "spreads are at least 0"),
     "P of 5": (pick("probability_within_budget", 5), "pick.probability_within_budget is 5.0, but a probability "
                "lies in"),
     "P not its prediction's": (pick("probability_within_budget", 0.95), "pick.probability_within_budget is 0.95, but "
@@ -106,3 +104,21 @@ def test_status_and_report_show_the_studys_pick_never_an_edited_best_json(argv, 
         shown = (run_dir / "report" / "report.md").read_text()
     assert "pick: lr_fraction 0.1 (peak LR 0.0003), mix 1:1" in shown.replace("\n", " ") or "| 0.1 |" in shown
     assert "abc" not in shown and "lr_fraction 5 " not in shown
+
+
+@pytest.mark.parametrize(("value", "bound"), [(-1.0, "greater than or equal to 0"), (1.34e154, "less than or equal to 100")])
+def test_a_spread_no_loss_difference_has_is_refused_as_read(value, bound, tmp_path, capsys):
+    """Predictions are bounded as the losses they compare are (MAX_LOSS): a negative spread, or one so large that the
+    intervals the check rebuilds from it overflow (the long fuzz's 1.34e154), is a summary cpt-sweep did not write."""
+    run_dir = write_run(tmp_path / "runs" / "lr_mix", pick=surrogate_pick(0.13, "1:2"))
+    path = run_dir / "best.json"
+    data = json.loads(path.read_text())
+    data["pick"]["forgetting"]["noise_sd"] = value
+    path.write_text(json.dumps(data))
+    before = files_but_the_study(tmp_path)
+
+    assert main(["promote", "plan", str(run_dir), "--target", "llama3.1-8b", "--unconfirmed"]) == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{path} is not a sweep summary cpt-sweep wrote: pick.forgetting.noise_sd: Input should be {bound}" in line
+    assert files_but_the_study(tmp_path) == before
