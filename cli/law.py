@@ -9,8 +9,11 @@ unless given: --schedule and --min-lr-ratio as a ladder's proxy has them give th
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import get_args
 
 from cli.args import fraction, positive_int_at_most, whole_number_at_most
 from sweep.promote.estimate.targets import PRESETS
@@ -24,7 +27,7 @@ MOST_TOKENS = 10**15
 DEFAULT_RECIPE = OptimizerConfig(warmup_steps=0)
 """The full run's decay and floor when not given: the proxy's defaults (cosine to a tenth of the peak), as the
 shipped specs' proxy has them; the warmup is the promotion's own."""
-SCHEDULES = tuple(OptimizerConfig.model_fields["schedule"].annotation.__args__)
+SCHEDULES = get_args(OptimizerConfig.model_fields["schedule"].annotation)
 MOST_REFITS = 10_000
 """ladder.law.refits' bound (sweep.law.config.LawSettings): 200 take about a minute on one core, so this is
 nearly an hour; a typo of 100000 is refused at once."""
@@ -172,22 +175,20 @@ def _progress(line: str) -> None:
 
 
 def floor(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a fraction of the peak LR in [0, 1], got {text!r}")
-    return value
+    return _number(text, lambda value: 0.0 <= value <= 1.0, "a fraction of the peak LR in [0, 1]")
 
 
 def probability(text: str) -> float:
+    return _number(text, lambda value: 0.0 < value < 1.0, "a probability in (0, 1)")
+
+
+def _number(text: str, accepts: Callable[[float], bool], what: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        value = -1.0
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"must be a probability in (0, 1), got {text!r}")
+        value = math.nan
+    if not accepts(value):
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
 
 

@@ -20,7 +20,6 @@ import numpy as np
 
 from sweep.law.optimum import (
     SHARE_LIMITS,
-    SLACK,
     Point,
     SearchBox,
     Surface,
@@ -84,14 +83,9 @@ def ensemble_answer(
     chance = around.best(mean, grid_lr, grid_share, probability, lower)
     inside = chance
     if chance is not None and box.outside(chance.point.lr_fraction, chance.point.domain_share):
-        (lr_low, lr_high), (share_low, share_high) = box.lr_fraction, box.domain_share
+        lr_low, lr_high = box.lr_fraction
         within = _Rule(laws, target, budget, pick, (math.log(lr_low), math.log(lr_high)), box.domain_share)
-        kept = (
-            (grid_lr >= math.log(lr_low) - SLACK)
-            & (grid_lr <= math.log(lr_high) + SLACK)
-            & (grid_share >= share_low - SLACK)
-            & (grid_share <= share_high + SLACK)
-        )
+        kept = box.holds(grid_lr, grid_share)
         inside = within.best(mean, grid_lr, grid_share, np.where(kept, probability, 0.0), lower)
         inside = inside if inside is not None and not box.outside(*_position(inside)) else None
     optima = [constrained_optimum(law, target, box, budget).point for law in laws]

@@ -14,7 +14,7 @@ import numpy as np
 
 from sweep.law.chance import lattice_points
 from sweep.law.discrepant import Discrepant
-from sweep.law.optimum import SLACK, SearchBox, TargetScale
+from sweep.law.optimum import SearchBox, TargetScale
 
 MATERIAL = 1.0
 """A point beyond the box counts as better only when it gains more than this many sds over the best inside, the sd
@@ -47,13 +47,7 @@ class Lattice:
         self._bends = np.array([member.forgetting_bend(lr, share) for member in ensemble])
         self._points = (log_lr, share)
         self._box, self._budget = box, budget
-        (lr_low, lr_high), (share_low, share_high) = box.lr_fraction, box.domain_share
-        self._inside = (
-            (log_lr >= math.log(lr_low) - SLACK)
-            & (log_lr <= math.log(lr_high) + SLACK)
-            & (share >= share_low - SLACK)
-            & (share <= share_high + SLACK)
-        )
+        self._inside = box.holds(log_lr, share)
 
     def reach(self, forgetting_sd: float) -> float:
         """The largest P(forgetting <= budget) inside the searched box, each law times exp(forgetting_sd x its unit

@@ -61,6 +61,16 @@ class SearchBox(StrictConfig):
             lr_fraction=(float(lr.min()), float(lr.max())), domain_share=(float(share.min()), float(share.max()))
         )
 
+    def holds(self, log_lr: np.ndarray, share: np.ndarray) -> np.ndarray:
+        """Which points (log lr_fraction, share) lie inside the box, within SLACK of its edges."""
+        (lr_low, lr_high), (share_low, share_high) = self.lr_fraction, self.domain_share
+        return (
+            (log_lr >= math.log(lr_low) - SLACK)
+            & (log_lr <= math.log(lr_high) + SLACK)
+            & (share >= share_low - SLACK)
+            & (share <= share_high + SLACK)
+        )
+
     def outside(self, lr_fraction: float, domain_share: float) -> list[str]:
         """Which way a point lies outside the box, in words (empty: inside)."""
         (lr_low, lr_high), (share_low, share_high) = self.lr_fraction, self.domain_share
