@@ -51,7 +51,7 @@ from sweep.promote.estimate.counts import model_flops_per_token, output_layer_fl
 from sweep.promote.estimate.memory import memory_per_gpu
 from sweep.promote.plan.calibrate import layer_flops_per_token
 from sweep.scale import kv_width
-from sweep.promote.families.llama import LLAMA_3_1_8B
+from sweep.target.families.llama import LLAMA_3_1_8B
 from train_entry.megatron.config import ModelShape, Parallelism
 
 REFERENCE_MICROBATCHES = 96

@@ -24,8 +24,8 @@ from sweep.promote.estimate.clusters import PRESETS
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.memory import memory_per_gpu
 from sweep.promote.estimate.step_time import step_time
-from sweep.promote.families.registry import hf_shape
 from sweep.scale import active_params, total_params
+from sweep.target.families.registry import hf_shape
 from train_entry.megatron.config import Parallelism, ddp_bucket_size
 
 PUBLISHED = {

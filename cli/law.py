@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import get_args
 
 from cli.args import fraction, positive_int_at_most, whole_number_at_most
-from sweep.promote.estimate.targets import PRESETS
 from sweep.study.config import PickConfig
+from sweep.target.load import PRESETS
 from train_entry.optimizer import OptimizerConfig
 
 DEFAULT_BUDGET = 0.01
@@ -203,9 +203,9 @@ def target_scale(
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR, made as
     a ladder and its plan make them (sweep.promote.point.ladder.ladder_target): the promotion's warmup, then
     `recipe`'s decay and floor (a ladder's proxy's)."""
-    from sweep.promote.estimate.targets import load_target
     from sweep.promote.point.ladder import ladder_target
     from sweep.promote.request.config import PromotionConfig
+    from sweep.target.load import load_target
 
     config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)
     target = load_target(name, pretrain_tokens=pretrain_tokens)

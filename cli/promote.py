@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from cli.args import fraction, non_negative_int, positive_int, positive_int_at_most
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
-from sweep.promote.estimate.targets import TARGET_FORMS
+from sweep.target.load import TARGET_FORMS
 from train_entry.config import shown
 
 SIDES = ("general", "non_english", "domain")
@@ -220,7 +220,7 @@ def _named(kind: str) -> Callable[[str], str]:
 
     def parse(text: str) -> str:
         from sweep.promote.errors import PromotionError
-        from sweep.promote.presets import check_value
+        from sweep.target.presets import check_value
 
         try:
             return check_value(text, kind=kind)

@@ -116,10 +116,10 @@ def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
     from sweep.files.config_file import SpecError
     from sweep.ladder.driver import run_ladder
     from sweep.promote.errors import PromotionError
-    from sweep.promote.estimate.targets import load_target
     from sweep.promote.point.ladder import ladder_target
     from sweep.promote.request.config import PromotionConfig
     from sweep.run.driver import run_sweep
+    from sweep.target.load import load_target
 
     try:  # before any compute: the rungs are matched to the target's pretraining tokens
         full_run = PromotionConfig(tokens=spec.ladder.full_run_tokens)

@@ -15,7 +15,7 @@ TREES = (*PACKAGES, "benchmarks", "tests")
 PATH = re.compile(r"(?<![\w./-])((?:%s)/[\w./-]*\w)" % "|".join(TREES))
 """A repository path: a tree's name, a slash, and on to its last word character (a sentence's full stop is not in it)."""
 DOTTED = re.compile(r"(?<![\w./-])((?:%s)(?:\.[A-Za-z_]\w*)+)" % "|".join(PACKAGES))
-"""A dotted name in a project package: `sweep.promote.families.registry.PRESETS`."""
+"""A dotted name in a project package: `sweep.target.families.registry.PRESETS`."""
 BROKEN_NAME = re.compile(r"(?<![\w./-])((?:%s)(?:\.\w+)*)\.\n[ \t]*([a-z_])" % "|".join(PACKAGES))
 """A dotted name wrapped after one of its dots (`sweep.ladder.` / `law_table.Observation`): joined before reading."""
 

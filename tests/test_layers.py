@@ -128,6 +128,7 @@ def test_the_layers_are_the_packages_they_name():
 SWEEP_LAYERS = (
     "sweep",
     "sweep.files",
+    "sweep.target",
     "sweep.study",
     "sweep.choice",
     "sweep.law",
@@ -137,24 +138,24 @@ SWEEP_LAYERS = (
     "sweep.promote",
 )
 """sweep/'s own layers, bottom to top: the leaves directly in sweep/ (scale, address, the search space), the run
-directory and its formats, the Optuna study, the choice among its trials, the loss law, the spec that assembles the
-owners' configs, running a sweep, the ladder of sweeps, promotion."""
+directory and its formats, the target (its model families and presets, its scale and the full run's schedule), the
+Optuna study, the choice among its trials, the loss law, the spec that assembles the owners' configs, running a
+sweep, the ladder of sweeps, promotion."""
 ASSEMBLER = "sweep.spec"
 """May import an owner's config (a pydantic model class) from a layer above it, and nothing else from there."""
 
 
 PROMOTE_LAYERS = (
     "sweep.promote",
-    "sweep.promote.families",
     "sweep.promote.estimate",
     "sweep.promote.request",
     "sweep.promote.point",
     "sweep.promote.plan",
     "sweep.promote.launch",
 )
-"""promote/'s rooms, bottom to top: its error and the preset-or-file reader directly in promote/, the model families,
-estimating the full run (target, cluster, counts, memory, step time, layout), what a promotion asks for
-(PromotionConfig, the verb's request), choosing the promoted point, writing the plan, launching and tracking the job."""
+"""promote/'s rooms, bottom to top: its error directly in promote/, estimating the full run on a cluster (cluster,
+counts, memory, step time, layout), what a promotion asks for (PromotionConfig, the verb's request), choosing the
+promoted point, writing the plan, launching and tracking the job."""
 
 
 def room(module: str, package: str, root: Path) -> str | None:

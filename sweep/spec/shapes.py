@@ -42,7 +42,7 @@ def builtin_shape(shape: BuiltinShape, *, vocab_size: int, seq_len: int) -> Mode
 
 class HfModelConfig(BaseModel):
     """The part of a Hugging Face config.json that gives a Llama-family model's N (its other keys ignored). Strict, as
-    sweep.promote.families.family.DecoderConfig: `true`, "28" and 28.0 are no layer counts."""
+    sweep.target.families.family.DecoderConfig: `true`, "28" and 28.0 are no layer counts."""
 
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 

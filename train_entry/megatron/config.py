@@ -46,7 +46,7 @@ class MoE(StrictConfig):
 class ModelShape(StrictConfig):
     """A Llama-style decoder (RMSNorm, SwiGLU MLP, RoPE, grouped-query attention, no linear biases) and the
     features by which Qwen, Mistral and mixture-of-experts families depart from it; every estimator reads
-    these fields, so a family is one reading of its config.json into them (sweep/promote/families/)."""
+    these fields, so a family is one reading of its config.json into them (sweep/target/families/)."""
 
     num_layers: int = Field(gt=0)
     hidden_size: int = Field(gt=0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.promote.presets import Name, preset_or_file
+from sweep.target.presets import Name, preset_or_file
 from train_entry.config import StrictConfig
 
 

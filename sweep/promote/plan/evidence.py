@@ -18,12 +18,12 @@ from sweep.choice.pick import PickSource
 from sweep.files.config_file import SpecError
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
-from sweep.promote.families.target import Target
 from sweep.promote.point.ladder import finished_ladder
 from sweep.promote.point.point import PromotedPoint
 from sweep.scale import non_embedding_params
 from sweep.spec.shapes import base_shape, hf_shape
 from sweep.spec.spec import spec_content
+from sweep.target.target import Target
 from train_entry.builtin_base import BuiltinBaseConfig
 from train_entry.config import StrictConfig
 from train_entry.trial_config import TrialConfig

@@ -23,8 +23,6 @@ from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.promote.estimate.layout import RankedLayout, fastest_with_transformer_engine, search_layouts
-from sweep.promote.estimate.targets import load_target
-from sweep.promote.families.target import Target
 from sweep.promote.plan.evidence import Carried, ProxyBase, carried, proxy_base
 from sweep.promote.plan.plan_wandb import sweep_wandb
 from sweep.promote.plan.prediction import predicted_trajectory
@@ -33,6 +31,8 @@ from sweep.promote.plan.validation import ValidationSet, validation_sets
 from sweep.promote.point.point import PromotedPoint, read_promoted
 from sweep.promote.request.config import DataPrefix, PromotionConfig
 from sweep.run.tracking import WandbConfig
+from sweep.target.load import load_target
+from sweep.target.target import Target
 from train_entry.config import StrictConfig, shown
 from train_entry.fullrun.watch import PredictedTrajectory
 from train_entry.megatron.config import BlendSource, Checkpoint, Data, FullRunConfig, ModelShape, Optimization

@@ -21,9 +21,9 @@ from sweep.law.select import Laws
 from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean
 from sweep.law.validate import FoldErrors
 from sweep.promote.errors import PromotionError
-from sweep.promote.families.target import Target
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
+from sweep.target.target import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio
 from train_entry.optimizer import OptimizerConfig

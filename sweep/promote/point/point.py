@@ -20,11 +20,11 @@ from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.law.prediction import TargetPrediction
 from sweep.promote.errors import PromotionError
-from sweep.promote.families.target import Target
 from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
 from sweep.promote.point.provenance import check_against_study
 from sweep.promote.point.trial_check import check_trial_config
 from sweep.promote.request.config import PromotionConfig
+from sweep.target.target import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
 from train_entry.trial_config import TrialConfig

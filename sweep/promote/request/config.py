@@ -14,8 +14,8 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.layout import LayoutRequest
-from sweep.promote.estimate.targets import TARGET_FORMS
-from sweep.promote.presets import check_value
+from sweep.target.load import TARGET_FORMS
+from sweep.target.presets import check_value
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import check_split
 
@@ -76,7 +76,7 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset's name (one of sweep.promote.families.registry.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
+    """A preset's name (one of sweep.target.families.registry.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
     model directory (its config.json), or a target YAML file; required."""
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
     """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging

@@ -18,7 +18,6 @@ from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
 from sweep.ladder.rungs import LadderTarget, RungSpec
 from sweep.law.model import Law
 from sweep.law.table import lr_mean
-from sweep.promote.estimate.targets import load_target
 from sweep.promote.point.ladder import ladder_target
 from sweep.promote.request.config import PromotionConfig
 from sweep.run.driver import SweepOutcome
@@ -26,6 +25,7 @@ from sweep.spec.spec import SweepSpec, load_spec
 from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
+from sweep.target.load import load_target
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
 from tests.sweep.scripted import figures_of
 from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus

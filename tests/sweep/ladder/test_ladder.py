@@ -21,8 +21,8 @@ from sweep.ladder.config import PRESETS, LadderConfig
 from sweep.ladder.record import LadderMismatch, LadderSummary, read_ladder
 from sweep.ladder.rungs import MAX_LR_EXPONENT, rung_specs
 from sweep.law.optimum import constrained_optimum
-from sweep.promote.estimate.targets import load_target
 from sweep.spec.spec import load_spec
+from sweep.target.load import load_target
 from tests.sweep.ladder.ladder_runs import (
     GENTLE,
     LADDER,
@@ -32,10 +32,10 @@ from tests.sweep.ladder.ladder_runs import (
     scripted_ladder,
     write_ladder_spec,
 )
+from sweep.target.families.llama import LLAMA_3_1_8B
 from tests.sweep.ladder.synthetic import TRUTH, as_csv, draw
 from tests.sweep.ladder.test_ladder_files import snapshot
 from train_entry.builtin_base import BuiltinBaseConfig
-from sweep.promote.families.llama import LLAMA_3_1_8B
 
 NARROW = {"name": "s2", "hidden_size": 128, "num_layers": 3, "num_heads": 4, "num_kv_heads": 2,
           "intermediate_size": 352}  # fmt: skip

@@ -15,13 +15,13 @@ from sweep.files.compat import FORMAT_KEY, LAW_FIT
 from sweep.law.config import LawSettings
 from sweep.law.lines import carried_lines, discrepancy_lines
 from sweep.law.runs import LawFitReport, fit_runs
-from sweep.promote.estimate.targets import load_target
-from sweep.promote.families.llama import LLAMA_3_1_70B
 from sweep.promote.point.ladder import ladder_target
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from sweep.spec.spec import load_spec
 from sweep.study.config import PickConfig
+from sweep.target.families.llama import LLAMA_3_1_70B
+from sweep.target.load import load_target
 from tests.conftest import REPO
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import as_csv, draw

@@ -17,7 +17,7 @@ _LLAMA_3_1 = {
 }  # fmt: skip
 
 CONFIGS: dict[str, dict[str, Any]] = {
-    # Named as the presets are where one is the same model (sweep.promote.families.registry.PRESETS).
+    # Named as the presets are where one is the same model (sweep.target.families.registry.PRESETS).
     "llama3.1-8b": {
         "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
         **_LLAMA_3_1,

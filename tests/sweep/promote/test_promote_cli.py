@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from cli import main
-from sweep.promote.estimate.targets import TARGET_FORMS
 from sweep.promote.plan.plan import Plan
 from sweep.promote.request.config import PromotionConfig
 from sweep.spec.spec import load_config
+from sweep.target.load import TARGET_FORMS
 from tests.conftest import REPO
 from train_entry.file_format import FULL_RUN
 from train_entry.megatron.config import FullRunConfig

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from sweep.target.families.llama import LLAMA_3_1_8B
 from train_entry.file_format import JOB
 from train_entry.fullrun import job as job_entry
 from train_entry.fullrun.config import JobConfig, MegatronTrainer
-from sweep.promote.families.llama import LLAMA_3_1_8B
 from train_entry.megatron.core_configs import has_transformer_engine
 
 

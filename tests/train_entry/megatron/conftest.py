@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from sweep.target.families.llama import LLAMA_3_1_8B, LLAMA_3_1_70B
 from train_entry.data.corpus import Corpus
 from train_entry.data.indexed import build_indexed
 from train_entry.data.tokenizer import train_bpe
-from sweep.promote.families.llama import LLAMA_3_1_8B, LLAMA_3_1_70B
 from train_entry.megatron.config import FullRunConfig, ModelShape
 
 

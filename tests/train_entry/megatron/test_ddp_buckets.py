@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from sweep.promote.families.llama import LLAMA_3_1_8B
+from sweep.target.families.llama import LLAMA_3_1_8B
 from train_entry.megatron.config import FullRunConfig, ModelShape, ddp_bucket_size
 from train_entry.megatron.core_configs import core_configs
 

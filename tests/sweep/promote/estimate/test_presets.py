@@ -7,10 +7,10 @@ from sweep.files.config_file import SpecError
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.clusters import Cluster, load_cluster
-from sweep.promote.estimate.targets import PRESETS as TARGETS
-from sweep.promote.estimate.targets import load_target
-from sweep.promote.families.target import Target
 from sweep.scale import total_params
+from sweep.target.load import PRESETS as TARGETS
+from sweep.target.load import load_target
+from sweep.target.target import Target
 from tests.conftest import REPO
 
 # (layers, hidden, FFN, heads, KV heads, peak LR, parameters in billions): Llama 3 paper, Table 3;

@@ -10,7 +10,6 @@ import json
 import yaml
 
 from sweep.files.rundir import RunDir
-from sweep.promote.estimate.targets import PRESETS
 from sweep.promote.launch.promotion import write_plan
 from sweep.promote.plan.evidence import Carried, ProxyBase
 from sweep.promote.plan.plan import Plan, make_plan
@@ -19,6 +18,7 @@ from sweep.promote.request.config import PromotionConfig
 from sweep.run.tracking import TrackingConfig
 from sweep.scale import non_embedding_params
 from sweep.spec.shapes import builtin_shape
+from sweep.target.load import PRESETS
 from tests.sweep.promote.promote_runs import MAX_LR, surrogate_pick, write_run
 from tests.sweep.promote.released_configs import CONFIGS
 from tests.sweep.scripted import spec_with

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.promote.families.family import DecoderConfig, Family, decoder_shape, refuse
-from sweep.promote.families.mistral import MISTRAL_7B
-from sweep.promote.families.target import Target
+from sweep.target.families.family import DecoderConfig, Family, decoder_shape, refuse
+from sweep.target.families.mistral import MISTRAL_7B
+from sweep.target.target import Target
 from train_entry.megatron.config import ModelShape, MoE
 
 

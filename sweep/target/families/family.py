@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sweep.promote.errors import PromotionError
-from sweep.promote.families.target import Target
+from sweep.target.target import Target
 from train_entry.config import shown
 from train_entry.megatron.config import ModelShape
 

@@ -3,8 +3,8 @@ QK-norm, its own config key for the norm, and one preset."""
 
 from __future__ import annotations
 
-from sweep.promote.families.family import DecoderConfig, Family, decoder_shape, refuse
-from sweep.promote.families.target import Target
+from sweep.target.families.family import DecoderConfig, Family, decoder_shape, refuse
+from sweep.target.target import Target
 from train_entry.megatron.config import ModelShape
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sweep.promote.presets import Name
+from sweep.target.presets import Name
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import ModelShape
 

@@ -11,12 +11,12 @@ import pytest
 
 from cli import main
 from sweep.promote.errors import PromotionError
-from sweep.promote.families.family import DecoderConfig
-from sweep.promote.families.registry import hf_shape
 from sweep.spec.shapes import HfModelConfig, hf_shape as proxy_shape
+from sweep.target.families.family import DecoderConfig
+from sweep.target.families.registry import hf_shape
 from tests.hostile import tree
-from tests.sweep.promote.families.test_families import CONFIGS
 from tests.sweep.promote.promote_runs import write_run
+from tests.sweep.target.families.test_families import CONFIGS
 
 LLAMA = CONFIGS["llama3.1-8b"]
 INTEGER_KEYS = [

@@ -10,8 +10,8 @@ rope_scaling factor 8, untied embeddings); sequences are the reference recipe's 
 
 from __future__ import annotations
 
-from sweep.promote.families.family import DecoderConfig, Family, decoder_shape, refuse
-from sweep.promote.families.target import Target
+from sweep.target.families.family import DecoderConfig, Family, decoder_shape, refuse
+from sweep.target.target import Target
 from train_entry.megatron.config import ModelShape
 
 

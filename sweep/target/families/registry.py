@@ -8,9 +8,9 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sweep.promote.errors import PromotionError
-from sweep.promote.families import llama, mistral, moe, qwen
-from sweep.promote.families.family import Family, UnmappableConfig, refuse
-from sweep.promote.families.target import Target
+from sweep.target.families import llama, mistral, moe, qwen
+from sweep.target.families.family import Family, UnmappableConfig, refuse
+from sweep.target.target import Target
 from train_entry.config import shown
 from train_entry.hf_dir import CONFIG_JSON, HfDirError, model_config
 from train_entry.megatron.config import ModelShape

@@ -3,7 +3,7 @@ checkpoint layout, not another shape); no preset, planned from its config.json."
 
 from __future__ import annotations
 
-from sweep.promote.families.family import DecoderConfig, Family, decoder_shape
+from sweep.target.families.family import DecoderConfig, Family, decoder_shape
 from train_entry.megatron.config import ModelShape
 
 

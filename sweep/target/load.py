@@ -1,7 +1,7 @@
 """Targets: the model a plan trains at full scale (its shape) and the base's own pretraining peak LR.
 
 A target is a preset, a target YAML file, or a Hugging Face model directory whose config.json is read through its
-family (sweep/promote/families/; no weights read, no code run). The presets are the families' own, each in its
+family (sweep/target/families/; no weights read, no code run). The presets are the families' own, each in its
 family's module with its sources; a preset without a published peak LR leaves max_lr unset and a plan asks for
 --max-lr.
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sweep.promote.errors import PromotionError, one_line
-from sweep.promote.families.registry import PRESETS, hf_shape, is_model_dir
-from sweep.promote.families.target import Target
-from sweep.promote.presets import MAX_NAME, check_value, preset_or_file
+from sweep.target.families.registry import PRESETS, hf_shape, is_model_dir
+from sweep.target.presets import MAX_NAME, check_value, preset_or_file
+from sweep.target.target import Target
 
 TARGET_FORMS = (
-    f"a preset ({', '.join(PRESETS)}), a target YAML file (the fields of sweep/promote/families/target.py), or a "
+    f"a preset ({', '.join(PRESETS)}), a target YAML file (the fields of sweep/target/target.py), or a "
     "Hugging Face model directory (its config.json only: no weights read, no code run)"
 )
 """What a target may be, as `sweep promote --help` and the error without one say it."""

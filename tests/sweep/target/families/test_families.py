@@ -17,13 +17,13 @@ from cli import main
 from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.counts import model_flops_per_token
-from sweep.promote.estimate.targets import load_target
-from sweep.promote.families.family import DecoderConfig
-from sweep.promote.families.registry import FAMILIES, PRESETS, hf_shape
 from sweep.scale import active_params, total_params
-from tests.sweep.promote.families.made_up import phi3
-from tests.sweep.promote.families.made_up.toyformer import TOYFORMER_1B
+from sweep.target.families.family import DecoderConfig
+from sweep.target.families.registry import FAMILIES, PRESETS, hf_shape
+from sweep.target.load import load_target
 from tests.sweep.promote.released_configs import CONFIGS
+from tests.sweep.target.families.made_up import phi3
+from tests.sweep.target.families.made_up.toyformer import TOYFORMER_1B
 
 
 PUBLISHED = {
@@ -133,7 +133,7 @@ def test_promote_plans_a_model_directory_and_asks_for_its_max_lr(finished_run, t
 
 PACKAGES = ("cli", "reports", "sweep", "train_entry")
 MADE_UP = Path(__file__).parent / "made_up"
-REGISTRY = Path("sweep/promote/families/registry.py")
+REGISTRY = Path("sweep/target/families/registry.py")
 PLAN_BOTH = """
 import sys
 from pathlib import Path
@@ -154,16 +154,16 @@ PHI3_MINI = {
 
 def with_families(tree: Path, *names: str) -> None:
     """A copy of the project with the made-up family modules `names` added the way a contributor adds one: the
-    module under sweep/promote/families/ and its entry in the registry, nothing else."""
+    module under sweep/target/families/ and its entry in the registry, nothing else."""
     repo = Path(__file__).resolve().parents[4]
     for package in PACKAGES:  # bytecode too: unchanged modules are not compiled again
         shutil.copytree(repo / package, tree / package)
     for name in names:
-        shutil.copy(MADE_UP / f"{name}.py", tree / "sweep/promote/families" / f"{name}.py")
+        shutil.copy(MADE_UP / f"{name}.py", tree / "sweep/target/families" / f"{name}.py")
     registry = (tree / REGISTRY).read_text()
     edits = {
-        "from sweep.promote.families import llama, mistral, moe, qwen\n":
-            f"from sweep.promote.families import {', '.join(sorted(('llama', 'mistral', 'moe', 'qwen', *names)))}\n",
+        "from sweep.target.families import llama, mistral, moe, qwen\n":
+            f"from sweep.target.families import {', '.join(sorted(('llama', 'mistral', 'moe', 'qwen', *names)))}\n",
         "moe.MIXTRAL, moe.QWEN3_MOE)": f"moe.MIXTRAL, moe.QWEN3_MOE, {', '.join(f'{n}.FAMILY' for n in names)})",
     }  # fmt: skip
     for old, new in edits.items():
