@@ -14,6 +14,7 @@ from sweep.promote.errors import PromotionError
 from sweep.run.tracking import TrackingError
 from sweep.run.trial_slots import ClusterTooSmall
 from sweep.study.study import StudyMismatch
+from sweep.target.errors import TargetError
 from train_entry.data.corpus import CorpusError
 from train_entry.downstream.harness import HarnessMissing
 from train_entry.hf_dir import HfDirError
@@ -34,6 +35,7 @@ INPUT_ERRORS = (
     NoBestSummary,
     TrackingError,
     PromotionError,
+    TargetError,
     AddressError,
     StudyMismatch,
     LadderMismatch,

@@ -219,12 +219,12 @@ def _named(kind: str) -> Callable[[str], str]:
     """A preset's name or a path, refused at once when it can be neither (a 100,000-character name was an OSError)."""
 
     def parse(text: str) -> str:
-        from sweep.promote.errors import PromotionError
+        from sweep.target.errors import TargetError
         from sweep.target.presets import check_value
 
         try:
             return check_value(text, kind=kind)
-        except PromotionError as error:
+        except TargetError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse

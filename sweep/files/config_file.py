@@ -140,3 +140,13 @@ def _models_in(annotation: Any) -> list[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     return [model for arg in typing.get_args(annotation) for model in _models_in(arg)]
+
+
+def one_line(error: Exception) -> str:
+    """A check's error in one line: pydantic's multi-line dump becomes the first problem's key path and message."""
+    if not isinstance(error, ValidationError):
+        return str(error)
+    first = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in (error.title, *first["loc"]))
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}{more}"

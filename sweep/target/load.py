@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from sweep.promote.errors import PromotionError, one_line
+from sweep.files.config_file import one_line
+from sweep.target.errors import TargetError
 from sweep.target.families.registry import PRESETS, hf_shape, is_model_dir
 from sweep.target.presets import MAX_NAME, check_value, preset_or_file
 from sweep.target.target import Target
@@ -35,7 +36,7 @@ def load_target(name_or_path: str, *, max_lr: float | None = None, pretrain_toke
         source = f"{Path(name_or_path) / 'config.json'} read as {family.name}"
         target = Target(name=name, model=model, source=source)
     elif Path(name_or_path).is_dir():
-        raise PromotionError(
+        raise TargetError(
             f"target {name_or_path} is a directory without a config.json; a Hugging Face model directory holds one"
         )
     else:
@@ -44,4 +45,4 @@ def load_target(name_or_path: str, *, max_lr: float | None = None, pretrain_toke
     try:
         return target.model_validate({**target.model_dump(), **given}) if given else target
     except ValidationError as error:
-        raise PromotionError(f"target {target.name}: {one_line(error)}") from None
+        raise TargetError(f"target {target.name}: {one_line(error)}") from None

@@ -8,7 +8,7 @@ from typing import Annotated, TypeVar
 from pydantic import BaseModel, Field
 
 from sweep.files.config_file import load_config
-from sweep.promote.errors import PromotionError
+from sweep.target.errors import TargetError
 from train_entry.config import shown
 
 Config = TypeVar("Config", bound=BaseModel)
@@ -27,22 +27,22 @@ def preset_or_file(value: str, presets: dict[str, Config], model: type[Config], 
     path = Path(check_value(value, kind=kind))
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_config(path, model, kind=kind)
-    raise PromotionError(
+    raise TargetError(
         f"unknown {kind} {shown(value)}; presets: {', '.join(presets)}, or a {kind} YAML file (see "
         f"search_spaces/{kind}s/)"
     )
 
 
 def check_value(value: str, *, kind: str) -> str:
-    """`value` when it can name a preset or a path at all; PromotionError (its length, the value shortened) when it is
+    """`value` when it can name a preset or a path at all; TargetError (its length, the value shortened) when it is
     longer than any path, or names one the file system refuses to look at."""
     if len(value) > MAX_VALUE_CHARACTERS:
-        raise PromotionError(
+        raise TargetError(
             f"{kind} {shown(value)} is {len(value):,} characters: not a preset's name nor a path (at most "
             f"{MAX_VALUE_CHARACTERS:,})"
         )
     try:
         Path(value).exists()
     except OSError as error:
-        raise PromotionError(f"{kind} {shown(value)}: cannot look it up ({error.strerror or error})") from None
+        raise TargetError(f"{kind} {shown(value)}: cannot look it up ({error.strerror or error})") from None
     return value

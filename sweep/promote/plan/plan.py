@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sweep.files.compat import PLAN
+from sweep.files.config_file import one_line
 from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import PlanDir, RunDir, Segment
-from sweep.promote.errors import PromotionError, one_line
+from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.promote.estimate.counts import model_flops_per_token

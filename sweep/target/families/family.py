@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sweep.promote.errors import PromotionError
+from sweep.target.errors import TargetError
 from sweep.target.target import Target
 from train_entry.config import shown
 from train_entry.megatron.config import ModelShape
 
 
-class UnmappableConfig(PromotionError):
+class UnmappableConfig(TargetError):
     """A config.json whose architecture the planner cannot represent; the message names the key and why."""
 
 

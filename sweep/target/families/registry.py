@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from sweep.promote.errors import PromotionError
+from sweep.target.errors import TargetError
 from sweep.target.families import llama, mistral, moe, qwen
 from sweep.target.families.family import Family, UnmappableConfig, refuse
 from sweep.target.target import Target
@@ -32,12 +32,12 @@ def is_model_dir(value: str) -> bool:
 
 def hf_shape(directory: Path) -> tuple[ModelShape, Family]:
     """The shape of a Hugging Face model directory's config.json (no weights read, no code run: an auto_map is
-    refused) and the family that read it; PromotionError naming the file and the key it cannot map."""
+    refused) and the family that read it; TargetError naming the file and the key it cannot map."""
     path = Path(directory) / CONFIG_JSON
     try:
         raw = model_config(Path(directory))
     except HfDirError as error:
-        raise PromotionError(str(error)) from None
+        raise TargetError(str(error)) from None
     model_type = raw.get("model_type")
     family = next((family for family in FAMILIES if model_type in family.model_types), None)
     try:
@@ -52,4 +52,4 @@ def hf_shape(directory: Path) -> tuple[ModelShape, Family]:
     except ValidationError as error:
         first = error.errors(include_url=False)[0]
         key = ".".join(str(part) for part in first["loc"]) or error.title
-        raise PromotionError(f"{path}: {key}: {first['msg']}, got {shown(first['input'])}") from None
+        raise TargetError(f"{path}: {key}: {first['msg']}, got {shown(first['input'])}") from None

@@ -4,10 +4,10 @@ fail naming the file, key and value."""
 import pytest
 
 from sweep.files.config_file import SpecError
-from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.scale import total_params
+from sweep.target.errors import TargetError
 from sweep.target.load import PRESETS as TARGETS
 from sweep.target.load import load_target
 from sweep.target.target import Target
@@ -63,10 +63,10 @@ def test_every_shipped_target_and_cluster_yaml_loads(load, presets, path):
 
 def test_unknown_names_list_the_presets():
     with pytest.raises(
-        PromotionError, match="unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"
+        TargetError, match="unknown target 'llama9'; presets: llama3.1-8b, llama3.1-70b, llama3.1-405b"
     ):
         load_target("llama9")
-    with pytest.raises(PromotionError, match="unknown cluster 'dgx'; presets: h100-480"):
+    with pytest.raises(TargetError, match="unknown cluster 'dgx'; presets: h100-480"):
         load_cluster("dgx")
 
 

@@ -376,7 +376,7 @@ def test_megatron_lm_own_parser_accepts_the_arguments(plans, target, tmp_path, m
 def test_a_full_run_check_that_fails_is_one_line_naming_its_key():
     from pydantic import ValidationError
 
-    from sweep.promote.errors import one_line
+    from sweep.files.config_file import one_line
     from train_entry.megatron.config import Data
 
     with pytest.raises(ValidationError) as failed:

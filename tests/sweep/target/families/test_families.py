@@ -15,9 +15,9 @@ import pytest
 
 from cli import main
 from sweep.files.rundir import RunDir
-from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.counts import model_flops_per_token
 from sweep.scale import active_params, total_params
+from sweep.target.errors import TargetError
 from sweep.target.families.family import DecoderConfig
 from sweep.target.families.registry import FAMILIES, PRESETS, hf_shape
 from sweep.target.load import load_target
@@ -92,7 +92,7 @@ def test_an_moe_model_costs_its_active_parameters_and_holds_all_of_them():
 
 
 def test_a_directory_without_a_config_is_no_target(tmp_path):
-    with pytest.raises(PromotionError, match="is a directory without a config.json"):
+    with pytest.raises(TargetError, match="is a directory without a config.json"):
         load_target(str(tmp_path))
 
 
@@ -113,7 +113,7 @@ def test_a_directory_without_a_config_is_no_target(tmp_path):
 )
 def test_a_config_the_planner_cannot_represent_is_refused_naming_the_file_and_key(tmp_path, name, changes, message):
     directory = model_dir(tmp_path, name, **changes)
-    with pytest.raises(PromotionError, match="config.json") as refused:
+    with pytest.raises(TargetError, match="config.json") as refused:
         load_target(str(directory), max_lr=3e-4)
     assert message in str(refused.value)
 
@@ -179,9 +179,9 @@ def test_a_made_up_family_is_its_module_and_a_registry_entry_and_the_planner_pla
     run_dir, phi3_dir = finished_run(), tmp_path / "phi3-mini"
     phi3_dir.mkdir()
     (phi3_dir / "config.json").write_text(json.dumps(PHI3_MINI))
-    with pytest.raises(PromotionError, match="model_type = 'phi3' cannot be planned"):
+    with pytest.raises(TargetError, match="model_type = 'phi3' cannot be planned"):
         load_target(str(phi3_dir), max_lr=3e-4)
-    with pytest.raises(PromotionError, match="unknown target 'toyformer-1b'"):
+    with pytest.raises(TargetError, match="unknown target 'toyformer-1b'"):
         load_target("toyformer-1b")
 
     tree = tmp_path / "tree"

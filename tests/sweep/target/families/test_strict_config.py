@@ -10,8 +10,8 @@ import typing
 import pytest
 
 from cli import main
-from sweep.promote.errors import PromotionError
 from sweep.spec.shapes import HfModelConfig, hf_shape as proxy_shape
+from sweep.target.errors import TargetError
 from sweep.target.families.family import DecoderConfig
 from sweep.target.families.registry import hf_shape
 from tests.hostile import tree
@@ -44,7 +44,7 @@ def test_the_integer_keys_are_the_shape_keys():
 @pytest.mark.parametrize("key", INTEGER_KEYS)
 def test_an_integer_key_of_another_type_is_refused_naming_the_file_and_key(key, value, tmp_path):
     directory = written(tmp_path, {**LLAMA, key: value})
-    with pytest.raises(PromotionError) as raised:
+    with pytest.raises(TargetError) as raised:
         hf_shape(directory)
     message = str(raised.value)
     assert message.startswith(f"{directory / 'config.json'}: ") and key in message and repr(value) in message
@@ -53,13 +53,13 @@ def test_an_integer_key_of_another_type_is_refused_naming_the_file_and_key(key, 
 @pytest.mark.parametrize(("key", "whole"), [("rope_theta", 500000), ("attention_dropout", 0)])
 def test_a_float_key_may_be_an_integer_but_not_a_boolean(key, whole, tmp_path):
     assert hf_shape(written(tmp_path, {**LLAMA, key: whole}))[0] is not None
-    with pytest.raises(PromotionError, match=key):
+    with pytest.raises(TargetError, match=key):
         hf_shape(written(tmp_path, {**LLAMA, key: True}))
 
 
 def test_a_llama3_rope_constant_given_as_a_boolean_is_refused(tmp_path):
     scaling = {**LLAMA["rope_scaling"], "low_freq_factor": True}  # True == 1.0 in Python
-    with pytest.raises(PromotionError, match="rope_scaling"):
+    with pytest.raises(TargetError, match="rope_scaling"):
         hf_shape(written(tmp_path, {**LLAMA, "rope_scaling": scaling}))
 
 
