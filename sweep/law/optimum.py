@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
 from sweep.law.model import Law, LossLaw, Values
-from sweep.law.table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable, lr_area
+from sweep.law.table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio, ratio_of
 
@@ -104,9 +104,6 @@ class TargetScale(StrictConfig):
     def time(self) -> float:
         """lr_mean x tokens / pretrain_tokens: the LR area at lr_fraction 1."""
         return self.lr_mean * self.tokens / self.pretrain_tokens
-
-    def lr_area(self, lr_fraction: np.ndarray | float) -> np.ndarray:
-        return lr_area(np.asarray(lr_fraction, dtype=float), self.lr_mean, self.tokens, self.pretrain_tokens)
 
 
 class Surface(Protocol):
