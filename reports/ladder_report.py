@@ -17,9 +17,10 @@ from reports import ladder_plots
 from reports.report import REPORT_DIR, make_plot, own_report_dir, write_page
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
-from sweep.ladder.rungs import MISMATCH, Ratios, mismatches
+from sweep.ladder.rungs import MISMATCH, mismatches
 from sweep.law.lines import report_lines
 from sweep.law.runs import LawFitReport
+from sweep.target.scale import Ratios
 from sweep.law.validate import (
     FORGETTING_ERROR,
     GAIN_SHORTFALL,

@@ -18,7 +18,7 @@ from sweep.files.storage_url import shown_url
 from sweep.ladder.gpus import rung_gpus
 from sweep.ladder.law_study import study_observations
 from sweep.ladder.record import LadderMismatch, LadderSummary, RungResult, read_ladder, write_ladder
-from sweep.ladder.rungs import LadderTarget, RungSpec, rung_specs
+from sweep.ladder.rungs import RungSpec, rung_specs
 from sweep.ladder.tokenizers import check_one_tokenizer
 from sweep.law.csv import read_runs_csv
 from sweep.law.runs import fit_table
@@ -27,6 +27,7 @@ from sweep.run.driver import SweepOutcome, SweepView, locked
 from sweep.spec.shapes import base_shape
 from sweep.spec.spec import SweepSpec
 from sweep.study.run_study import open_run
+from sweep.target.scale import LadderTarget
 
 
 @dataclass(frozen=True, kw_only=True)

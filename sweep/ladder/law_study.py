@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 
-from sweep.law.table import Observation, lr_mean
+from sweep.law.table import Observation
 from sweep.study.record import Attr, base_losses_of, history_of
 from sweep.study.study import SweepStudy
 from sweep.study.table import point_params
+from sweep.target.schedule import lr_mean
 from train_entry.trial_config import MAX_LOSS, Metrics
 
 

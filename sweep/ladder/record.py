@@ -17,13 +17,14 @@ from sweep.files.compat import LADDER
 from sweep.files.records import read_model, write_model
 from sweep.files.rundir import RunDir
 from sweep.ladder.config import MAX_RUNGS, MIN_RUNGS, RungName
-from sweep.ladder.rungs import LadderTarget, RungDesign
+from sweep.ladder.rungs import RungDesign
 from sweep.law.config import LawSettings
 from sweep.law.optimum import SearchBox
 from sweep.law.runs import LawFitReport
 from sweep.law.table import Observation, ObservationTable
 from sweep.space import Box, SearchSpace
 from sweep.study.config import PickConfig, SearchConfig
+from sweep.target.scale import LadderTarget
 from train_entry.config import StrictConfig
 
 MAX_OBSERVATIONS = 500_000

@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import Field
 
 from sweep.ladder.config import BuiltinRung, HfRung, RungName
-from sweep.law.optimum import TargetScale
 from sweep.spec.rung_trial import RungTrial, rung_trial
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
+from sweep.target.scale import Ratios
 from train_entry.config import StrictConfig
 
 MAX_LR_EXPONENT = 0.125
@@ -32,20 +32,6 @@ tokens, today's builtin:tiny-llama). With pretraining tokens in proportion to N 
 at 2.0 x the `m` base's peak LR."""
 MISMATCH = 2.0
 """A rung's ratio more than this factor from the target's is a warning in the report."""
-
-
-class Ratios(StrictConfig):
-    """The dimensionless ratios that make a rung like the target: the report shows them side by side."""
-
-    pretrain_tokens_per_parameter: float = Field(gt=0.0)
-    tokens_per_parameter: float = Field(gt=0.0)
-    """Continued-pretraining tokens per parameter (a trial's, or the full run's)."""
-    cpt_share: float = Field(gt=0.0)
-    """Continued-pretraining tokens over the base's pretraining tokens."""
-    steps: int = Field(gt=0)
-    """Optimizer steps of the continued pretraining."""
-    warmup_share: float = Field(ge=0.0, le=1.0)
-    """Warmup steps over steps."""
 
 
 class RungDesign(StrictConfig):
@@ -68,29 +54,6 @@ class RungDesign(StrictConfig):
             pretrain_tokens_per_parameter=self.pretrain_tokens / self.parameters,
             tokens_per_parameter=self.trial_tokens / self.parameters,
             cpt_share=self.trial_tokens / self.pretrain_tokens,
-            steps=self.steps,
-            warmup_share=self.warmup_steps / self.steps,
-        )
-
-
-class LadderTarget(StrictConfig):
-    """The target as a ladder is designed for it: the law's target scale and the full run's steps."""
-
-    scale: TargetScale
-    steps: int = Field(gt=0)
-    warmup_steps: int = Field(ge=0)
-
-    @property
-    def cpt_share(self) -> float:
-        return self.scale.tokens / self.scale.pretrain_tokens
-
-    @property
-    def ratios(self) -> Ratios:
-        scale = self.scale
-        return Ratios(
-            pretrain_tokens_per_parameter=scale.pretrain_tokens / scale.parameters,
-            tokens_per_parameter=scale.tokens / scale.parameters,
-            cpt_share=self.cpt_share,
             steps=self.steps,
             warmup_share=self.warmup_steps / self.steps,
         )

@@ -23,7 +23,6 @@ from sweep.law.optimum import (
     Point,
     SearchBox,
     Surface,
-    TargetScale,
     at,
     constrained_optimum,
     evaluate,
@@ -31,6 +30,7 @@ from sweep.law.optimum import (
     promotable_position,
 )
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
 
 STEPS = (0.09, 0.99 / 60)
 """The ensemble's grid: steps of 9 % in lr_fraction and 0.0165 in share, on a lattice fixed whatever the box (only

@@ -14,7 +14,8 @@ import numpy as np
 
 from sweep.law.chance import lattice_points
 from sweep.law.discrepant import Discrepant
-from sweep.law.optimum import SearchBox, TargetScale
+from sweep.law.optimum import SearchBox
+from sweep.target.scale import TargetScale
 
 MATERIAL = 1.0
 """A point beyond the box counts as better only when it gains more than this many sds over the best inside, the sd

@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 from scipy.optimize import brentq, minimize
 
 from sweep.law.model import Law, LossLaw, Values
-from sweep.law.table import MAX_PARAMETERS, MAX_TOKENS, ObservationTable
+from sweep.law.table import ObservationTable
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio, ratio_of
 
@@ -84,26 +84,6 @@ class SearchBox(StrictConfig):
         elif domain_share < share_low - SLACK:
             toward.append(f"more general data (domain share below {share_low:.3g}, mix {_mix(share_low)})")
         return toward
-
-
-class TargetScale(StrictConfig):
-    """Where the optimum is predicted: a model size, its pretraining and continued-pretraining tokens and its LR
-    schedule's mean."""
-
-    name: str = Field(min_length=1, max_length=200)
-    parameters: float = Field(ge=1.0, le=MAX_PARAMETERS)
-    """N, non-embedding, as sweep.scale counts it."""
-    tokens: float = Field(gt=0.0, le=MAX_TOKENS)
-    """D: the run's continued-pretraining tokens."""
-    pretrain_tokens: float = Field(gt=0.0, le=MAX_TOKENS)
-    """The base's own pretraining tokens."""
-    lr_mean: float = Field(gt=0.0, le=1.0)
-    """The mean of the run's LR schedule over the whole run, as a fraction of its peak."""
-
-    @property
-    def time(self) -> float:
-        """lr_mean x tokens / pretrain_tokens: the LR area at lr_fraction 1."""
-        return self.lr_mean * self.tokens / self.pretrain_tokens
 
 
 class Surface(Protocol):

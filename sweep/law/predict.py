@@ -32,12 +32,13 @@ from sweep.law.fit import one_blas_thread
 from sweep.law.forms import FormName
 from sweep.law.lattice import MATERIAL, Lattice
 from sweep.law.model import Law
-from sweep.law.optimum import Point, SearchBox, Surface, TargetScale, at, constrained_optimum, credibility, promotable
+from sweep.law.optimum import Point, SearchBox, Surface, at, constrained_optimum, credibility, promotable
 from sweep.law.prediction import AtEdge, DiscrepancyAt, FormAnswer, Interval, Intervals, Sources, TargetPrediction
 from sweep.law.refusal import refusal
 from sweep.law.select import Laws
 from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
 from train_entry.config import StrictConfig
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from sweep.law.forms import FormName
-from sweep.law.optimum import Point, Refusal, SearchBox, TargetScale
+from sweep.law.optimum import Point, Refusal, SearchBox
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
 from train_entry.config import StrictConfig
 
 SOURCES_SUM = 1e-6

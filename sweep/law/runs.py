@@ -20,13 +20,14 @@ from sweep.law.config import LawSettings
 from sweep.law.csv import read_runs_csv
 from sweep.law.fit import LawFitError
 from sweep.law.model import LossLaw
-from sweep.law.optimum import SearchBox, TargetScale, critical_share
+from sweep.law.optimum import SearchBox, critical_share
 from sweep.law.predict import Progress, predict
 from sweep.law.prediction import TargetPrediction
 from sweep.law.select import Laws, fit_forms
 from sweep.law.table import LawInputError, ObservationTable
 from sweep.law.validate import LeaveOneRungOut, leave_one_rung_out
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
 from train_entry.config import StrictConfig
 
 PUBLISHED_TREND = (

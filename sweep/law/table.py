@@ -18,15 +18,10 @@ from typing import Annotated
 import numpy as np
 from pydantic import Field, model_validator
 
+from sweep.target.scale import MAX_PARAMETERS, MAX_TOKENS, MIN_PARAMETERS
 from train_entry.config import Seed, StrictConfig
-from train_entry.optimizer import OptimizerConfig
 from train_entry.trial_config import MAX_LOSS, domain_gain, forgetting
 
-MIN_PARAMETERS = 1e3
-MAX_PARAMETERS = 1e13
-"""N between a thousand and ten trillion non-embedding parameters: any real model, far from a typo in the exponent."""
-MAX_TOKENS = 1e15
-"""A quadrillion continued-pretraining tokens: a hundred times the largest pretraining runs."""
 MAX_RATIO = 11.0
 """A run's loss within 11 times its base's either way: a relative change of 10, the edge of what the law's fit
 allows (sweep.law.forms). A base loss near zero (1e-30 among 400 rows flipped the answer) is a unit error,
@@ -259,11 +254,3 @@ def lr_area(lr_fraction, lr_mean: float, tokens: float, pretrain_tokens: float):
     tokens, so that a proxy and a target whose continued pretraining is the same share of their pretraining read
     the same S at the same lr_fraction. `lr_fraction` may be an array."""
     return lr_fraction * lr_mean * tokens / pretrain_tokens
-
-
-def lr_mean(schedule: OptimizerConfig, *, steps: int, total_steps: int) -> float:
-    """The mean of `schedule`'s LR over its first `steps` of `total_steps` optimizer steps, as a fraction of the
-    peak: what turns a trial's (or a full run's) peak LR and tokens into its LR area."""
-    if not 0 < steps <= total_steps:
-        raise ValueError(f"need 0 < steps <= total_steps, got {steps=}, {total_steps=}")
-    return float(np.mean([schedule.lr_at(step, peak_lr=1.0, total_steps=total_steps) for step in range(steps)]))

@@ -16,12 +16,13 @@ from pydantic import Field
 
 from sweep.law.config import LawSettings
 from sweep.law.fit import LawFitError
-from sweep.law.optimum import Point, SearchBox, TargetScale, at, constrained_optimum
+from sweep.law.optimum import Point, SearchBox, at, constrained_optimum
 from sweep.law.predict import Progress, predict
 from sweep.law.prediction import TargetPrediction
 from sweep.law.select import fit_forms
 from sweep.law.table import LawInputError, ObservationTable
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
 from train_entry.config import StrictConfig
 
 MIN_RUNGS = 3

@@ -12,17 +12,18 @@ from pydantic import Field
 from sweep.files.records import CorruptFile
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import LadderSummary, read_ladder
-from sweep.ladder.rungs import LadderTarget, mismatches
+from sweep.ladder.rungs import mismatches
 from sweep.law.bootstrap import Refits, bootstrap_refits
-from sweep.law.optimum import TargetScale
 from sweep.law.predict import TrajectoryPoint, predict, trajectory
 from sweep.law.prediction import TargetPrediction
 from sweep.law.select import Laws
-from sweep.law.table import MAX_PARAMETERS, MIN_PARAMETERS, LawInputError, ObservationTable, lr_mean
+from sweep.law.table import LawInputError, ObservationTable
 from sweep.law.validate import FoldErrors
 from sweep.promote.errors import PromotionError
 from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
+from sweep.target.scale import MAX_PARAMETERS, MIN_PARAMETERS, LadderTarget, TargetScale
+from sweep.target.schedule import lr_mean
 from sweep.target.target import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio

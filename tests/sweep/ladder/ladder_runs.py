@@ -15,9 +15,8 @@ from sweep.choice.best import best_summary_with, write_best
 from sweep.choice.observed import select
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
-from sweep.ladder.rungs import LadderTarget, RungSpec
+from sweep.ladder.rungs import RungSpec
 from sweep.law.model import Law
-from sweep.law.table import lr_mean
 from sweep.promote.point.ladder import ladder_target
 from sweep.promote.request.config import PromotionConfig
 from sweep.run.driver import SweepOutcome
@@ -26,6 +25,8 @@ from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
 from sweep.target.load import load_target
+from sweep.target.scale import LadderTarget
+from sweep.target.schedule import lr_mean
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
 from tests.sweep.scripted import figures_of
 from train_entry.trial_config import BaseLosses, Metrics, TrialResult, TrialStatus

@@ -17,7 +17,8 @@ import numpy as np
 from sweep.law.forms import FormName
 from sweep.law.model import FitQuality, Law, Loss, LossLaw, References, Spans
 from sweep.law.optimum import Surface
-from sweep.law.table import Observation, ObservationTable, lr_mean
+from sweep.law.table import Observation, ObservationTable
+from sweep.target.schedule import lr_mean
 from train_entry.optimizer import OptimizerConfig
 
 RUNGS = {"xs": 92_480, "s": 302_496, "m": 738_432, "l": 2_367_360}

@@ -10,9 +10,9 @@ from scripted import BASE, STEPS, scripted
 from sweep.files.compat import TRIAL_BASE
 from sweep.files.records import CorruptFile
 from sweep.ladder.law_study import study_observations
-from sweep.law.table import lr_mean
 from sweep.study.record import Attr
 from sweep.study.trial import record_result, run_study_trial
+from sweep.target.schedule import lr_mean
 from train_entry.trial_config import BaseLosses
 
 STUDY = "study 'test' in sqlite:///optuna.db"

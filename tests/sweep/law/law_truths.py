@@ -20,10 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from sweep.law.config import LawSettings
-from sweep.law.optimum import SearchBox, Surface, TargetScale, constrained_optimum
+from sweep.law.optimum import SearchBox, Surface, constrained_optimum
 from sweep.law.runs import fit_table
-from sweep.law.table import lr_mean
 from sweep.study.config import PickConfig
+from sweep.target.scale import TargetScale
+from sweep.target.schedule import lr_mean
 from tests.sweep.ladder.synthetic import (
     LR_FRACTIONS,
     PRETRAIN_TOKENS_PER_PARAMETER,

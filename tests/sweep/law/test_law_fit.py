@@ -11,8 +11,10 @@ import pytest
 
 from sweep.law.config import LawSettings
 from sweep.law.fit import fit_law
-from sweep.law.optimum import SearchBox, TargetScale, constrained_optimum
-from sweep.law.table import ObservationTable, lr_mean
+from sweep.law.optimum import SearchBox, constrained_optimum
+from sweep.law.table import ObservationTable
+from sweep.target.scale import TargetScale
+from sweep.target.schedule import lr_mean
 from tests.sweep.ladder.synthetic import (
     PRETRAIN_TOKENS_PER_PARAMETER,
     RUNGS,

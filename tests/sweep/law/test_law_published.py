@@ -9,8 +9,9 @@ import pytest
 from sweep.law.config import LawSettings
 from sweep.law.fit import fit_law, fit_loss_law
 from sweep.law.model import Loss
-from sweep.law.optimum import SearchBox, TargetScale, constrained_optimum, critical_share
+from sweep.law.optimum import SearchBox, constrained_optimum, critical_share
 from sweep.law.runs import PUBLISHED_TREND, trend
+from sweep.target.scale import TargetScale
 from tests.sweep.law import published as paper
 
 SETTINGS = LawSettings()

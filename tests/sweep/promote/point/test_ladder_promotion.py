@@ -15,10 +15,10 @@ from sweep.choice.pick import PickSource
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import read_ladder
 from sweep.law.optimum import at
-from sweep.law.table import lr_mean
 from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.plan.summary import summary_markdown
 from sweep.promote.request.config import PromotionConfig
+from sweep.target.schedule import lr_mean
 from tests.sweep.promote.promote_runs import surrogate_pick, write_run
 from train_entry.mix import blend_weights
 from train_entry.optimizer import OptimizerConfig
