@@ -2,8 +2,8 @@
 anything, and its constrained optimum at a target with bootstrap intervals, or what it refuses and why.
 
 The target's N is counted by sweep.scale from its shape; its tokens and LR schedule are the full run's defaults
-(sweep.promote.request.config: 1 T tokens, a 1 % warmup) and the proxy's decay (cosine to a tenth of the peak)
-unless given: --schedule and --min-lr-ratio as a ladder's proxy has them give the target a ladder gives.
+(sweep.target.full_run: 1 T tokens, a 1 % warmup) and the proxy's decay (cosine to a tenth of the peak) unless
+given: --schedule and --min-lr-ratio as a ladder's proxy has them give the target a ladder gives.
 """
 
 from __future__ import annotations
@@ -17,16 +17,12 @@ from typing import get_args
 
 from cli.args import fraction, positive_int_at_most, whole_number_at_most
 from sweep.study.config import PickConfig
-from sweep.target.load import PRESETS
+from sweep.target.families.registry import PRESETS
+from sweep.target.full_run import MOST_TOKENS, PROXY_DECAY
 from train_entry.optimizer import OptimizerConfig
 
 DEFAULT_BUDGET = 0.01
 """The shipped specs' forgetting budget: the reference recipe's ~1 % general regression."""
-MOST_TOKENS = 10**15
-"""sweep.promote.request.config.MOST_TOKENS and the law's own MAX_TOKENS: 30x the most any model is reported trained on."""
-DEFAULT_RECIPE = OptimizerConfig(warmup_steps=0)
-"""The full run's decay and floor when not given: the proxy's defaults (cosine to a tenth of the peak), as the
-shipped specs' proxy has them; the warmup is the promotion's own."""
 SCHEDULES = get_args(OptimizerConfig.model_fields["schedule"].annotation)
 MOST_REFITS = 10_000
 """ladder.law.refits' bound (sweep.law.config.LawSettings): 200 take about a minute on one core, so this is
@@ -104,16 +100,16 @@ def _add_target_arguments(fit: argparse.ArgumentParser) -> None:
     fit.add_argument(
         "--schedule",
         choices=SCHEDULES,
-        default=DEFAULT_RECIPE.schedule,
+        default=PROXY_DECAY.schedule,
         help="the full run's decay after its warmup, as a plan gives it: the proxy's (a ladder's proxy.schedule; "
-        f"default {DEFAULT_RECIPE.schedule})",
+        f"default {PROXY_DECAY.schedule})",
     )
     fit.add_argument(
         "--min-lr-ratio",
         type=floor,
-        default=DEFAULT_RECIPE.min_lr_ratio,
+        default=PROXY_DECAY.min_lr_ratio,
         help=f"the floor it decays to, a fraction of the peak (a ladder's proxy.min_lr_ratio; default "
-        f"{DEFAULT_RECIPE.min_lr_ratio:g})",
+        f"{PROXY_DECAY.min_lr_ratio:g})",
     )
     fit.add_argument(
         "--lr-mean",
@@ -145,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
             tokens=args.tokens,
             lr_mean=args.lr_mean,
             pretrain_tokens=args.pretrain_tokens,
-            recipe=DEFAULT_RECIPE.model_copy(update={"schedule": args.schedule, "min_lr_ratio": args.min_lr_ratio}),
+            recipe=PROXY_DECAY.model_copy(update={"schedule": args.schedule, "min_lr_ratio": args.min_lr_ratio}),
         ),
         budget=args.budget,
         settings=LawSettings(refits=args.refits),
@@ -198,16 +194,14 @@ def target_scale(
     tokens: int | None,
     lr_mean: float | None,
     pretrain_tokens: int | None = None,
-    recipe: OptimizerConfig = DEFAULT_RECIPE,
+    recipe: OptimizerConfig = PROXY_DECAY,
 ):
     """The target's N (sweep.scale) and pretraining tokens, the full run's tokens and its schedule's mean LR, made as
-    a ladder and its plan make them (sweep.promote.point.ladder.ladder_target): the promotion's warmup, then
-    `recipe`'s decay and floor (a ladder's proxy's)."""
-    from sweep.promote.point.ladder import ladder_target
-    from sweep.promote.request.config import PromotionConfig
+    a ladder and its plan make them (sweep.target.full_run.full_run_target): the full run's warmup, then `recipe`'s
+    decay and floor (a ladder's proxy's)."""
+    from sweep.target.full_run import FullRun, full_run_target
     from sweep.target.load import load_target
 
-    config = PromotionConfig() if tokens is None else PromotionConfig(tokens=tokens)
-    target = load_target(name, pretrain_tokens=pretrain_tokens)
-    scale = ladder_target(target, config, recipe).scale
+    run = FullRun() if tokens is None else FullRun(tokens=tokens)
+    scale = full_run_target(load_target(name, pretrain_tokens=pretrain_tokens), run, recipe).scale
     return scale if lr_mean is None else scale.model_copy(update={"lr_mean": lr_mean})

@@ -231,15 +231,13 @@ def _named(kind: str) -> Callable[[str], str]:
 
 
 def _tokens(text: str) -> int:
-    from sweep.promote.request.config import (
-        MOST_TOKENS,  # here: it loads the promotion's models, which `sweep --help` skips
-    )
+    from sweep.target.full_run import MOST_TOKENS  # here: it loads the target's models, which `sweep --help` skips
 
     return positive_int_at_most(MOST_TOKENS)(text)
 
 
 def _batch_tokens(text: str) -> int:
-    from sweep.promote.request.config import MOST_BATCH_TOKENS
+    from sweep.target.full_run import MOST_BATCH_TOKENS
 
     return positive_int_at_most(MOST_BATCH_TOKENS)(text)
 
@@ -256,7 +254,7 @@ def _data_prefix(text: str):
     try:
         return side, DataPrefix(prefix=prefix, tokens=float(tokens) if at else None)
     except ValueError:
-        from sweep.promote.request.config import MOST_TOKENS
+        from sweep.target.full_run import MOST_TOKENS
 
         raise argparse.ArgumentTypeError(
             f"TOKENS must be a positive number of at most {MOST_TOKENS:.0e}, got {shown(text)}"

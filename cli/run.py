@@ -115,17 +115,13 @@ def _run_ladder(args, spec, run_dir, *, ray_connection, view, console) -> int:
     from reports.report import write_run_report
     from sweep.files.config_file import SpecError
     from sweep.ladder.driver import run_ladder
-    from sweep.promote.errors import PromotionError
-    from sweep.promote.point.ladder import ladder_target
-    from sweep.promote.request.config import PromotionConfig
+    from sweep.ladder.rungs import ladder_target
     from sweep.run.driver import run_sweep
     from sweep.target.errors import TargetError
-    from sweep.target.load import load_target
 
     try:  # before any compute: the rungs are matched to the target's pretraining tokens
-        full_run = PromotionConfig(tokens=spec.ladder.full_run_tokens)
-        target = ladder_target(load_target(spec.ladder.target), full_run, spec.proxy)
-    except (PromotionError, TargetError) as exc:
+        target = ladder_target(spec)
+    except TargetError as exc:
         raise SpecError(f"{args.spec}: ladder.target: {exc}") from None
 
     def run_rung(rung, run, start):

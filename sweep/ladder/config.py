@@ -23,6 +23,7 @@ from sweep.law.table import LawInputError
 from sweep.scale import non_embedding_params
 from sweep.spec.shapes import HfModelConfig, builtin_shape
 from sweep.spec.trial_memory import MAX_WORKERS
+from sweep.target.full_run import MOST_TOKENS, TOKENS
 from train_entry.config import StrictConfig, shown
 
 MIN_RUNGS = 4
@@ -134,7 +135,7 @@ class LadderConfig(StrictConfig):
     """The promotion target (a preset name, or a target YAML file relative to the spec's folder): its pretraining
     tokens set the rungs' share, and the law's optimum is predicted at its N. `sweep promote` predicts at its own
     --target from the same law."""
-    full_run_tokens: int = Field(10**12, gt=0, le=10**15)
+    full_run_tokens: int = Field(TOKENS, gt=0, le=MOST_TOKENS)
     """The full run's continued-pretraining tokens (default the reference recipe's 1 T): over the target's
     pretraining tokens, the share of its own pretraining every rung's trials continue-pretrain on."""
     runs: Path | None = None

@@ -21,7 +21,9 @@ from pydantic import Field
 from sweep.ladder.config import BuiltinRung, HfRung, RungName
 from sweep.spec.rung_trial import RungTrial, rung_trial
 from sweep.spec.spec import BUILTIN_BASE, SweepSpec
-from sweep.target.scale import Ratios
+from sweep.target.full_run import FullRun, full_run_target
+from sweep.target.load import load_target
+from sweep.target.scale import LadderTarget, Ratios
 from train_entry.config import StrictConfig
 
 MAX_LR_EXPONENT = 0.125
@@ -57,6 +59,13 @@ class RungDesign(StrictConfig):
             steps=self.steps,
             warmup_share=self.warmup_steps / self.steps,
         )
+
+
+def ladder_target(spec: SweepSpec) -> LadderTarget:
+    """The target a ladder's rungs are matched to and its law predicts at: ladder.target after ladder.full_run_tokens
+    of the full run, whose schedule decays as the spec's proxy does (sweep.target.full_run, as a promotion of the
+    ladder makes it); TargetError when the target cannot be read or has no pretraining tokens."""
+    return full_run_target(load_target(spec.ladder.target), FullRun(tokens=spec.ladder.full_run_tokens), spec.proxy)
 
 
 def mismatches(rungs: Sequence[RungDesign], target: Ratios) -> list[str]:

@@ -32,6 +32,7 @@ from sweep.promote.plan.validation import ValidationSet, validation_sets
 from sweep.promote.point.point import PromotedPoint, read_promoted
 from sweep.promote.request.config import DataPrefix, PromotionConfig
 from sweep.run.tracking import WandbConfig
+from sweep.target.full_run import full_run_schedule
 from sweep.target.load import load_target
 from sweep.target.target import Target
 from train_entry.config import StrictConfig, shown
@@ -164,7 +165,7 @@ def make_plan(
     }
     search = search_layouts(target.model, cluster, **layout_query)
     chosen = search.ranked[0]
-    train_iters = config.train_iters()
+    train_iters = config.full_run.steps()
     config = with_sweep_prefixes(config, RunDir(run_dir))  # the sweep's own Megatron prefixes, where it had them
     validation, missing = validation_sets(config.data.valid, trial.non_english_share, placeholder_root=PLACEHOLDER_ROOT)
     run, placeholders = _full_run(promoted, trial, target, cluster, chosen, train_iters, config, validation)
@@ -219,6 +220,8 @@ def _full_run(
     """The run at the promoted point's LR and blend on the chosen layout, and the inputs it holds placeholders for;
     PromotionError when it fails the full-run config's or megatron-core's checks."""
     lr = _significant(peak_lr(promoted.lr_fraction, max_lr=target.max_lr))
+    # The proxy's schedule, scaled: the same decay shape and floor the sweep measured, after the run's own warmup.
+    schedule = full_run_schedule(config.full_run.warmup_steps(train_iters), trial.proxy)
     blend, placeholders = _blend(promoted.mix, trial.non_english_share, config)
     checkpoint, checkpoint_placeholders = _checkpoint(config, chosen.step.total_s)
     tokenizer = config.data.tokenizer or f"{PLACEHOLDER_ROOT}/tokenizer"
@@ -229,11 +232,10 @@ def _full_run(
             parallelism=chosen.parallelism,
             optimization=Optimization(
                 lr=lr,
-                # The proxy's schedule, scaled: the same decay shape and floor the sweep measured.
-                min_lr=_significant(lr * trial.proxy.min_lr_ratio),
-                warmup_iters=config.warmup_iters(train_iters),
+                min_lr=_significant(lr * schedule.min_lr_ratio),
+                warmup_iters=schedule.warmup_steps,
                 train_iters=train_iters,
-                decay_style=trial.proxy.schedule,
+                decay_style=schedule.schedule,
             ),
             data=Data(
                 blend=blend,

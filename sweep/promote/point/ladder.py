@@ -20,11 +20,9 @@ from sweep.law.select import Laws
 from sweep.law.table import LawInputError, ObservationTable
 from sweep.law.validate import FoldErrors
 from sweep.promote.errors import PromotionError
-from sweep.promote.request.config import PromotionConfig
-from sweep.scale import non_embedding_params
-from sweep.target.scale import MAX_PARAMETERS, MIN_PARAMETERS, LadderTarget, TargetScale
+from sweep.target.full_run import full_run_schedule
+from sweep.target.scale import LadderTarget, TargetScale
 from sweep.target.schedule import lr_mean
-from sweep.target.target import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import MixRatio
 from train_entry.optimizer import OptimizerConfig
@@ -50,40 +48,6 @@ class LawPoint(StrictConfig):
 TRAJECTORY_POINTS = 40
 """Token counts the law's forgetting is predicted at along the run, evenly spaced in steps: about one per evaluation
 of a plan that evaluates with each of its ~40 checkpoints, so the watch interpolates little between them."""
-
-
-def ladder_target(target: Target, config: PromotionConfig, recipe: OptimizerConfig) -> LadderTarget:
-    """The full run as the law sees it: N counted as the rungs' is, the base's pretraining tokens, the run's tokens,
-    and the mean of the LR schedule the plan gives it (the proxy's decay shape and floor after the promotion's
-    warmup, as sweep.promote.plan.plan schedules it)."""
-    if target.pretrain_tokens is None:
-        raise PromotionError(
-            f"target {target.name} has no pretrain_tokens, which a ladder's law counts the run's tokens in "
-            f"({target.source or 'not given'}): give them with --pretrain-tokens (or pretrain_tokens: in a target "
-            "YAML, or in sweep promote's --config)"
-        )
-    steps = config.train_iters()
-    warmup = config.warmup_iters(steps)
-    schedule = _schedule(warmup, recipe)
-    parameters = non_embedding_params(target.model)
-    if not MIN_PARAMETERS <= parameters <= MAX_PARAMETERS:
-        raise PromotionError(
-            f"target {target.name}: {parameters:.4g} non-embedding parameters, outside the {MIN_PARAMETERS:g} to "
-            f"{MAX_PARAMETERS:g} a ladder's law predicts at ({target.source or 'its model shape'})"
-        )
-    scale = TargetScale(
-        name=target.name,
-        parameters=parameters,
-        pretrain_tokens=target.pretrain_tokens,
-        tokens=config.tokens,
-        lr_mean=lr_mean(schedule, steps=steps, total_steps=steps),
-    )
-    return LadderTarget(scale=scale, steps=steps, warmup_steps=warmup)
-
-
-def _schedule(warmup: int, recipe: OptimizerConfig) -> OptimizerConfig:
-    """The full run's LR schedule as the plan gives it: the proxy's decay shape and floor after the run's warmup."""
-    return OptimizerConfig(warmup_steps=warmup, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
 
 
 def finished_ladder(run: RunDir) -> tuple[LadderSummary, RunDir]:
@@ -158,7 +122,7 @@ def _along_the_run(
     tokens so far and the mean of its schedule's LR so far, ending at the full run (`at` itself)."""
     optimum = prediction.optimum
     point = (optimum.lr_fraction, MixRatio.parse(optimum.mix).domain_share)  # the promoted point, as the plan has it
-    schedule = _schedule(at.warmup_steps, recipe)
+    schedule = full_run_schedule(at.warmup_steps, recipe)
     steps = sorted({max(1, round(at.steps * i / TRAJECTORY_POINTS)) for i in range(1, TRAJECTORY_POINTS)})
     targets = [
         at.scale.model_copy(

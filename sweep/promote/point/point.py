@@ -20,10 +20,11 @@ from sweep.files.records import CorruptFile, read_model
 from sweep.files.rundir import RunDir
 from sweep.law.prediction import TargetPrediction
 from sweep.promote.errors import PromotionError
-from sweep.promote.point.ladder import LawPoint, finished_ladder, ladder_target, law_point
+from sweep.promote.point.ladder import LawPoint, finished_ladder, law_point
 from sweep.promote.point.provenance import check_against_study
 from sweep.promote.point.trial_check import check_trial_config
 from sweep.promote.request.config import PromotionConfig
+from sweep.target.full_run import full_run_target
 from sweep.target.target import Target
 from train_entry.config import StrictConfig
 from train_entry.mix import Mix, MixRatio
@@ -105,7 +106,7 @@ def _ladder_point(
         return picked.model_copy(update={"reason": reason}), trial
     if target is None:
         raise PromotionError("a ladder's law is predicted at the target's size: name a --target (or --observed)")
-    point = law_point(summary, ladder_target(target, config, trial.proxy), run, trial.proxy)
+    point = law_point(summary, full_run_target(target, config.full_run, trial.proxy), run, trial.proxy)
     prediction = point.prediction
     found, intervals = prediction.optimum, prediction.intervals
     promoted = PromotedPoint(

@@ -4,7 +4,6 @@ command-line flags override it."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Annotated
 
@@ -14,18 +13,18 @@ from sweep.promote.errors import PromotionError
 from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.layout import LayoutRequest
+from sweep.target.full_run import (
+    MOST_BATCH_TOKENS,
+    MOST_TOKENS,
+    REFERENCE_BATCH_TOKENS,
+    TOKENS,
+    WARMUP_FRACTION,
+    FullRun,
+)
 from sweep.target.load import TARGET_FORMS
 from sweep.target.presets import check_value
 from train_entry.config import StrictConfig
 from train_entry.megatron.config import check_split
-
-REFERENCE_SEQUENCES = 1440
-REFERENCE_SEQ_LENGTH = 8192
-MOST_TOKENS = 10**15
-"""The most tokens a full run may be planned for: 30x the most any model is reported trained on (Qwen3's 36 T,
-arXiv:2505.09388, section 3.1), so a typo such as 1e30 is refused instead of planned as 3.4e18 days."""
-MOST_BATCH_TOKENS = 1 << 30
-"""The most tokens per step: 90x the reference recipe's 11.8 M."""
 
 
 class DataPrefix(StrictConfig):
@@ -89,12 +88,12 @@ class PromotionConfig(StrictConfig):
     transformer_engine: bool | None = None
     """Whether the cluster's image has Transformer Engine, overriding the cluster's own transformer_engine;
     None keeps the cluster's."""
-    tokens: int = Field(10**12, gt=0, le=MOST_TOKENS)
+    tokens: int = Field(TOKENS, gt=0, le=MOST_TOKENS)
     """Training tokens of the full run (the reference recipe: 1 T)."""
-    global_batch_tokens: int = Field(REFERENCE_SEQUENCES * REFERENCE_SEQ_LENGTH, gt=0, le=MOST_BATCH_TOKENS)
+    global_batch_tokens: int = Field(REFERENCE_BATCH_TOKENS, gt=0, le=MOST_BATCH_TOKENS)
     """Tokens per optimizer step (the reference recipe: 1440 sequences x 8192 = 11.8 M); a multiple
     of the target's sequence length."""
-    warmup_fraction: float = Field(0.01, ge=0.0, lt=1.0)
+    warmup_fraction: float = Field(WARMUP_FRACTION, ge=0.0, lt=1.0)
     """Share of the iterations spent warming the LR up from 0: re-warming a converged base needs a
     few hundred steps at this batch (~850 of ~85 000 here) before the peak is safe."""
     data: PromotionData = PromotionData()
@@ -108,22 +107,12 @@ class PromotionConfig(StrictConfig):
             raise PromotionError(f"no target: --target is required (or target: in the --config file): {TARGET_FORMS}")
         return self.target
 
-    def train_iters(self) -> int:
-        """Optimizer steps: the tokens over the global batch, rounded up; PromotionError when they are too few for
-        any LR warmup (at --tokens 1 the plan was one iteration, starting at the peak LR, without a word)."""
-        iterations = math.ceil(self.tokens / self.global_batch_tokens)
-        if self.warmup_fraction > 0 and self.warmup_iters(iterations) == 0:
-            fewest = math.floor(0.5 / self.warmup_fraction) + 1  # the fewest whose warmup rounds to one iteration
-            raise PromotionError(
-                f"tokens = {self.tokens:,} (--tokens) is {iterations:,} iteration(s) of {self.global_batch_tokens:,} "
-                f"tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
-                f"them: re-warming the base's LR needs at least {fewest:,} iterations, "
-                f"{fewest * self.global_batch_tokens:,} tokens"
-            )
-        return iterations
-
-    def warmup_iters(self, train_iters: int) -> int:
-        return round(train_iters * self.warmup_fraction)
+    @property
+    def full_run(self) -> FullRun:
+        """The full run's length and warmup as the request sets them."""
+        return FullRun(
+            tokens=self.tokens, global_batch_tokens=self.global_batch_tokens, warmup_fraction=self.warmup_fraction
+        )
 
     @field_validator("target", "cluster")
     @classmethod

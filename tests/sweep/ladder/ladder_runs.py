@@ -15,17 +15,13 @@ from sweep.choice.best import best_summary_with, write_best
 from sweep.choice.observed import select
 from sweep.files.rundir import RunDir, RunRecord
 from sweep.ladder.driver import LadderOutcome, RungStart, run_ladder
-from sweep.ladder.rungs import RungSpec
+from sweep.ladder.rungs import RungSpec, ladder_target
 from sweep.law.model import Law
-from sweep.promote.point.ladder import ladder_target
-from sweep.promote.request.config import PromotionConfig
 from sweep.run.driver import SweepOutcome
-from sweep.spec.spec import SweepSpec, load_spec
+from sweep.spec.spec import load_spec
 from sweep.study.study import open_study
 from sweep.study.table import trial_rows
 from sweep.study.trial import run_study_trial
-from sweep.target.load import load_target
-from sweep.target.scale import LadderTarget
 from sweep.target.schedule import lr_mean
 from tests.sweep.ladder.synthetic import BASE_DOMAIN, BASE_GENERAL, TRUTH
 from tests.sweep.scripted import figures_of
@@ -61,11 +57,6 @@ def write_ladder_spec(write_tiny_spec, name: str, **ladder) -> Path:
         search={"sampler": "grid", "num_trials": 9, "replicates": {"top": 0}, "pruner": {"type": "none"},
                 "forgetting_guard": None},
     )  # fmt: skip
-
-
-def seventy_b(spec: SweepSpec) -> LadderTarget:
-    """Llama 3.1 70B as `sweep run` matches a ladder to it: 1 T tokens after its 15 T."""
-    return ladder_target(load_target("llama3.1-70b"), PromotionConfig(tokens=spec.ladder.full_run_tokens), spec.proxy)
 
 
 class LawRungs:
@@ -147,7 +138,7 @@ def scripted_ladder(
     """runs/ladder/ under `root`, run with scripted rungs and matched to Llama 3.1 70B."""
     spec = load_spec(spec_path)
     run = RunDir(root / "runs" / "ladder")
-    return run_ladder(spec, run, seventy_b(spec), fresh=fresh, view=view or Quiet(), run_rung=rungs or LawRungs())
+    return run_ladder(spec, run, ladder_target(spec), fresh=fresh, view=view or Quiet(), run_rung=rungs or LawRungs())
 
 
 def stopped_then_finished(spec_path: Path, root: Path) -> Path:

@@ -12,16 +12,15 @@ import pytest
 from cli import main
 from cli.law import target_scale
 from sweep.files.compat import FORMAT_KEY, LAW_FIT
+from sweep.ladder.rungs import ladder_target
 from sweep.law.config import LawSettings
 from sweep.law.lines import carried_lines, discrepancy_lines
 from sweep.law.runs import LawFitReport, fit_runs
-from sweep.promote.point.ladder import ladder_target
-from sweep.promote.request.config import PromotionConfig
 from sweep.scale import non_embedding_params
 from sweep.spec.spec import load_spec
 from sweep.study.config import PickConfig
 from sweep.target.families.llama import LLAMA_3_1_70B
-from sweep.target.load import load_target
+from sweep.target.full_run import TOKENS
 from tests.conftest import REPO
 from tests.hostile import tree
 from tests.sweep.ladder.synthetic import as_csv, draw
@@ -37,20 +36,20 @@ def test_the_example_is_the_documented_synthetic_draw():
 def test_the_target_is_counted_as_promotion_counts_it():
     scale = target_scale("llama3.1-70b", tokens=None, lr_mean=None)
     assert scale.parameters == non_embedding_params(LLAMA_3_1_70B)
-    assert scale.tokens == PromotionConfig().tokens
+    assert scale.tokens == TOKENS
     assert 0.54 < scale.lr_mean < 0.56  # 1 % warmup, then cosine to a tenth: about (1 + 0.1) / 2
     assert target_scale("llama3.1-70b", tokens=10**9, lr_mean=0.3).lr_mean == 0.3
 
 
 def test_law_fit_gives_the_target_a_ladder_gives_whose_proxy_decays_as_its_flags_say(capsys):
-    """A ladder's target (cli.run, and its plan: sweep.promote.point.ladder.ladder_target with the spec's proxy) and
-    sweep law fit's are one recipe: the promotion's warmup, then the proxy's decay and floor. A proxy decaying
+    """A ladder's target (cli.run, and its plan: sweep.target.full_run.full_run_target with the spec's proxy) and
+    sweep law fit's are one recipe: the full run's warmup, then the proxy's decay and floor. A proxy decaying
     linearly to nothing gives the full run a mean LR of about a half, where law fit's defaults (cosine to a tenth)
     give 0.55: the flags bring law fit to the ladder's."""
     spec = load_spec(REPO / "search_spaces" / "lr_mix_ladder.yaml")
     proxy = spec.proxy.model_copy(update={"schedule": "linear", "min_lr_ratio": 0.0})
-    config = PromotionConfig(tokens=spec.ladder.full_run_tokens)
-    ladder = ladder_target(load_target(spec.ladder.target), config, proxy).scale
+    linear = spec.model_copy(update={"proxy": proxy})
+    ladder = ladder_target(linear).scale
     flags = ["--schedule", "linear", "--min-lr-ratio", "0"]
     fitted = target_scale(
         spec.ladder.target, tokens=spec.ladder.full_run_tokens, lr_mean=None,
@@ -58,7 +57,7 @@ def test_law_fit_gives_the_target_a_ladder_gives_whose_proxy_decays_as_its_flags
     )  # fmt: skip
     assert fitted == ladder and 0.49 < ladder.lr_mean < 0.51
     default = target_scale(spec.ladder.target, tokens=spec.ladder.full_run_tokens, lr_mean=None)
-    assert default == ladder_target(load_target(spec.ladder.target), config, spec.proxy).scale != ladder
+    assert default == ladder_target(spec).scale != ladder
     args = ["law", "fit", str(EXAMPLE), "--target", spec.ladder.target, "--refits", "0", *flags]
     assert main(args) == 0
     assert f"mean LR {ladder.lr_mean:.3g} of the peak" in capsys.readouterr().out
