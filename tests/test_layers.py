@@ -272,3 +272,74 @@ def test_an_upward_import_among_promote_rooms_is_found(tmp_path):
     assert upward_imports_among(tmp_path, "sweep.promote", PROMOTE_LAYERS) == [
         "sweep.promote.estimate.memory -> sweep.promote.plan.plan:Plan"
     ]
+
+
+# ------------------------------------------------------------------------------------- the target's one home
+
+TARGET = "sweep.target"
+TARGET_USERS = ("sweep.law", "sweep.ladder", "cli")
+"""The law, the ladder and the CLI reach the target (its model, presets, scale and full-run schedule) only through
+sweep.target, never through promotion (issue 53: they had assembled it from three promote modules, twice)."""
+WITHOUT_PROMOTION = ("sweep.law", "sweep.ladder", "cli.law", "cli.run")
+"""The law, the ladder and their verbs (`sweep law fit`, `sweep run` of a ladder) import nothing of sweep.promote."""
+
+
+def module_path(root: Path, module: str) -> Path:
+    """The file of a module, or its package's __init__.py."""
+    path = root.joinpath(*module.split(".")).with_suffix(".py")
+    return path if path.is_file() else root.joinpath(*module.split("."), "__init__.py")
+
+
+def target_names_in(root: Path, module: str) -> set[str]:
+    """The names `module` binds by importing them from sweep.target (what it would re-export)."""
+    path = module_path(root, module)
+    if not path.is_file():
+        return set()
+    return {
+        alias.asname or alias.name
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(TARGET)
+        for alias in node.names
+    }
+
+
+def target_reached_through_promote(root: Path) -> list[str]:
+    """ "importer -> module:name" for every import by the law, the ladder or the CLI of a target name from a
+    sweep.promote module that imported it from sweep.target, and for every import of sweep.promote by the law, the
+    ladder and their verbs; imports inside functions and type-only imports count."""
+    found = set()
+    for package in TARGET_USERS:
+        for path in sorted(root.joinpath(*package.split(".")).rglob("*.py")):
+            importer = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            alone = any(importer == name or importer.startswith(f"{name}.") for name in WITHOUT_PROMOTION)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                module = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+                if not module.startswith("sweep.promote"):
+                    continue
+                passed_on = target_names_in(root, module)
+                found |= {f"{importer} -> {module}:{a.name}" for a in node.names if alone or a.name in passed_on}
+    return sorted(found)
+
+
+def test_the_law_the_ladder_and_the_cli_reach_the_target_only_through_its_package():
+    assert target_reached_through_promote(REPO) == []
+
+
+def test_a_target_reached_through_promote_is_found(tmp_path):
+    """The check itself: promote's verb importing the target's loader as promotion's config passes it on is caught,
+    and so is the ladder's verb importing promotion's config at all; promote's verb importing its config is not."""
+    for folder in ("sweep/target", "sweep/promote/request", "cli"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "sweep" / "target" / "load.py").write_text("def load_target(name):\n    pass\n")
+    (tmp_path / "sweep" / "promote" / "request" / "config.py").write_text(
+        "from sweep.target.load import load_target\n\nclass PromotionConfig:\n    pass\n"
+    )
+    (tmp_path / "cli" / "promote.py").write_text(
+        "from sweep.promote.request.config import PromotionConfig\n\n"
+        "def run():\n    from sweep.promote.request.config import load_target\n"
+    )
+    (tmp_path / "cli" / "run.py").write_text("from sweep.promote.request.config import PromotionConfig\n")
+    assert target_reached_through_promote(tmp_path) == [
+        "cli.promote -> sweep.promote.request.config:load_target",
+        "cli.run -> sweep.promote.request.config:PromotionConfig",
+    ]

@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from cli import main
+from cli.law import target_scale
 from sweep.choice.pick import PickSource
 from sweep.files.rundir import RunDir
 from sweep.ladder.record import read_ladder
 from sweep.law.optimum import at
 from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.plan.summary import summary_markdown
+from sweep.promote.point.point import read_promoted
 from sweep.promote.request.config import PromotionConfig
 from sweep.target.schedule import lr_mean
 from tests.sweep.promote.promote_runs import surrogate_pick, write_run
@@ -73,6 +75,23 @@ def test_the_plan_takes_the_laws_optimum_with_every_figure_at_the_promoted_point
     assert "proxy base the largest rung's base " in flat
     assert "- warning: predicted 5.0 orders of magnitude beyond the largest rung" in text
     assert "- warning: matched only in part: pretrain_tokens_per_parameter" in text
+
+
+def test_the_plan_predicts_at_the_target_its_ladder_was_matched_to_and_writes_the_schedule_the_law_read(ladder):
+    """sweep promote of a ladder, the ladder itself (ladder.json's at_target, as `sweep run` matched it) and sweep law
+    fit with the proxy's schedule as its flags give one target; the plan's Megatron schedule is the one whose mean LR
+    the law read there."""
+    plan = make_plan(ladder, TARGET)
+    matched = read_ladder(RunDir(ladder)).at_target
+    _, trial = read_promoted(RunDir(ladder).rung("m").path, unconfirmed=True)
+    fitted = target_scale("llama3.1-70b", tokens=TARGET.tokens, lr_mean=None, recipe=trial.proxy)
+    assert plan.sweep.promoted.ladder.target == matched.scale == fitted
+    opt = plan.run.optimization
+    assert (opt.train_iters, opt.warmup_iters) == (matched.steps, matched.warmup_steps)
+    floor = opt.min_lr / opt.lr
+    assert (opt.decay_style, floor) == (trial.proxy.schedule, pytest.approx(trial.proxy.min_lr_ratio))
+    written = OptimizerConfig(warmup_steps=opt.warmup_iters, schedule=opt.decay_style, min_lr_ratio=floor)
+    assert lr_mean(written, steps=opt.train_iters, total_steps=opt.train_iters) == pytest.approx(fitted.lr_mean)
 
 
 def test_the_predicted_trajectory_is_the_law_at_each_token_count_along_the_run(ladder):
