@@ -20,8 +20,8 @@ from sweep.scale import non_embedding_params
 from sweep.spec.shapes import builtin_shape
 from sweep.target.load import PRESETS
 from tests.sweep.promote.promote_runs import MAX_LR, surrogate_pick, write_run
-from tests.sweep.promote.released_configs import CONFIGS
 from tests.sweep.scripted import spec_with
+from tests.sweep.target.families.released_configs import CONFIGS
 
 TARGET = PromotionConfig(target="llama3.1-70b")
 TARGET_N = non_embedding_params(PRESETS["llama3.1-70b"].model)

@@ -27,7 +27,7 @@ from sweep.promote.request.config import PromotionConfig
 from sweep.target.load import PRESETS
 from tests.sweep.promote.plan import megatron_lm
 from tests.sweep.promote.promote_runs import write_run
-from tests.sweep.promote.released_configs import CONFIGS, TOKENIZER_LENGTHS
+from tests.sweep.target.families.released_configs import CONFIGS, TOKENIZER_LENGTHS
 
 MAX_LR = 3e-4
 """A max_lr for the targets whose makers publish none: it changes no shape."""

@@ -21,9 +21,9 @@ from sweep.target.errors import TargetError
 from sweep.target.families.family import DecoderConfig
 from sweep.target.families.registry import FAMILIES, PRESETS, hf_shape
 from sweep.target.load import load_target
-from tests.sweep.promote.released_configs import CONFIGS
 from tests.sweep.target.families.made_up import phi3
 from tests.sweep.target.families.made_up.toyformer import TOYFORMER_1B
+from tests.sweep.target.families.released_configs import CONFIGS
 
 
 PUBLISHED = {

@@ -1,7 +1,7 @@
-"""Released base models as the promotion tests read them: each config.json's shape keys (the others, token ids and
-dtypes, change no shape) and the length of the tokenizer released with it, len(tokenizer), which is what Megatron-LM
-pads its vocabulary from. A module of its own (not conftest) so that tests import it by a name no other test folder
-uses."""
+"""Released base models as the families' and promotion's tests read them: each config.json's shape keys (the others,
+token ids and dtypes, change no shape) and the length of the tokenizer released with it, len(tokenizer), which is
+what Megatron-LM pads its vocabulary from. A module of its own (not conftest) so that tests import it by a name no
+other test folder uses."""
 
 from __future__ import annotations
 

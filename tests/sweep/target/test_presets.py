@@ -1,5 +1,5 @@
-"""Targets and clusters: the presets carry the published numbers; every shipped YAML loads; bad files
-fail naming the file, key and value."""
+"""Targets and clusters, named the one way sweep.target.presets reads (a preset or a YAML file): the presets carry the
+published numbers; every shipped YAML loads; bad files fail naming the file, key and value."""
 
 import pytest
 
