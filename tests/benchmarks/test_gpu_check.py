@@ -65,8 +65,8 @@ def test_the_wheel_list_holds_every_package_the_gpu_tests_import_and_what_those_
         if "mark.gpu" in path.read_text()
     )
     assert "tests.train_entry.megatron.test_optimizer_resume_gpu" in gpu_tests
-    conftests = ["tests.conftest", "tests.train_entry.megatron.conftest", "tests.sweep.promote.conftest"]
-    paths = [str(REPO), str(BENCHMARKS), str(REPO / "tests/sweep/promote")]
+    conftests = ["tests.conftest", "tests.train_entry.megatron.conftest", "tests.sweep.conftest"]
+    paths = [str(REPO), str(BENCHMARKS), str(REPO / "tests/sweep"), str(REPO / "tests/sweep/promote")]
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     output = subprocess.run(
         [sys.executable, "-c", IMPORTED, *conftests, *gpu_tests, *GPU_PATHS],

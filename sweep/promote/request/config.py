@@ -75,8 +75,8 @@ class PromotionCheckpoint(StrictConfig):
 
 class PromotionConfig(StrictConfig):
     target: str | None = None
-    """A preset's name (one of sweep.target.families.registry.PRESETS, listed by `sweep promote plan --help`), a Hugging Face
-    model directory (its config.json), or a target YAML file; required."""
+    """A preset's name (one of sweep.target.families.registry.PRESETS, listed by `sweep promote plan --help`), a
+    Hugging Face model directory (its config.json), or a target YAML file; required."""
     max_lr: float | None = Field(None, gt=0.0, le=1.0)
     """The base's own pretraining peak LR, in place of the target's: needed where the target has none (a Hugging
     Face directory, or a preset whose makers do not publish it)."""
