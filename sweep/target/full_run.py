@@ -69,7 +69,7 @@ def full_run_schedule(warmup_steps: int, recipe: OptimizerConfig) -> OptimizerCo
     return OptimizerConfig(warmup_steps=warmup_steps, schedule=recipe.schedule, min_lr_ratio=recipe.min_lr_ratio)
 
 
-def full_run_target(target: Target, run: FullRun, recipe: OptimizerConfig = PROXY_DECAY) -> LadderTarget:
+def full_run_target(target: Target, run: FullRun, recipe: OptimizerConfig) -> LadderTarget:
     """The target as the law sees the full run: N counted as the rungs' is, the base's pretraining tokens, the run's
     tokens and the mean of its schedule's LR (full_run_schedule); TargetError when the target has no pretraining
     tokens or an N the law cannot predict at."""
