@@ -28,9 +28,6 @@ Refits = tuple[list[tuple[FormName, Law]], int]
 """Bootstrap refits, each with its form, and how many failed to fit."""
 CHUNK = 10
 """Refits a worker fits per task: the tables a task carries are pickled once, and progress is said between tasks."""
-PARALLEL_WORK = 400_000
-"""Rows times refits from which the refits go to worker processes: spawning two and importing the law takes a few
-seconds, which 432 rows' 200 refits (about 0.05 s each) do not repay and 6,432 rows' (about 0.25 s each) do."""
 
 
 @dataclass(frozen=True)
@@ -52,7 +49,7 @@ def bootstrap_refits(
     rungs is in its refits."""
     draws = _draws(table, laws, settings)
     chunks = [draws[start : start + CHUNK] for start in range(0, len(draws), CHUNK)]
-    workers = settings.workers if len(table) * settings.refits >= PARALLEL_WORK else 1
+    workers = settings.processes(len(table))
     fitted = Parallel(n_jobs=min(workers, max(1, len(chunks))), return_as="generator")(
         delayed(_fit_chunk)(chunk, settings) for chunk in chunks
     )

@@ -21,9 +21,14 @@ curvature the rungs show, counted for the share 1 - w of the answer whose N-depe
 form's weight, whose refits draw their bend themselves). The sd alone would leave out where the curve says the
 levels are going: rungs that level off put the curve's mean a decade or two out well above the power forms' line,
 by more than its sd (tests/sweep/law/law_truths.py's bending size: 0.95 against an sd of 0.74 in log forgetting). What
-the levels' own estimation error makes of the curve (a departure within BEYOND of the sds that error gives it, an
-amplitude within that error's 90 % bound) is not counted: law_truths' replay-area has flat domain_gain levels, off a
-line by their noise alone, whose curve put 0.085 of departure on the gain two decades out, 0.106 carried. All are
+the levels' own estimation error makes of the curve is taken out in variance, as the noise is from `within`: the
+square of the departure less that of BEYOND of the sds that error gives it, the amplitude's square less that of its
+90 % bound (a between-study variance's moment estimate, DerSimonian and Laird, "Meta-analysis in clinical trials",
+Controlled Clinical Trials 7(3), 1986, at the noise's upper bound). law_truths' replay-area has flat domain_gain
+levels, off a line by their noise alone, whose curve put 0.085 of departure on the gain two decades out, 0.106
+carried before any discount, none with it; a real bend keeps nearly all of itself (taking BEYOND sds off the
+departure instead, not their square, kept 1.06 of bending size's 1.20 and let 3 of its 9 draws promote past the
+budget, BENCHMARKS.md's appendix). All are
 read off the fitted forms and the rows, so a law that holds the rungs to their noise and a power of N carries
 none, and one that misses them carries what it misses, growing as far as the held-out rungs and the levels say.
 """
@@ -48,8 +53,8 @@ differ by less than their noise tells apart."""
 MIN_SIZES = 3
 """Model sizes needed to measure how the error grows: a rung held out leaves two others to extrapolate from."""
 BEYOND = float(norm.ppf(BOUND))
-"""A curve's departure from the power forms' line counts as bend only beyond this many of the sds the levels' own
-estimation error gives it (1.28: the noise's upper bound's confidence, one-sided)."""
+"""The levels' own estimation error is taken out of a curve's departure from the power forms' line at this many of
+the sds it gives it (1.28: the noise's upper bound's confidence, one-sided)."""
 STEP = 0.5
 """Decades between the nearest rung and a rung suggested toward the target: the ladders' own spacing."""
 
@@ -101,7 +106,7 @@ class LossDiscrepancy(StrictConfig):
         spread = float(sd[1])
         if self.level_errors is not None:
             change, noisy = self.curve.noise(start, here, self.level_errors, BOUND)
-            departure = max(0.0, abs(departure) - BEYOND * change)
+            departure = math.sqrt(max(0.0, departure**2 - (BEYOND * change) ** 2))
             spread = math.sqrt(max(0.0, spread**2 - noisy**2))
         return math.sqrt(self.power_share) * math.hypot(departure, spread)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from joblib import Parallel, delayed
 from pydantic import Field
 from scipy.optimize import nnls
 
@@ -115,20 +116,22 @@ def _fit_forms(
     table: ObservationTable, settings: LawSettings, forms: Sequence[FormName], progress: Progress | None
 ) -> Laws:
     noise = replicate_noise(table, settings.huber_scale)
+    folds = _folds(table, settings.seed)
+    workers = min(settings.processes(len(table)), len(forms))
+    if progress is not None:
+        progress(f"fitting {len(forms)} forms, each cross-validated over {len(folds)} folds of rungs and trials")
+    jobs = Parallel(n_jobs=workers, return_as="generator")(
+        delayed(_fit_and_validate)(table, settings, form, folds) for form in forms
+    )
     laws: dict[FormName, Law] = {}
-    for form in forms:
-        try:
-            laws[form] = fit_law(table, settings, form=form)
-        except LawFitError:
-            continue
+    predictions = {}
+    for form, done in zip(forms, jobs):
+        if done is not None:
+            laws[form], predictions[form] = done
+        if progress is not None:
+            progress(f"form {form}: {'fitted and cross-validated' if done is not None else 'no finite cost'}")
     if not laws:
         raise LawFitError(f"no form of the law reached a finite cost ({', '.join(forms)})")
-    folds = _folds(table, settings.seed)
-    predictions = {}
-    for form, law in laws.items():
-        if progress is not None:
-            progress(f"form {form}: fitted; cross-validating over {len(folds)} folds of rungs and trials")
-        predictions[form] = _out_of_fold(table, law, settings, folds)
     weights = _stack(table, noise, predictions)
     fits = [
         FormFit(
@@ -207,6 +210,19 @@ def _folds(table: ObservationTable, seed: int) -> list[_Fold]:
             fold_of[trials[trial]] = position % TRIAL_FOLDS
     folds += [_Fold("trial", fold_of == k) for k in range(TRIAL_FOLDS) if np.any(fold_of == k)]
     return [fold for fold in folds if 0 < np.sum(fold.held_out) < len(table)]
+
+
+def _fit_and_validate(
+    table: ObservationTable, settings: LawSettings, form: FormName, folds: list[_Fold]
+) -> tuple[Law, dict[str, np.ndarray]] | None:
+    """One form's fit and its out-of-fold predictions (None: no start reached a finite cost), on one BLAS thread in
+    whichever process fits it: the forms are independent, so a large table's go to the workers the refits use."""
+    with one_blas_thread():
+        try:
+            law = fit_law(table, settings, form=form)
+        except LawFitError:
+            return None
+        return law, _out_of_fold(table, law, settings, folds)
 
 
 def _out_of_fold(table: ObservationTable, law: Law, settings: LawSettings, folds: list[_Fold]) -> dict[str, np.ndarray]:

@@ -1,5 +1,6 @@
 """benchmarks/decision_quality.py's calibration table on scripted (P, re-run within budget) pairs: a bin is judged
-only with enough pairs, and one whose observed frequency is more than 0.1 from its mean P is a miss."""
+only with enough pairs, and one whose observed frequency is more than 0.1 from its mean P is a miss; its references
+for regret on scripted measures."""
 
 from __future__ import annotations
 
@@ -8,7 +9,17 @@ from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
-from decision_quality import FRESH_SEEDS, GRID_SEEDS, SWEEP_PROXY_STRIDE, calibration_table, variants
+from decision_quality import (
+    FRESH_SEEDS,
+    GRID_SEEDS,
+    SWEEP_PROXY_STRIDE,
+    Measured,
+    Point,
+    best_certifiable,
+    best_feasible,
+    calibration_table,
+    variants,
+)
 
 
 def test_calibration_bins_judge_the_observed_frequency_against_the_mean_probability():
@@ -30,3 +41,23 @@ def test_the_default_variants_vary_the_proxy_seed_too_and_the_fresh_seeds_are_no
     # A sweep trains at its proxy seed and a few after it (replicates, confirmation): never a fresh one.
     assert all(abs(fresh - seed) > 100 for fresh in FRESH_SEEDS for seed in proxy_seeds)
     assert set(GRID_SEEDS) <= set(FRESH_SEEDS)
+
+
+def _measured(gain: float, forgetting: float, error: float) -> Measured:
+    return Measured(gain, forgetting, 0.01, error, 0.0, 0.0)
+
+
+def test_the_certifiable_best_keeps_the_margin_a_chance_constrained_rule_needs():
+    """e-commerce's fresh grid (2026-11-28): its best feasible point forgets 0.0100 ± 0.0011 against a budget of
+    0.01, which no rule held to P >= 0.9 may call within it; the certifiable best is the next point whose forgetting
+    clears the budget by 1.28 of its text errors."""
+    measured = {
+        Point(0.2, "4:1"): _measured(0.2446, 0.0100, 0.0011),
+        Point(0.1465, "4:1"): _measured(0.2261, 0.0070, 0.0009),
+        Point(0.08, "2:1"): _measured(0.2212, 0.0076, 0.0008),
+        Point(0.12, "2:1"): _measured(0.2481, 0.0103, 0.0010),
+    }
+    assert best_feasible(measured, 0.01)[0] == Point(0.2, "4:1")
+    assert best_certifiable(measured, 0.01, 0.9)[0] == Point(0.1465, "4:1")  # 0.0070 + 1.28 x 0.0009 = 0.0082
+    assert best_certifiable(measured, 0.01, 0.5)[0] == Point(0.2, "4:1")  # at P 0.5 the measure itself decides
+    assert best_certifiable(measured, 0.005, 0.9) is None
