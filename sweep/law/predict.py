@@ -34,7 +34,7 @@ from sweep.law.lattice import MATERIAL, Lattice
 from sweep.law.model import Law
 from sweep.law.optimum import Point, SearchBox, Surface, at, constrained_optimum, credibility, promotable
 from sweep.law.prediction import AtEdge, DiscrepancyAt, FormAnswer, Interval, Intervals, Sources, TargetPrediction
-from sweep.law.refusal import refusal
+from sweep.law.refusal import Least, refusal
 from sweep.law.select import Laws
 from sweep.law.table import ObservationTable
 from sweep.study.config import PickConfig
@@ -116,8 +116,17 @@ def _predict(
         refusal=None,
     )
     reach = lattice.reach if lattice else _nowhere
-    why = refusal(prediction, laws, mean_optimum.least_forgetting, [v.toward for v in beyond], settings, reach)
+    least = Least(target=mean_optimum.least_forgetting, rungs=_least_at_rungs(mean, laws, target, box, budget))
+    why = refusal(prediction, laws, least, [v.toward for v in beyond], settings, reach)
     return prediction.model_copy(update={"refusal": why})
+
+
+def _least_at_rungs(mean: Surface, laws: Laws, target: TargetScale, box: SearchBox, budget: float) -> float:
+    """The least forgetting the law predicts near the box at the rungs' size nearest the target, with the target's
+    tokens and schedule: where it keeps the budget and the target's does not, the law's N-dependence alone refuses."""
+    nearest = 10.0 ** min(laws.discrepancy.sizes, key=lambda size: abs(size - math.log10(target.parameters)))
+    at_rungs = target.model_copy(update={"parameters": nearest})
+    return constrained_optimum(mean, at_rungs, box, budget).least_forgetting
 
 
 def _at_edge(

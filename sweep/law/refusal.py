@@ -2,13 +2,15 @@
 misses its rungs by more than its discrepancy term carries, the rungs are too few or too close in N to say how the
 law or its error moves to the target (and which rung would), nothing measures P, the truth may lie outside the
 searched box, or no point keeps the budget with the rule's probability (because of the form's error, and then which
-rung nearer the target would let one, or even without it).
+rung nearer the target would let one, or even without it; or not even the law's own forgetting, and then whether
+the rungs' size keeps it, which says the law's N-dependence refuses and a rung toward the target would test it).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sweep.law.config import LawSettings
 from sweep.law.discrepancy import MIN_SIZES, MIN_SPAN, STEP, Discrepancy
@@ -17,6 +19,15 @@ from sweep.law.optimum import Point, Refusal
 from sweep.law.prediction import TargetPrediction
 from sweep.law.select import Laws
 
+@dataclass(frozen=True)
+class Least:
+    """The least forgetting the law predicts near the searched box: at the target, and at the rungs' size nearest it
+    with the target's tokens and schedule."""
+
+    target: float
+    rungs: float
+
+
 Reach = Callable[[float], float]
 """The largest P inside the searched box at a given relative sd of forgetting's discrepancy (sweep.law.lattice)."""
 
@@ -24,7 +35,7 @@ Reach = Callable[[float], float]
 def refusal(
     prediction: TargetPrediction,
     laws: Laws,
-    least: float,
+    least: Least,
     beyond: list[list[str]],
     settings: LawSettings,
     reach: Reach,
@@ -61,7 +72,7 @@ def refusal(
             f"{_where(point)}, lies outside the searched box",
         )
     if prediction.optimum is None:
-        return Refusal(kind="no_credible_prediction", message=_below_threshold(prediction, least))
+        return _below_threshold(prediction, laws.discrepancy, least)
     return _astray(prediction, beyond, settings)
 
 
@@ -99,9 +110,9 @@ def _rungs(prediction: TargetPrediction, discrepancy: Discrepancy) -> Refusal | 
 
 def _form_error(prediction: TargetPrediction, discrepancy: Discrepancy, reach: Reach) -> Refusal:
     """form_error: the refits alone reach the rule's P inside the searched box but not once the form's error is
-    carried; and the rung nearest the rungs (in steps of STEP decades toward the target) whose smaller error would let a point reach it, if the law
-    missed it as it misses the held-out rungs and the levels bent no further than the curve carries them (its term
-    shortened in proportion to the distance left), or that none would."""
+    carried; and the rung nearest the rungs (in steps of STEP decades toward the target) whose smaller error would
+    let a point reach it, if the law missed it as it misses the held-out rungs and the levels bent no further than the
+    curve carries them (its term shortened in proportion to the distance left), or that none would."""
     name, pick, carried = prediction.target.name, prediction.pick, prediction.discrepancy
     forgetting, parameters = discrepancy.forgetting, prediction.target.parameters
     best = prediction.inside_probability or 0.0
@@ -139,21 +150,46 @@ def _form_error(prediction: TargetPrediction, discrepancy: Discrepancy, reach: R
     )
 
 
-def _below_threshold(prediction: TargetPrediction, least: float) -> str:
+def _below_threshold(prediction: TargetPrediction, discrepancy: Discrepancy, least: Least) -> Refusal:
     name, pick, budget = prediction.target.name, prediction.pick, prediction.forgetting_budget
     mean = prediction.mean_optimum
     if mean is None:
-        return (
-            f"no credible prediction at {name}: no lr_fraction and mix near the searched box keep forgetting within "
-            f"the budget {budget:.4g}; the least the law predicts is {least:.4g}"
-        )
+        return _over_budget(prediction, discrepancy, least)
     best = prediction.best_probability or 0.0
     at_mean = "unknown" if prediction.mean_within_budget is None else f"{prediction.mean_within_budget:.2f}"
-    return (
-        f"no credible prediction at {name}: no point keeps forgetting within the budget {budget:.4g} with "
+    return Refusal(
+        kind="no_credible_prediction",
+        message=f"no credible prediction at {name}: no point keeps forgetting within the budget {budget:.4g} with "
         f"P >= {pick.min_probability:g} (objective.pick.min_probability), even without the form's error; the most "
         f"any point reaches is {best:.2f}, and the mean-constrained optimum (lr_fraction {mean.lr_fraction:.3g}, "
-        f"mix {mean.mix}) has P {at_mean}"
+        f"mix {mean.mix}) has P {at_mean}",
+    )
+
+
+def _over_budget(prediction: TargetPrediction, discrepancy: Discrepancy, least: Least) -> Refusal:
+    """No point near the box keeps the law's own forgetting within the budget at the target; what would help: where
+    the rungs' size keeps it and the target's does not, the law's N-dependence refuses, and a rung nearer the target
+    would say whether it holds; where neither does, no rung would, only a looser budget."""
+    name, budget, parameters = prediction.target.name, prediction.forgetting_budget, prediction.target.parameters
+    said = (
+        f"no credible prediction at {name}: no lr_fraction and mix near the searched box keep forgetting within the "
+        f"budget {budget:.4g}; the least the law predicts is {least.target:.4g}"
+    )
+    nearest = discrepancy.toward(parameters, 0.0)
+    if least.rungs <= budget and discrepancy.distance(parameters) > 0.0:
+        at = discrepancy.toward(parameters, STEP)
+        return Refusal(
+            kind="no_credible_prediction",
+            message=f"{said}, where at the rungs' nearest size (N = {nearest:.3g}), with {name}'s tokens, it is "
+            f"{least.rungs:.4g}, within it: the law's forgetting grows with N toward {name}, against the published "
+            f"trend that larger models forget less (arXiv:2502.06042); a rung at N = {at:.3g} ({STEP:g} decades "
+            f"beyond the nearest, toward {name}) would say whether it does",
+            add_rung_at=at,
+        )
+    return Refusal(
+        kind="no_credible_prediction",
+        message=f"{said}, and {least.rungs:.4g} at the rungs' nearest size (N = {nearest:.3g}) with {name}'s tokens: "
+        f"no rung would help, only a budget above that (objective.forgetting_budget)",
     )
 
 

@@ -10,6 +10,7 @@ nothing meets and no refits say why, with the figures."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -19,7 +20,7 @@ from sweep.law.config import LawSettings
 from sweep.law.discrepancy import MIN_SPAN, STEP
 from sweep.law.lines import prediction_lines
 from sweep.law.noise import MISFIT
-from sweep.law.optimum import SearchBox, at
+from sweep.law.optimum import SearchBox, at, constrained_optimum
 from sweep.law.predict import discrepancy_at, predict, with_discrepancy
 from sweep.law.select import fit_forms
 from sweep.law.table import ObservationTable
@@ -112,9 +113,39 @@ def test_a_budget_nothing_meets_is_no_credible_prediction():
     prediction = predict(table, fit_forms(table, SETTINGS), scale(7.4e6), SearchBox.covering(table), 0.0, SETTINGS,
                          PICK)  # fmt: skip
     assert prediction.refusal.kind == "no_credible_prediction"
-    assert "keep forgetting within the budget 0; the least the law predicts is" in prediction.refusal.message
-    least = float(prediction.refusal.message.rsplit(" ", 1)[1])
-    assert least > 0 and math.isfinite(least)
+    found = re.search(
+        r"keep forgetting within the budget 0; the least the law predicts is (\S+), and (\S+) at the rungs' nearest "
+        r"size \(N = 2\.37e\+06\) with 7\.4e\+06's tokens: no rung would help, only a budget above that",
+        prediction.refusal.message,
+    )
+    assert found, prediction.refusal.message
+    least, at_rungs = float(found[1]), float(found[2])
+    assert least > 0 and math.isfinite(least) and at_rungs > 0
+    assert prediction.refusal.add_rung_at is None
+
+
+def test_forgetting_that_grows_with_n_past_the_budget_names_the_rung_that_would_say_whether_it_does():
+    """A law whose forgetting grows with N (size exponent -0.3, against the published trend): a budget its least
+    forgetting keeps at the largest rung's size but not at the target's is refused for the N-dependence, with the
+    rung half a decade toward the target."""
+    growing = {"size_exponent": -0.3, "offset": 0.003}
+    general = TRUTH.general.model_copy(update={"values": TRUTH.general.values | growing})
+    table = draw(TRUTH.model_copy(update={"general": general}))
+    laws = fit_forms(table, SETTINGS)
+    box, target = SearchBox.covering(table), scale(7.4e7)
+    mean = laws.stacked()
+    at_rung = constrained_optimum(mean, target.model_copy(update={"parameters": RUNGS["l"]}), box, 1.0)
+    at_target = constrained_optimum(mean, target, box, 1.0)
+    assert at_target.least_forgetting > 1.5 * at_rung.least_forgetting
+    budget = math.sqrt(at_rung.least_forgetting * at_target.least_forgetting)
+    prediction = predict(table, laws, target, box, budget, SETTINGS, PICK)
+    assert prediction.refusal.kind == "no_credible_prediction"
+    message = prediction.refusal.message
+    least = at_target.least_forgetting
+    assert f"the least the law predicts is {least:.4g}, where at the rungs' nearest size" in message
+    assert f"it is {at_rung.least_forgetting:.4g}, within it: the law's forgetting grows with N" in message
+    assert prediction.refusal.add_rung_at == pytest.approx(RUNGS["l"] * 10**STEP)
+    assert f"a rung at N = {RUNGS['l'] * 10**STEP:.3g}" in message
 
 
 def _broken(share_exponent: float, offset: float = TRUTH.general.values["offset"]) -> ObservationTable:
