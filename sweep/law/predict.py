@@ -116,17 +116,14 @@ def _predict(
         refusal=None,
     )
     reach = lattice.reach if lattice else _nowhere
-    least = Least(target=mean_optimum.least_forgetting, rungs=_least_at_rungs(mean, laws, target, box, budget))
+
+    def least_at(parameters: float) -> float:
+        at_size = target.model_copy(update={"parameters": parameters})
+        return constrained_optimum(mean, at_size, box, budget).least_forgetting
+
+    least = Least(target=mean_optimum.least_forgetting, at=least_at)
     why = refusal(prediction, laws, least, [v.toward for v in beyond], settings, reach)
     return prediction.model_copy(update={"refusal": why})
-
-
-def _least_at_rungs(mean: Surface, laws: Laws, target: TargetScale, box: SearchBox, budget: float) -> float:
-    """The least forgetting the law predicts near the box at the rungs' size nearest the target, with the target's
-    tokens and schedule: where it keeps the budget and the target's does not, the law's N-dependence alone refuses."""
-    nearest = 10.0 ** min(laws.discrepancy.sizes, key=lambda size: abs(size - math.log10(target.parameters)))
-    at_rungs = target.model_copy(update={"parameters": nearest})
-    return constrained_optimum(mean, at_rungs, box, budget).least_forgetting
 
 
 def _at_edge(

@@ -21,11 +21,11 @@ from sweep.law.select import Laws
 
 @dataclass(frozen=True)
 class Least:
-    """The least forgetting the law predicts near the searched box: at the target, and at the rungs' size nearest it
-    with the target's tokens and schedule."""
+    """The least forgetting the law predicts near the searched box: at the target, and (asked only when a refusal
+    needs it) at another N with the target's tokens and schedule."""
 
     target: float
-    rungs: float
+    at: Callable[[float], float]
 
 
 Reach = Callable[[float], float]
@@ -176,19 +176,20 @@ def _over_budget(prediction: TargetPrediction, discrepancy: Discrepancy, least: 
         f"budget {budget:.4g}; the least the law predicts is {least.target:.4g}"
     )
     nearest = discrepancy.toward(parameters, 0.0)
-    if least.rungs <= budget and discrepancy.distance(parameters) > 0.0:
+    at_rungs = least.at(nearest)
+    if at_rungs <= budget and discrepancy.distance(parameters) > 0.0:
         at = discrepancy.toward(parameters, STEP)
         return Refusal(
             kind="no_credible_prediction",
             message=f"{said}, where at the rungs' nearest size (N = {nearest:.3g}), with {name}'s tokens, it is "
-            f"{least.rungs:.4g}, within it: the law's forgetting grows with N toward {name}, against the published "
+            f"{at_rungs:.4g}, within it: the law's forgetting grows with N toward {name}, against the published "
             f"trend that larger models forget less (arXiv:2502.06042); a rung at N = {at:.3g} ({STEP:g} decades "
             f"beyond the nearest, toward {name}) would say whether it does",
             add_rung_at=at,
         )
     return Refusal(
         kind="no_credible_prediction",
-        message=f"{said}, and {least.rungs:.4g} at the rungs' nearest size (N = {nearest:.3g}) with {name}'s tokens: "
+        message=f"{said}, and {at_rungs:.4g} at the rungs' nearest size (N = {nearest:.3g}) with {name}'s tokens: "
         f"no rung would help, only a budget above that (objective.forgetting_budget)",
     )
 
