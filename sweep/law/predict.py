@@ -12,6 +12,7 @@ intervals'.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -116,14 +117,15 @@ def _predict(
         refusal=None,
     )
     reach = lattice.reach if lattice else _nowhere
-
-    def least_at(parameters: float) -> float:
-        at_size = target.model_copy(update={"parameters": parameters})
-        return constrained_optimum(mean, at_size, box, budget).least_forgetting
-
-    least = Least(target=mean_optimum.least_forgetting, at=least_at)
+    at_size = functools.partial(_least_near_box, mean, target, box, budget)
+    least = Least(target=mean_optimum.least_forgetting, at=at_size)
     why = refusal(prediction, laws, least, [v.toward for v in beyond], settings, reach)
     return prediction.model_copy(update={"refusal": why})
+
+
+def _least_near_box(mean: Surface, target: TargetScale, box: SearchBox, budget: float, parameters: float) -> float:
+    """The least forgetting the law predicts near the box at `parameters`, with the target's tokens and schedule."""
+    return constrained_optimum(mean, target.model_copy(update={"parameters": parameters}), box, budget).least_forgetting
 
 
 def _at_edge(
