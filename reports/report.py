@@ -31,6 +31,7 @@ from sweep.choice.points import point_summaries
 from sweep.choice.verdict import numbers, spread
 from sweep.files.outputs import check_own_folder
 from sweep.files.records import write_whole
+from sweep.files.rundir import RunDir
 from sweep.study.row import TrialRow
 from train_entry.optimizer import peak_lr
 
@@ -200,7 +201,10 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
                 lambda: plots.curves_figure(snapshot),
             )
         )
-    # Imported here: the watch record's types are the job's (train_entry's torch), which `sweep status` must not load.
+    if not RunDir(snapshot.run_dir).plans():
+        return plot_list  # nothing promoted, nothing watched
+    # Imported here, and only for a promoted run: the watch record's types are the job's, which reach megatron-core
+    # through the plan (~4 s of CPU), and neither `sweep status` nor a sweep's own report may pay for them.
     from sweep.promote.launch.watch_report import latest_record
 
     watched = latest_record(snapshot.run_dir)

@@ -40,11 +40,12 @@ def test_a_trial_process_loads_none_of_the_rules_that_choose_the_point():
 
 
 @pytest.mark.slow
-def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_trial_stack(tiny_sweep):
+def test_a_sweep_whose_data_and_base_are_cached_runs_its_driver_without_the_trial_stack(tiny_sweep, tmp_path):
     """`sweep run` hands each trial to a Ray worker: its own process, once the tokenizer, the corpora's samples, the
     base and its losses are cached (every sweep of a spec but the first), loads neither torch, transformers nor
     megatron-core (~5 s of CPU at every start), nor do the loggers Ray Tune adds to the driver's callbacks (its
-    TensorBoard logger imports torch). That private function of Ray Tune is what Tuner.fit calls."""
+    TensorBoard logger imports torch; that private function of Ray Tune is what Tuner.fit calls), nor does the
+    report it writes at the end of a run nothing was promoted from (a watched job's record reaches megatron-core)."""
     probe = (
         "import sys\nfrom pathlib import Path\n"
         "import cli.run, sweep.ladder.driver, sweep.run.driver, sweep.run.trainable\n"
@@ -52,6 +53,8 @@ def test_a_sweep_whose_data_and_base_are_cached_starts_its_driver_without_the_tr
         f"prepare(load_spec(Path({str(tiny_sweep.spec)!r})))\n"
         "from ray.tune.utils.callback import _create_default_callbacks\n"
         "sweep.run.driver.quiet_tune()\n_create_default_callbacks([])\n"
+        "from reports.report import write_run_report\n"
+        f"write_run_report(Path({str(tiny_sweep.run_dir)!r}), Path({str(tmp_path / 'report')!r}))\n"
         f"print(sorted({{name.split('.')[0] for name in sys.modules}} & {set(TRAINING_STACK) - {'ray'}!r}))"
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=False)
