@@ -246,7 +246,9 @@ def test_a_sweep_stopped_after_each_of_its_first_trials_resumes_to_every_trial_o
             earlier.datetime_complete,
             earlier.params,
         )
-    assert all(after[t.number].params == t.params for t in interrupted)  # re-run at its own point
+    # Re-run at its own point: the params chosen before the kill kept (a driver frozen between its two suggestions,
+    # likelier on a loaded machine, left the mix to choose on the rerun).
+    assert all(after[t.number].params.items() >= t.params.items() for t in interrupted), (interrupted, after)
     runs = [(t.params["lr_fraction"], t.params["mix"], t.user_attrs.get("seed", 0)) for t in after.values()]
     assert len(set(runs)) == len(runs), runs
     table = pd.read_parquet(run_dir / "trials.parquet").set_index("number")
