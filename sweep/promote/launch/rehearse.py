@@ -59,10 +59,16 @@ class RehearsalConfig:
     micro_batch_size: int = 2
     max_failures: int = 2
     min_step_seconds: float = 0.5
-    """Toy steps take milliseconds; at 0.5 s a checkpoint interval lasts 5 s, well over the ~2 s the
-    controller takes to record a checkpoint, so the drill's kill lands inside the next interval."""
+    """With the fault drill: toy steps take milliseconds; at 0.5 s a checkpoint interval lasts 5 s, well over the
+    ~2 s the controller takes to record a checkpoint, so the drill's kill lands inside the next interval. Without it
+    nothing waits on a step, and steps run at their own pace."""
     fault_drill: bool = True
     """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
+
+    @property
+    def step_floor_s(self) -> float:
+        """The floor on each step's wall time: min_step_seconds for the fault drill, else none."""
+        return self.min_step_seconds if self.fault_drill else 0.0
     timeout_s: float = 900.0
     """The whole job, cluster start excluded; a busy 2-core machine needs ~2 minutes."""
     eval_sequences: int = 16
@@ -142,7 +148,7 @@ def toy_trainer(
         micro_batch_size=config.micro_batch_size,
         peak_lr=trial.peak_lr,
         seed=trial.proxy.seed,
-        min_step_seconds=config.min_step_seconds,
+        min_step_seconds=config.step_floor_s,
         valid={side: getattr(trial.valid, side) for side in sides or []},
         eval_sequences=min(config.eval_sequences, trial.proxy.eval_sequences),
     )

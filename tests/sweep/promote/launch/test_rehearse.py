@@ -118,6 +118,8 @@ def test_a_forced_overshoot_trips_the_watch_alerts_in_wandb_and_stops_the_job_cl
     assert "Ray's status message holds the reason" in out
 
     [rehearsal] = (next((rehearsal_run / "promotion").iterdir()) / "rehearsal").iterdir()
+    [job_json] = rehearsal.glob("jobs/*/job.json")
+    assert json.loads(job_json.read_text())["trainer"]["min_step_seconds"] == 0.0  # no fault drill: nothing waits
     [run] = offline_runs(rehearsal / "ray_results")
     assert (run.group, run.job_type, run.config["sweep"]["name"]) == ("lr_mix", "full-run", "lr_mix")
     assert [row["_step"] for row in run.history] == [10, 20]
