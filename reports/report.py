@@ -201,16 +201,19 @@ def _run_plots(snapshot: RunSnapshot) -> list[Plot]:
                 lambda: plots.curves_figure(snapshot),
             )
         )
+    return plot_list + _watched_plots(snapshot)
+
+
+def _watched_plots(snapshot: RunSnapshot) -> list[Plot]:
+    """The latest watched job's evaluations against the prediction; none before anything was promoted and watched."""
     if not RunDir(snapshot.run_dir).plans():
-        return plot_list  # nothing promoted, nothing watched
+        return []
     # Imported here, and only for a promoted run: the watch record's types are the job's, which reach megatron-core
     # through the plan (~4 s of CPU), and neither `sweep status` nor a sweep's own report may pay for them.
     from sweep.promote.launch.watch_report import latest_record
 
     watched = latest_record(snapshot.run_dir)
-    if watched is not None:
-        plot_list.append(_watch_plot(snapshot, *watched))
-    return plot_list
+    return [] if watched is None else [_watch_plot(snapshot, *watched)]
 
 
 def _downstream_plots(snapshot: RunSnapshot) -> list[Plot]:
