@@ -17,6 +17,7 @@ from sweep.law.discrepancy import MIN_SIZES, MIN_SPAN, STEP, Discrepancy
 from sweep.law.noise import MISFIT
 from sweep.law.optimum import Point, Refusal
 from sweep.law.prediction import TargetPrediction
+from sweep.law.published import FORGETTING_TREND
 from sweep.law.select import Laws
 
 @dataclass(frozen=True)
@@ -183,7 +184,7 @@ def _over_budget(prediction: TargetPrediction, discrepancy: Discrepancy, least: 
             kind="no_credible_prediction",
             message=f"{said}, where at the rungs' nearest size (N = {nearest:.3g}), with {name}'s tokens, it is "
             f"{at_rungs:.4g}, within it: the law's forgetting grows with N toward {name}, against the published "
-            f"trend that larger models forget less (arXiv:2502.06042); a rung at N = {at:.3g} ({STEP:g} decades "
+            f"trend that {FORGETTING_TREND}; a rung at N = {at:.3g} ({STEP:g} decades "
             f"beyond the nearest, toward {name}) would say whether it does",
             add_rung_at=at,
         )

@@ -23,6 +23,7 @@ from sweep.law.model import LossLaw
 from sweep.law.optimum import SearchBox, critical_share
 from sweep.law.predict import Progress, predict
 from sweep.law.prediction import TargetPrediction
+from sweep.law.published import CRITICAL_SHARE_TREND, FORGETTING_TREND
 from sweep.law.select import Laws, fit_forms
 from sweep.law.table import LawInputError, ObservationTable
 from sweep.law.validate import LeaveOneRungOut, leave_one_rung_out
@@ -30,10 +31,7 @@ from sweep.study.config import PickConfig
 from sweep.target.scale import TargetScale
 from train_entry.config import StrictConfig
 
-PUBLISHED_TREND = (
-    "grows: the CMR law's critical share rises from 29.8 % at 460M to 47.8 % at 3.1B parameters "
-    "(arXiv:2407.17467, section 5.3); smaller models forget more (arXiv:2502.06042)"
-)
+PUBLISHED_TREND = f"grows: {CRITICAL_SHARE_TREND}; {FORGETTING_TREND}"
 FLAT = 0.01
 """Critical shares within this of each other across the sizes compared count as no trend."""
 
