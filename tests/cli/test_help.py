@@ -8,7 +8,8 @@ import pytest
 from cli import main
 from sweep.promote.estimate.clusters import DEFAULT_CLUSTER
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
-from sweep.target.load import PRESETS, TARGET_FORMS
+from sweep.target.families.registry import PRESETS
+from sweep.target.load import TARGET_FORMS
 
 
 def help_of(argv: list[str], capsys) -> str:

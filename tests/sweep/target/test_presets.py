@@ -8,7 +8,7 @@ from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.clusters import Cluster, load_cluster
 from sweep.scale import total_params
 from sweep.target.errors import TargetError
-from sweep.target.load import PRESETS as TARGETS
+from sweep.target.families.registry import PRESETS as TARGETS
 from sweep.target.load import load_target
 from sweep.target.target import Target
 from tests.conftest import REPO

@@ -8,7 +8,7 @@ from sweep.promote.estimate.assumptions import Assumptions
 from sweep.promote.estimate.clusters import PRESETS as CLUSTERS
 from sweep.promote.estimate.clusters import Cluster
 from sweep.promote.estimate.layout import LayoutRequest, search_layouts
-from sweep.target.load import PRESETS as TARGETS
+from sweep.target.families.registry import PRESETS as TARGETS
 
 H100 = CLUSTERS["h100-480"]
 

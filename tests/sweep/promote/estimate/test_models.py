@@ -10,7 +10,7 @@ from sweep.promote.estimate.layout import LayoutRequest, search_layouts
 from sweep.promote.estimate.memory import memory_per_gpu
 from sweep.promote.estimate.step_time import step_time
 from sweep.promote.plan.summary import NEAR_TIE
-from sweep.target.load import PRESETS
+from sweep.target.families.registry import PRESETS
 from train_entry.megatron.config import ModelShape, Parallelism
 
 # d = 16, key/value width 32; a layer's matrices: 2*64*64 + 2*64*32 + 3*64*128 = 36864; norms 128;

@@ -18,7 +18,7 @@ from sweep.promote.request.config import PromotionConfig
 from sweep.run.tracking import TrackingConfig
 from sweep.scale import non_embedding_params
 from sweep.spec.shapes import builtin_shape
-from sweep.target.load import PRESETS
+from sweep.target.families.registry import PRESETS
 from tests.sweep.promote.promote_runs import MAX_LR, surrogate_pick, write_run
 from tests.sweep.scripted import spec_with
 from tests.sweep.target.families.released_configs import CONFIGS

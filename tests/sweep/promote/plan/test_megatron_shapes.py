@@ -24,7 +24,7 @@ import pytest
 from sweep.promote.plan.megatron_args import args_text
 from sweep.promote.plan.plan import Plan, make_plan
 from sweep.promote.request.config import PromotionConfig
-from sweep.target.load import PRESETS
+from sweep.target.families.registry import PRESETS
 from tests.sweep.promote.plan import megatron_lm
 from tests.sweep.promote.promote_runs import write_run
 from tests.sweep.target.families.released_configs import CONFIGS, TOKENIZER_LENGTHS
