@@ -65,7 +65,8 @@ def ladder_target(spec: SweepSpec) -> LadderTarget:
     """The target a ladder's rungs are matched to and its law predicts at: ladder.target after ladder.full_run_tokens
     of the full run, whose schedule decays as the spec's proxy does (sweep.target.full_run, as a promotion of the
     ladder makes it); TargetError when the target cannot be read or has no pretraining tokens."""
-    return full_run_target(load_target(spec.ladder.target), FullRun(tokens=spec.ladder.full_run_tokens), spec.proxy)
+    run = FullRun(tokens=spec.ladder.full_run_tokens, tokens_from="ladder.full_run_tokens")
+    return full_run_target(load_target(spec.ladder.target), run, spec.proxy)
 
 
 def mismatches(rungs: Sequence[RungDesign], target: Ratios) -> list[str]:

@@ -44,6 +44,8 @@ class FullRun:
     tokens: int = TOKENS
     global_batch_tokens: int = REFERENCE_BATCH_TOKENS
     warmup_fraction: float = WARMUP_FRACTION
+    tokens_from: str = "--tokens"
+    """Where `tokens` was given, as an error names it: a flag, or a ladder spec's key."""
 
     def steps(self) -> int:
         """Optimizer steps: the tokens over the global batch, rounded up; TargetError when they are too few for any
@@ -52,7 +54,7 @@ class FullRun:
         if self.warmup_fraction > 0 and self.warmup_steps(iterations) == 0:
             fewest = math.floor(0.5 / self.warmup_fraction) + 1  # the fewest whose warmup rounds to one iteration
             raise TargetError(
-                f"tokens = {self.tokens:,} (--tokens) is {iterations:,} iteration(s) of {self.global_batch_tokens:,} "
+                f"tokens = {self.tokens:,} ({self.tokens_from}) is {iterations:,} iteration(s) of {self.global_batch_tokens:,} "
                 f"tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
                 f"them: re-warming the base's LR needs at least {fewest:,} iterations, "
                 f"{fewest * self.global_batch_tokens:,} tokens"

@@ -56,7 +56,11 @@ def test_law_fit_a_ladder_and_a_promotion_give_one_target(tmp_path, schedule, fl
     assert lr_mean(written, steps=promoted.steps, total_steps=promoted.steps) == target.lr_mean
 
 
-def test_too_few_tokens_for_a_warmup_is_the_targets_error_naming_the_fewest():
-    with pytest.raises(TargetError, match=r"too few for a warmup of warmup_fraction 0.01 .* at least 51 iterations"):
+def test_too_few_tokens_for_a_warmup_is_the_targets_error_naming_the_fewest_and_where_they_were_given():
+    with pytest.raises(TargetError, match=r"\(--tokens\) .* too few for a warmup of .* 0.01 .* at least 51 iterations"):
         FullRun(tokens=10**6).steps()
     assert FullRun(tokens=10**6, warmup_fraction=0.0).steps() == 1
+    spec = load_spec(SPEC)
+    ladder = spec.ladder.model_copy(update={"full_run_tokens": 10**6})
+    with pytest.raises(TargetError, match=r"^tokens = 1,000,000 \(ladder.full_run_tokens\) is 1 iteration"):
+        ladder_target(spec.model_copy(update={"ladder": ladder}))
