@@ -116,6 +116,9 @@ class Outcome:
     source: str
     confirmation: str
     predicted_gain: float | None
+    predicted_forgetting: float | None
+    """The surrogate's, on the sweep's own validation pool: beside the fresh figures, how far that text and the
+    population differ at the pick."""
     fresh_gain: float
     """Mean over FRESH_SEEDS."""
     fresh_forgetting: float
@@ -306,6 +309,7 @@ def evaluate(bench: Bench, name: str, run: RunDir, wall: float, best_gain: float
         source=pick.source.value,
         confirmation=summary.confirmation.outcome.value,
         predicted_gain=pick.gain.mean if pick.gain else None,
+        predicted_forgetting=pick.forgetting.mean if pick.forgetting else None,
         fresh_gain=mean.domain_gain,
         fresh_forgetting=mean.forgetting,
         regret=best_gain - mean.domain_gain,
@@ -380,19 +384,25 @@ def outcome_table(outcomes: list[Outcome], best_gain: float, budget: float) -> T
         f"{best_gain:.4f}, budget {budget})"
     )
     table = Table(title=title)
-    for column in ("variant", "pick", "source", "confirmation", "predicted gain", "fresh gain", "fresh forgetting",
-                   "regret", "to certifiable", "in budget", "tokens / grid", "wall s", "train s",
-                   "eval s"):  # fmt: skip
+    # Predicted: the surrogate's, on the sweep's own pool; fresh: the pick's mean over its fresh re-runs.
+    for column in ("variant", "pick", "source", "confirmation", "gain predicted / fresh",
+                   "forgetting predicted / fresh", "regret", "to certifiable", "in budget", "tokens / grid", "wall s",
+                   "train s", "eval s"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("variant", "pick", "source", "confirmation") else "right")
     for o in outcomes:
         table.add_row(
             o.variant, f"{o.point.lr_fraction:.4g} @ {o.point.mix}", o.source, o.confirmation,
-            "" if o.predicted_gain is None else f"{o.predicted_gain:.4f}", f"{o.fresh_gain:.4f}",
-            f"{o.fresh_forgetting:.4f}", f"{o.regret:+.4f}", f"{o.certified_regret:+.4f}",
+            f"{_shown(o.predicted_gain)} / {o.fresh_gain:.4f}",
+            f"{_shown(o.predicted_forgetting)} / {o.fresh_forgetting:.4f}",
+            f"{o.regret:+.4f}", f"{o.certified_regret:+.4f}",
             f"{o.within_budget}/{len(FRESH_SEEDS)}",
             f"{o.tokens_fraction:.0%}", f"{o.wall_seconds:.0f}", f"{o.train_seconds:.0f}", f"{o.eval_seconds:.0f}",
         )  # fmt: skip
     return table
+
+
+def _shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def grid_table(truth: dict[Point, Measured], budget: float) -> Table:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from rich.console import Console
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 from decision_quality import (
@@ -14,10 +16,12 @@ from decision_quality import (
     GRID_SEEDS,
     SWEEP_PROXY_STRIDE,
     Measured,
+    Outcome,
     Point,
     best_certifiable,
     best_feasible,
     calibration_table,
+    outcome_table,
     variants,
 )
 
@@ -61,3 +65,20 @@ def test_the_certifiable_best_keeps_the_margin_a_chance_constrained_rule_needs()
     assert best_certifiable(measured, 0.01, 0.9)[0] == Point(0.1465, "4:1")  # 0.0070 + 1.28 x 0.0009 = 0.0082
     assert best_certifiable(measured, 0.01, 0.5)[0] == Point(0.2, "4:1")  # at P 0.5 the measure itself decides
     assert best_certifiable(measured, 0.005, 0.9) is None
+
+
+def test_each_picks_predicted_figures_on_the_pool_stand_beside_its_fresh_ones():
+    """The surrogate's forgetting at the pick (on the sweep's pool) beside the fresh re-runs' mean: where the pool is
+    harder text than the population, the pick holds back from a budget the population would allow."""
+    figures = {"source": "surrogate", "confirmation": "confirmed", "predicted_gain": 0.2245, "fresh_gain": 0.2261,
+               "predicted_forgetting": 0.0087, "fresh_forgetting": 0.0070, "regret": 0.0185, "certified_regret": 0.0,
+               "within_budget": 3, "tokens_fraction": 0.37, "wall_seconds": 200.0, "train_seconds": 150.0,
+               "eval_seconds": 40.0}  # fmt: skip
+    confirmed = Outcome(variant="default-seed0", point=Point(0.1465, "4:1"), **figures)
+    observed = Outcome(variant="default-seed1", point=Point(0.05, "8:1"),
+                       **figures | {"source": "observed", "predicted_gain": None, "predicted_forgetting": None})  # fmt: skip
+    console = Console(width=200, record=True)
+    console.print(outcome_table([confirmed, observed], best_gain=0.2446, budget=0.01))
+    rows = [line for line in console.export_text().splitlines() if "default-seed" in line]
+    assert "0.2245 / 0.2261" in rows[0] and "0.0087 / 0.0070" in rows[0]
+    assert "- / 0.2261" in rows[1] and "- / 0.0070" in rows[1]
