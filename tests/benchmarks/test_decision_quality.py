@@ -75,8 +75,8 @@ def test_each_picks_predicted_figures_on_the_pool_stand_beside_its_fresh_ones():
                "within_budget": 3, "tokens_fraction": 0.37, "wall_seconds": 200.0, "train_seconds": 150.0,
                "eval_seconds": 40.0}  # fmt: skip
     confirmed = Outcome(variant="default-seed0", point=Point(0.1465, "4:1"), **figures)
-    observed = Outcome(variant="default-seed1", point=Point(0.05, "8:1"),
-                       **figures | {"source": "observed", "predicted_gain": None, "predicted_forgetting": None})  # fmt: skip
+    unpredicted = figures | {"source": "observed", "predicted_gain": None, "predicted_forgetting": None}
+    observed = Outcome(variant="default-seed1", point=Point(0.05, "8:1"), **unpredicted)
     console = Console(width=200, record=True)
     console.print(outcome_table([confirmed, observed], best_gain=0.2446, budget=0.01))
     rows = [line for line in console.export_text().splitlines() if "default-seed" in line]
