@@ -54,8 +54,8 @@ class FullRun:
         if self.warmup_fraction > 0 and self.warmup_steps(iterations) == 0:
             fewest = math.floor(0.5 / self.warmup_fraction) + 1  # the fewest whose warmup rounds to one iteration
             raise TargetError(
-                f"tokens = {self.tokens:,} ({self.tokens_from}) is {iterations:,} iteration(s) of {self.global_batch_tokens:,} "
-                f"tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
+                f"tokens = {self.tokens:,} ({self.tokens_from}) is {iterations:,} iteration(s) of "
+                f"{self.global_batch_tokens:,} tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
                 f"them: re-warming the base's LR needs at least {fewest:,} iterations, "
                 f"{fewest * self.global_batch_tokens:,} tokens"
             )

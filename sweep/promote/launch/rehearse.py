@@ -64,16 +64,16 @@ class RehearsalConfig:
     nothing waits on a step, and steps run at their own pace."""
     fault_drill: bool = True
     """Kill a worker node after the first checkpoint and bring up a replacement: rehearses the restore."""
-
-    @property
-    def step_floor_s(self) -> float:
-        """The floor on each step's wall time: min_step_seconds for the fault drill, else none."""
-        return self.min_step_seconds if self.fault_drill else 0.0
     timeout_s: float = 900.0
     """The whole job, cluster start excluded; a busy 2-core machine needs ~2 minutes."""
     eval_sequences: int = 16
     """Held-out sequences per validation set at each evaluation (the proxy's own sets, fewer of them: 5 evaluations
     of 3 sets on one CPU worker)."""
+
+    @property
+    def step_floor_s(self) -> float:
+        """The floor on each step's wall time: min_step_seconds for the fault drill, else none."""
+        return self.min_step_seconds if self.fault_drill else 0.0
 
     def run_tokens(self, seq_len: int) -> int:
         """Training tokens of the whole toy run: each step trains one micro-batch on every worker."""
