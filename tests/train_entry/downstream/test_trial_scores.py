@@ -25,7 +25,9 @@ def scored(tiny_corpora, tmp_path_factory):
     spec = write_spec(
         tiny_corpora, "downstream.yaml", evaluation={"downstream": {"tasks": [{"task": str(TASK)}], "limit": 24}}
     )
-    prepared = prepare(load_spec(spec), root=tmp_path_factory.mktemp("cache"))
+    # The session's cache: the tiny base, its tokenizer and corpora are the other tests' (seconds of pretraining), and
+    # the base's scores are cached by the base, the tasks and the limit like any other entry.
+    prepared = prepare(load_spec(spec))
     output = tmp_path_factory.mktemp("trial")
     config = prepared.trial_config(lr_fraction=0.2, mix=MixRatio(1, 1), output_dir=output)
     return prepared, run_trial(config, lambda metrics: False), output
