@@ -120,10 +120,10 @@ def _form_error(prediction: TargetPrediction, discrepancy: Discrepancy, reach: R
     best = prediction.inside_probability or 0.0
     said = (
         f"no point inside the searched box keeps forgetting at {name} within the budget "
-        f"{prediction.forgetting_budget:.4g} with P >= "
-        f"{pick.min_probability:g} once the form's error is carried: the law misses its rungs by "
-        f"{forgetting.within:.2g} of forgetting beyond the noise, growing {forgetting.growth or 0.0:.2g} a decade beyond them (the held-out "
-        f"rungs), and its rungs' levels may bend from a power of N by {forgetting.bend(parameters):.2g} at {name}: "
+        f"{prediction.forgetting_budget:.4g} with P >= {pick.min_probability:g} once the form's error is carried: the "
+        f"law misses its rungs by {forgetting.within:.2g} of forgetting beyond the noise, growing "
+        f"{forgetting.growth or 0.0:.2g} a decade beyond them (the held-out rungs), and its rungs' levels may bend "
+        f"from a power of N by {forgetting.bend(parameters):.2g} at {name}: "
         f"{carried.forgetting:.2g} in all there, {carried.distance:.1f} decades beyond the nearest rung; the most any "
         f"point in the box reaches is {best:.2f} (the refits alone: {prediction.plain_inside_probability:.2f})"
     )

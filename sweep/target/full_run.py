@@ -55,8 +55,8 @@ class FullRun:
             fewest = math.floor(0.5 / self.warmup_fraction) + 1  # the fewest whose warmup rounds to one iteration
             raise TargetError(
                 f"tokens = {self.tokens:,} ({self.tokens_from}) is {iterations:,} iteration(s) of "
-                f"{self.global_batch_tokens:,} tokens (global_batch_tokens), too few for a warmup of warmup_fraction {self.warmup_fraction:g} of "
-                f"them: re-warming the base's LR needs at least {fewest:,} iterations, "
+                f"{self.global_batch_tokens:,} tokens (global_batch_tokens), too few for a warmup of warmup_fraction "
+                f"{self.warmup_fraction:g} of them: re-warming the base's LR needs at least {fewest:,} iterations, "
                 f"{fewest * self.global_batch_tokens:,} tokens"
             )
         return iterations
