@@ -3,9 +3,15 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 from sweep.files.rundir import NotARunDirectory, RunDir, RunRecord
 from sweep.files.storage_url import StorageError, shown_url, sqlite_file, stored_study_problem
 from sweep.study.study import StudyNotFound, SweepStudy, load_study
+
+StudyOpener = Callable[[], tuple[RunRecord, SweepStudy]]
+"""open_run of one run, to call where its study is read: opened_once gives one that opens it on its first call."""
 
 
 def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
@@ -29,3 +35,10 @@ def open_run(run: RunDir) -> tuple[RunRecord, SweepStudy]:
         raise NotARunDirectory(
             f"{run.run_json} names study {record.study_name!r} in {shown_url(url)}, but {exc}"
         ) from None
+
+
+def opened_once(run: RunDir) -> StudyOpener:
+    """open_run(run) on the first call, and what it returned on the others: a reader that checks a file against the
+    study in several places opens it once (an open costs ~40 ms here: Optuna reads its schema migrations to check the
+    database's version). An open that fails raises at the first call, as open_run does."""
+    return functools.cache(functools.partial(open_run, run))

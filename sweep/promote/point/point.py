@@ -24,6 +24,7 @@ from sweep.promote.point.ladder import LawPoint, finished_ladder, law_point
 from sweep.promote.point.provenance import check_against_study
 from sweep.promote.point.trial_check import check_trial_config
 from sweep.promote.request.config import PromotionConfig
+from sweep.study.run_study import StudyOpener, opened_once
 from sweep.target.full_run import full_run_target
 from sweep.target.target import Target
 from train_entry.config import StrictConfig
@@ -80,17 +81,20 @@ def read_promoted(
         best = read_best(run)
     except NoBestSummary as exc:
         raise PromotionError(str(exc)) from None
+    study = opened_once(run)  # each check below reads it: opened once
     if observed:
-        point = _observed(best, run, reason="the best observed trial, as asked (--observed)")
+        point = _observed(best, run, study, reason="the best observed trial, as asked (--observed)")
     else:
-        point = _picked(best, run, unconfirmed=unconfirmed)
-    return point, _trial_config(run, best, point)
+        point = _picked(best, run, study, unconfirmed=unconfirmed)
+    return point, _trial_config(run, study, best, point)
 
 
-def _checked(best: BestSummary, run: RunDir, where: str, trial: int | None, *, confirmed: bool) -> None:
+def _checked(
+    best: BestSummary, run: RunDir, study: StudyOpener, where: str, trial: int | None, *, confirmed: bool
+) -> None:
     """best.json's point at `where` checked against the study before anything is built from it: a hand-edited
     mix such as "abc" is this sentence, not a pydantic stack from PromotedPoint."""
-    check_against_study(run, best, where=where, trial=trial, confirmed=confirmed)
+    check_against_study(run, study, best, where=where, trial=trial, confirmed=confirmed)
 
 
 def _ladder_point(
@@ -147,14 +151,16 @@ def proxy_trial(run_dir: Path, point: PromotedPoint) -> TrialConfig:
     return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})
 
 
-def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None = None) -> PromotedPoint:
+def _observed(
+    best: BestSummary, run: RunDir, study: StudyOpener, *, reason: str, pick: Pick | None = None
+) -> PromotedPoint:
     """The best feasible completed trial, with the surrogate's intervals at it when the pick is that trial."""
     row = best.best_observed
     if row is None:
         raise PromotionError(f"{run.best_json} has no point to promote: {best.evidence.best_observed}")
     if row.domain_gain is None or row.forgetting is None:
         raise PromotionError(f"{run.best_json}: its best observed trial ({row.number}) has no final metrics")
-    _checked(best, run, "best_observed", row.number, confirmed=False)
+    _checked(best, run, study, "best_observed", row.number, confirmed=False)
     return PromotedPoint(
         source=PickSource.OBSERVED,
         trial=row.number,
@@ -167,7 +173,7 @@ def _observed(best: BestSummary, run: RunDir, *, reason: str, pick: Pick | None 
     )
 
 
-def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoint:
+def _picked(best: BestSummary, run: RunDir, study: StudyOpener, *, unconfirmed: bool) -> PromotedPoint:
     pick = best.pick
     if pick.source is None or pick.point is None:
         raise PromotionError(f"{run.best_json} has no point to promote: no pick ({pick.reason})")
@@ -181,9 +187,9 @@ def _picked(best: BestSummary, run: RunDir, *, unconfirmed: bool) -> PromotedPoi
     point = pick.point
     # The confirmation is checked where the promotion rests on it: --unconfirmed (and a ladder's rung) does not.
     confirmed = confirmation.outcome is Outcome.CONFIRMED and not unconfirmed
-    _checked(best, run, "pick.point", point.trials[0] if point.trials else None, confirmed=confirmed)
+    _checked(best, run, study, "pick.point", point.trials[0] if point.trials else None, confirmed=confirmed)
     if pick.source is PickSource.OBSERVED:
-        return _observed(best, run, reason=reason, pick=pick)
+        return _observed(best, run, study, reason=reason, pick=pick)
     return PromotedPoint(
         source=pick.source,
         trial=point.trials[0] if point.trials else None,
@@ -222,7 +228,7 @@ def _intervals(pick: Pick) -> dict[str, Any]:
     }
 
 
-def _trial_config(run: RunDir, best: BestSummary, point: PromotedPoint) -> TrialConfig:
+def _trial_config(run: RunDir, study: StudyOpener, best: BestSummary, point: PromotedPoint) -> TrialConfig:
     """A completed trial's resolved config (the point's own trial's when it has one) moved to the point."""
     numbers = [point.trial] if point.trial is not None else []
     numbers += [row.number for row in (best.best_observed, *best.pareto_front) if row is not None]
@@ -237,5 +243,5 @@ def _trial_config(run: RunDir, best: BestSummary, point: PromotedPoint) -> Trial
         trial = read_model(path, TrialConfig, fmt=TRIAL_CONFIG)
     except CorruptFile as exc:
         raise PromotionError(str(exc)) from None
-    check_trial_config(run, number, trial)
+    check_trial_config(run, study, number, trial)
     return trial.model_copy(update={"lr_fraction": point.lr_fraction, "mix": point.mix})

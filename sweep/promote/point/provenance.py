@@ -27,19 +27,21 @@ from sweep.promote.point.pick_check import REWRITE, check_pick
 from sweep.space import SearchSpace
 from sweep.study.record import Status
 from sweep.study.row import TrialRow
-from sweep.study.run_study import open_run
+from sweep.study.run_study import StudyOpener
 from sweep.study.study import SweepPlan
 from sweep.study.table import trial_rows
 from train_entry.config import shown
 from train_entry.mix import MixRatio
 
 
-def check_against_study(run: RunDir, best: BestSummary, *, where: str, trial: int | None, confirmed: bool) -> None:
+def check_against_study(
+    run: RunDir, study: StudyOpener, best: BestSummary, *, where: str, trial: int | None, confirmed: bool
+) -> None:
     """PromotionError unless best.json's point at `where` (best_observed or pick.point) lies in the searched
     space, `trial` (its trial, None between tried points) ran there with the metrics best.json gives, and (when
     `confirmed`) the confirmation it claims is what the study's confirmation trials measured."""
     try:
-        _, sweep = open_run(run)
+        _, sweep = study()
     except RunDirError as exc:
         raise PromotionError(f"{run.best_json} cannot be checked against the study it summarises: {exc}") from None
     rows = {row.number: row for row in trial_rows(sweep)}

@@ -15,7 +15,7 @@ from sweep.files.rundir import RunDir
 from sweep.promote.errors import PromotionError
 from sweep.spec.spec import NonEnglishConfig, spec_copy_content
 from sweep.study.record import base_losses_of
-from sweep.study.run_study import open_run
+from sweep.study.run_study import StudyOpener
 from sweep.study.table import trial_rows
 from train_entry.config import StrictConfig, shown
 from train_entry.trial_config import BaseLosses, TrialConfig
@@ -37,11 +37,11 @@ class _Resolved(StrictConfig):
     non_english_share: float | None = None
 
 
-def check_trial_config(run: RunDir, number: int, trial: TrialConfig) -> None:
+def check_trial_config(run: RunDir, study: StudyOpener, number: int, trial: TrialConfig) -> None:
     """PromotionError naming trials/<number>/trial_config.json, the field and both values unless `trial` is what the
     study's trial `number`, the study's plan and the run's spec copy (when it has one) give."""
     path = run.trial_config(number)
-    record, sweep = open_run(run)
+    record, sweep = study()
     row = next((row for row in trial_rows(sweep) if row.number == number), None)
     if row is None:
         raise PromotionError(f"{path}: the study holds no trial {number} this config could be of; {RERUN}")
