@@ -51,6 +51,8 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
             storage.engine.dispose()  # later connections come through the listener
     except (SQLAlchemyError, StorageInternalError, ImportError) as error:
         raise StorageUnreadable(url, error) from None  # the URL may come from a run.json
+    except RuntimeError as error:  # Optuna's schema check: the database was written by another Optuna version
+        raise StorageUnreadable(url, error) from None
     event.listen(storage.engine, "connect", _sqlite_normal_sync)
     return storage
 
