@@ -132,7 +132,10 @@ class Form:
             columns.append(-np.log(inputs.size) * scale * time * level)
         columns += [scale * time * shift * column for column in d_share]
         columns += [scale * level * column for column in d_time]
-        return np.column_stack([np.broadcast_to(column, np.shape(inputs.own)) for column in columns])
+        gradient = np.empty((len(inputs.own), len(columns)))
+        for index, column in enumerate(columns):
+            gradient[:, index] = column  # a scalar column (a term constant over the rows) broadcast down it
+        return gradient
 
     def _scale(self, values: np.ndarray, inputs: Inputs) -> np.ndarray:
         if self.curve:
