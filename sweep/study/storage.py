@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from optuna.exceptions import StorageInternalError
 from optuna.storages import BaseStorage, RDBStorage
-from sqlalchemy import event
+from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 from sweep.files.storage_url import StorageError, shown_url, sqlite_file
@@ -37,15 +37,15 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
     Optuna would write its schema into it. (SQLite's read-only mode would refuse every write too, but it leaves a
     write-ahead-logged database's -wal and -shm files behind, which a writer's connection removes.)
     """
+    sqlite = sqlite_file(url) is not None
+    engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if sqlite else {}
     try:
-        if sqlite_file(url) is None:
-            return RDBStorage(url, skip_table_creation=not creating)
-        storage = RDBStorage(
-            url,
-            engine_kwargs={"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}},
-            skip_table_creation=not creating,
-        )
-        if creating:
+        if creating and _has_optuna_schema(url, engine_kwargs):
+            # Optuna makes its missing tables before it checks the schema's version: opened first as a reader, a
+            # database another Optuna version wrote is refused before this version's tables are added to it.
+            RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=True).engine.dispose()
+        storage = RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=not creating)
+        if creating and sqlite:
             with storage.engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             storage.engine.dispose()  # later connections come through the listener
@@ -53,8 +53,18 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
         raise StorageUnreadable(url, error) from None  # the URL may come from a run.json
     except RuntimeError as error:  # Optuna's schema check: the database was written by another Optuna version
         raise StorageUnreadable(url, error) from None
-    event.listen(storage.engine, "connect", _sqlite_normal_sync)
+    if sqlite:
+        event.listen(storage.engine, "connect", _sqlite_normal_sync)
     return storage
+
+
+def _has_optuna_schema(url: str, engine_kwargs: dict) -> bool:
+    """Whether the database already holds Optuna's schema (its alembic_version table)."""
+    engine = create_engine(url, **engine_kwargs)
+    try:
+        return inspect(engine).has_table("alembic_version")
+    finally:
+        engine.dispose()
 
 
 def _sqlite_normal_sync(dbapi_connection, _record) -> None:

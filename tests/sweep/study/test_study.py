@@ -2,6 +2,7 @@
 
 import json
 import math
+import sqlite3
 
 import optuna
 import pandas as pd
@@ -14,6 +15,7 @@ from sweep.choice.observed import select
 from sweep.files.compat import FORMAT_KEY, TRIALS_TABLE
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status
+from sweep.study.storage import StorageUnreadable
 from sweep.study.row import TrialRow
 from sweep.study.study import PLAN_ATTR, StudyMismatch, StudyNotFound, load_study
 from sweep.study.table import trial_rows, write_tables
@@ -189,3 +191,25 @@ def test_a_rerun_of_a_changed_spec_names_each_key_that_changed_with_both_values(
     message = str(refused.value)
     assert "search.num_trials: 8 then, 9 now" in message and "search.pruner.type: 'median' then, 'none' now" in message
     assert "--fresh" in message and "\n" not in message
+
+
+def test_a_database_another_optuna_wrote_is_refused_before_this_optuna_adds_its_tables(open_sweep, tmp_path):
+    """Optuna makes its missing tables before it checks the schema's version: a driver resuming a study of an older
+    Optuna's schema would have added this version's tables, then been refused, leaving a database neither version's
+    `optuna storage upgrade` expects."""
+    open_sweep()
+    database = tmp_path / "optuna.db"
+    older = sqlite3.connect(database)
+    older.execute("DROP TABLE trial_heartbeats")  # a table an older schema lacks
+    older.execute("UPDATE alembic_version SET version_num = 'v2.4.0.a'")
+    older.commit()
+    older.close()
+
+    with pytest.raises(StorageUnreadable, match="no longer compatible with the table schema"):
+        open_sweep()
+
+    check = sqlite3.connect(database)
+    tables = {name for (name,) in check.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    (revision,) = check.execute("SELECT version_num FROM alembic_version").fetchone()
+    check.close()
+    assert "trial_heartbeats" not in tables and revision == "v2.4.0.a"
