@@ -40,11 +40,11 @@ def open_storage(url: str, *, creating: bool = False) -> BaseStorage:
     sqlite = sqlite_file(url) is not None
     engine_kwargs = {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if sqlite else {}
     try:
-        if creating and _has_optuna_schema(url, engine_kwargs):
-            # Optuna makes its missing tables before it checks the schema's version: opened first as a reader, a
-            # database another Optuna version wrote is refused before this version's tables are added to it.
-            RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=True).engine.dispose()
-        storage = RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=not creating)
+        # Tables are made only in a database without Optuna's schema: Optuna makes its missing tables before it
+        # checks the schema's version, so a database another Optuna version wrote would gain this version's tables
+        # before it is refused.
+        making_tables = creating and not _has_optuna_schema(url, engine_kwargs)
+        storage = RDBStorage(url, engine_kwargs=engine_kwargs, skip_table_creation=not making_tables)
         if creating and sqlite:
             with storage.engine.connect() as connection:
                 connection.exec_driver_sql("PRAGMA journal_mode=WAL")
