@@ -97,11 +97,14 @@ BASE = {
 }  # fmt: skip
 """0.15 B parameters; 200 x 16 x 512 = 1.6 M tokens of pretraining, seconds on one GPU."""
 PICK_BASE = {
-    "vocab_size": 512, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
-    "intermediate_size": 176, "seq_len": 64, "pretrain_steps": 300, "batch_size": 8, "warmup_steps": 20,
+    "model": "builtin:tiny-llama", "max_lr": 3.0e-3,
+    "builtin": {
+        "vocab_size": 512, "hidden_size": 64, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1,
+        "intermediate_size": 176, "seq_len": 64, "pretrain_steps": 300, "batch_size": 8, "warmup_steps": 20,
+    },
 }  # fmt: skip
-"""The pick check's base: the tests' tiny base (tests/conftest.py), whose sweep of 6 trials takes ~30 s on 2 cores,
-where the 0.15 B base's trials would take hours on a CPU."""
+"""The pick check's base: the tests' tiny base (tests/conftest.py), its peak LR with it, whose sweep of 6 trials takes
+~30 s on 2 cores, where the 0.15 B base's trials would take hours on a CPU."""
 PICK_PROXY = {"steps": 40, "seq_len": 64, "batch_size": 4, "warmup_steps": 4, "eval_interval": 20, "eval_sequences": 16}
 PICK_SIDES = {"gpu": 0.25, "cpu": 0.0}
 """GPUs per trial of the pick check's two sweeps, run in this order: the GPU one pretrains and caches the base."""
@@ -269,7 +272,7 @@ def pick_spec_data(side: str, *, card: Card) -> dict[str, Any]:
     """The pick check's spec: the benchmark's corpora, grid, search and confirmation with a base and proxy that a CPU
     sweeps in about a minute, its trials sharing a GPU (PICK_SIDES["gpu"]) or on the CPU (0)."""
     data = spec_data(PICK_SIDES["gpu"], card=card, steps=PICK_PROXY["steps"])
-    data["base"]["builtin"] = PICK_BASE
+    data["base"] = PICK_BASE
     data["proxy"] = PICK_PROXY
     data["execution"] |= {"gpus": PICK_SIDES[side], "concurrency": PICK_AT_ONCE, "cpus": 1}
     return data

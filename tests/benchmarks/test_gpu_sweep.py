@@ -26,6 +26,7 @@ from sweep.run.prepare import prepare
 from sweep.spec.spec import load_spec
 from sweep.study.run_study import open_run
 from sweep.study.study import PICK_ATTR
+from tests.conftest import TINY_SPEC
 
 H100 = benchmark.Card("NVIDIA H100 80GB HBM3", 1, 85.5)
 """81559 MiB, as torch reports the card."""
@@ -91,10 +92,26 @@ def test_its_data_and_grid_prepare_with_the_base_cut_down(tmp_path, monkeypatch)
     assert (config.proxy.seq_len, config.proxy.batch_size, config.threads) == (512, 16, benchmark.CPUS_PER_TRIAL)
 
 
+def test_the_pick_checks_base_is_the_tests_tiny_base():
+    """So the sweep below finds the base the session's tiny sweeps pretrained, as the pick check's CPU half finds the
+    one its GPU half did."""
+    assert benchmark.pick_spec_data("cpu", card=H100)["base"] == TINY_SPEC["base"]
+
+
 @pytest.mark.slow
-def test_the_pick_checks_cpu_sweep_runs_its_spec_to_a_pick(tmp_path):
-    """The pick check's CPU half, as the benchmark runs it after its GPU half: a real `sweep run` of its spec."""
-    spec = benchmark.write_pick_spec(tmp_path, "cpu", card=H100)
+def test_the_pick_checks_cpu_sweep_runs_its_spec_to_a_pick(tmp_path, tiny_corpora):
+    """The pick check's CPU half, as the benchmark runs it after its GPU half: a real `sweep run` of its spec, but on
+    the tests' tiny corpora, whose tokenizer and base the session has cached (the bundled corpora's preparation:
+    test_its_data_and_grid_prepare_with_the_base_cut_down)."""
+    benchmark.write_pick_spec(tmp_path, "cpu", card=H100)
+    path = benchmark.spec_path(tmp_path, "pick-cpu")
+    raw = yaml.safe_load(path.read_text())
+    raw["data"] = {
+        side: corpus | {split: str(tiny_corpora / corpus[split]) for split in ("train", "valid")}
+        for side, corpus in TINY_SPEC["data"].items()
+    }
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    spec = load_spec(path)
     assert benchmark.ray_start(spec) > 0  # the overhead's Ray start, with the driver's own settings
     env = {**os.environ, "PYTHONPATH": benchmark._pythonpath()}
     sides = benchmark.pick_check(tmp_path, {"cpu": spec}, env=env, deadline=time.monotonic() + 600)
