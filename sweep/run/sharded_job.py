@@ -112,8 +112,9 @@ class ShardedTrialError(RuntimeError):
 
 
 def _what_workers_raised(error: WorkerGroupError, output_dir: Path) -> str:
-    """One line: each distinct error and the ranks that raised it (Ray's own message is their tracebacks), and
-    where the workers' whole output is."""
+    """One line: each distinct error and the ranks Ray Train saw raise it (Ray's own message is their tracebacks), and
+    where the workers' whole output is. Ray Train stops the group at the first failure it polls, so a rank that
+    raised a moment later is not among them."""
     ranks: dict[str, list[int]] = {}
     for rank, failure in sorted(error.worker_failures.items()):
         cause = failure.cause if isinstance(failure, RayTaskError) and failure.cause is not None else failure
