@@ -6,8 +6,8 @@ about the code. The two workloads are what the suite's CPU goes to:
 
 - start: a fresh Python process importing what each trial process and Ray Train worker imports (torch, transformers'
   Llama, megatron-core's datasets);
-- steps: 200 training steps of the tests' tiny base (tests/conftest.py: 2 layers, hidden 64, batch 8 x 64 tokens) on
-  one thread, AdamW.
+- steps: 200 training steps, AdamW, on one thread, of a model the size of the tests' tiny base (tests/conftest.py:
+  2 layers, hidden 64, batch 8 x 64 tokens), fixed here so that readings stay comparable when that base changes.
 
 Each is run --rounds times; the median is printed. Run it just before and just after the timed command: a suite time
 is comparable with another only when the readings beside them are.
@@ -25,7 +25,9 @@ import subprocess
 import sys
 import time
 
-START = "import torch, transformers.models.llama.modeling_llama, megatron.core.datasets.blended_megatron_dataset_builder"
+START = (
+    "import torch, transformers.models.llama.modeling_llama, megatron.core.datasets.blended_megatron_dataset_builder"
+)
 STEPS = """
 import time, torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -64,13 +66,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="runs of each workload (default 3)")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds {args.rounds}: give 1 or more")  # exit 2
     starts, steps = [], []
     for _ in range(args.rounds):  # interleaved: a change in the machine's speed shows in both
         starts.append(start_s())
         steps.append(steps_s())
     print(
         f"machine speed: start {statistics.median(starts):.2f} s, steps {statistics.median(steps):.2f} s "
-        f"(median of {args.rounds}; start {min(starts):.2f}-{max(starts):.2f}, steps {min(steps):.2f}-{max(steps):.2f})",
+        f"(median of {args.rounds}; start {min(starts):.2f}-{max(starts):.2f}, "
+        f"steps {min(steps):.2f}-{max(steps):.2f})",
         flush=True,
     )
 

@@ -103,15 +103,12 @@ def test_the_pick_checks_cpu_sweep_runs_its_spec_to_a_pick(tmp_path, tiny_corpor
     """The pick check's CPU half, as the benchmark runs it after its GPU half: a real `sweep run` of its spec, but on
     the tests' tiny corpora, whose tokenizer and base the session has cached (the bundled corpora's preparation:
     test_its_data_and_grid_prepare_with_the_base_cut_down)."""
-    benchmark.write_pick_spec(tmp_path, "cpu", card=H100)
-    path = benchmark.spec_path(tmp_path, "pick-cpu")
-    raw = yaml.safe_load(path.read_text())
-    raw["data"] = {
+    data = benchmark.pick_spec_data("cpu", card=H100)
+    data["data"] = {
         side: corpus | {split: str(tiny_corpora / corpus[split]) for split in ("train", "valid")}
         for side, corpus in TINY_SPEC["data"].items()
     }
-    path.write_text(yaml.safe_dump(raw, sort_keys=False))
-    spec = load_spec(path)
+    spec = benchmark._save_spec(benchmark.spec_path(tmp_path, "pick-cpu"), data)
     assert benchmark.ray_start(spec) > 0  # the overhead's Ray start, with the driver's own settings
     env = {**os.environ, "PYTHONPATH": benchmark._pythonpath()}
     sides = benchmark.pick_check(tmp_path, {"cpu": spec}, env=env, deadline=time.monotonic() + 600)

@@ -15,8 +15,8 @@ from sweep.choice.observed import select
 from sweep.files.compat import FORMAT_KEY, TRIALS_TABLE
 from sweep.files.rundir import RunDir
 from sweep.study.record import Attr, Status
-from sweep.study.storage import StorageUnreadable
 from sweep.study.row import TrialRow
+from sweep.study.storage import StorageUnreadable
 from sweep.study.study import PLAN_ATTR, StudyMismatch, StudyNotFound, load_study
 from sweep.study.table import trial_rows, write_tables
 from sweep.study.trial import record_failure, run_study_trial
