@@ -42,12 +42,27 @@ def laws(table):
     return fit_forms(table, SETTINGS)
 
 
-def test_the_answer_keeps_the_budget_with_the_picks_probability_and_the_mean_point_is_a_coin_flip(table, laws):
+@pytest.fixture(scope="module")
+def refits(table, laws):
+    """refits(count): the bootstrap refits of `table`'s laws at SETTINGS with `count` refits, made once. They depend on
+    the table, the laws and the settings alone, so predictions at other targets, boxes and rules share them (predict's
+    `refits`); test_each_intervals_sources_are_shares_of_its_variance holds them equal to predict's own."""
+    made = {}
+
+    def of(count: int):
+        if count not in made:
+            made[count] = bootstrap_refits(table, laws, SETTINGS.model_copy(update={"refits": count}))
+        return made[count]
+
+    return of
+
+
+def test_the_answer_keeps_the_budget_with_the_picks_probability_and_the_mean_point_is_a_coin_flip(table, laws, refits):
     """40 refits: the answer's P is the share of them that keep the budget there, at least the pick's 0.9; the
     mean-constrained point, where the mean law's forgetting equals the budget, keeps it in about half."""
     target = scale(7.4e6)
     settings = SETTINGS.model_copy(update={"refits": 40})
-    prediction = predict(table, laws, target, SearchBox.covering(table), BUDGET, settings, PICK)
+    prediction = predict(table, laws, target, SearchBox.covering(table), BUDGET, settings, PICK, refits=refits(40))
     assert prediction.credible and prediction.refits == 40
     point, mean = prediction.optimum, prediction.mean_optimum
     assert prediction.within_budget >= 0.9 and prediction.within_budget * 40 == round(prediction.within_budget * 40)
@@ -62,11 +77,13 @@ def test_the_answer_keeps_the_budget_with_the_picks_probability_and_the_mean_poi
     assert sum(form.refits for form in prediction.forms) == 40
 
 
-def test_a_stricter_rule_moves_the_answer_further_from_the_budget(table, laws):
+def test_a_stricter_rule_moves_the_answer_further_from_the_budget(table, laws, refits):
     settings = SETTINGS.model_copy(update={"refits": 40})
     box = SearchBox.covering(table)
-    loose = predict(table, laws, scale(7.4e6), box, BUDGET, settings, PickConfig(min_probability=0.6))
-    strict = predict(table, laws, scale(7.4e6), box, BUDGET, settings, PickConfig(min_probability=0.99))
+    loose, strict = (
+        predict(table, laws, scale(7.4e6), box, BUDGET, settings, PickConfig(min_probability=rule), refits=refits(40))
+        for rule in (0.6, 0.99)
+    )
     assert strict.within_budget >= 0.99 and loose.within_budget >= 0.6
     assert strict.optimum.forgetting < loose.optimum.forgetting
 
@@ -79,10 +96,10 @@ def test_no_refits_measure_no_probability_so_nothing_is_promoted(table, laws):
     assert "P(forgetting <= budget) is measured by bootstrap refits, and none were made" in prediction.refusal.message
 
 
-def test_an_optimum_above_the_searched_lr_is_extend_the_space_with_the_unclipped_point(table, laws):
+def test_an_optimum_above_the_searched_lr_is_extend_the_space_with_the_unclipped_point(table, laws, refits):
     """At Llama 3.1 70B's N the known law wants lr_fraction 0.77, above a box ending at 0.4."""
     box = SearchBox(lr_fraction=(0.05, 0.4), domain_share=(1 / 9, 2 / 3))
-    prediction = predict(table, laws, scale(6.845e10), box, BUDGET, SETTINGS, PICK)
+    prediction = predict(table, laws, scale(6.845e10), box, BUDGET, SETTINGS, PICK, refits=refits(SETTINGS.refits))
     assert prediction.refusal.kind == "extend_space"
     assert "extend the space toward higher lr_fraction (above 0.4)" in prediction.refusal.message
     point = prediction.optimum or prediction.mean_optimum
@@ -90,9 +107,9 @@ def test_an_optimum_above_the_searched_lr_is_extend_the_space_with_the_unclipped
     assert f"lr_fraction {point.lr_fraction:.3g}" in prediction.refusal.message
 
 
-def test_an_optimum_beyond_the_searched_shares_names_that_side(table, laws):
+def test_an_optimum_beyond_the_searched_shares_names_that_side(table, laws, refits):
     box = SearchBox(lr_fraction=(0.05, 0.8), domain_share=(1 / 9, 0.25))
-    prediction = predict(table, laws, scale(7.4e6), box, BUDGET, SETTINGS, PICK)
+    prediction = predict(table, laws, scale(7.4e6), box, BUDGET, SETTINGS, PICK, refits=refits(SETTINGS.refits))
     assert prediction.refusal.kind == "extend_space"
     assert "more domain data (domain share above 0.25, mix 3:1)" in prediction.refusal.message
 
@@ -169,7 +186,7 @@ def misfit_laws(misfit_table):
 
 
 def test_a_misfit_within_the_bound_is_answered_with_the_wider_interval_and_the_rules_p(
-    misfit_table, misfit_laws, laws, table
+    misfit_table, misfit_laws, laws, table, refits
 ):
     """The best form misses the broken rung by 2 to 5 times the noise: the law answers, carrying that error (its sd
     at the target is the discrepancy's there, a fifth of forgetting or more where the clean ladder's is under 5 %,
@@ -179,8 +196,9 @@ def test_a_misfit_within_the_bound_is_answered_with_the_wider_interval_and_the_r
     settings = SETTINGS.model_copy(update={"refits": 40})
     target = scale(7.4e6)
     box = SearchBox.covering(misfit_table)
-    prediction = predict(misfit_table, misfit_laws, target, box, BUDGET, settings, PICK)
-    clean = predict(table, laws, target, SearchBox.covering(table), BUDGET, settings, PICK)
+    misfit_refits = bootstrap_refits(misfit_table, misfit_laws, settings)
+    prediction = predict(misfit_table, misfit_laws, target, box, BUDGET, settings, PICK, refits=misfit_refits)
+    clean = predict(table, laws, target, SearchBox.covering(table), BUDGET, settings, PICK, refits=refits(40))
     assert prediction.credible and prediction.within_budget >= 0.9
     carried = prediction.discrepancy
     distance = misfit_laws.discrepancy.distance(target.parameters)
@@ -193,9 +211,8 @@ def test_a_misfit_within_the_bound_is_answered_with_the_wider_interval_and_the_r
         for name, p in (("misfit", prediction), ("clean", clean))
     }
     assert width["misfit"] > 2 * width["clean"]
-    refits = bootstrap_refits(misfit_table, misfit_laws, settings)
     ensemble = with_discrepancy(
-        [law for _, law in refits[0]], discrepancy_at(misfit_laws.discrepancy, target), box, settings
+        [law for _, law in misfit_refits[0]], discrepancy_at(misfit_laws.discrepancy, target), box, settings
     )
     assert probability_at(ensemble, target, prediction.optimum, BUDGET) == prediction.within_budget
 
@@ -271,10 +288,13 @@ def test_rungs_too_close_in_n_are_refused_naming_a_rung_that_would_spread_them()
     assert prediction.refusal.add_rung_at == pytest.approx(2_000_000 * 10**STEP)
 
 
-def test_each_intervals_sources_are_shares_of_its_variance(table, laws):
+def test_each_intervals_sources_are_shares_of_its_variance(table, laws, refits):
     """On rows drawn from one of the forms the form's error is all but none: noise and form spread make nearly all
-    of every interval."""
+    of every interval. predict's own refits are the ones the module's tests share (the `refits` fixture)."""
     prediction = predict(table, laws, scale(7.4e6), SearchBox.covering(table), BUDGET, SETTINGS, PICK)
+    assert predict(
+        table, laws, scale(7.4e6), SearchBox.covering(table), BUDGET, SETTINGS, PICK, refits=refits(SETTINGS.refits)
+    ) == prediction
     for name in ("lr_fraction", "domain_share", "domain_gain", "forgetting"):
         sources = getattr(prediction.intervals, name).sources
         assert sources.noise + sources.forms + sources.discrepancy == pytest.approx(1.0)
@@ -282,12 +302,15 @@ def test_each_intervals_sources_are_shares_of_its_variance(table, laws):
 
 
 @pytest.mark.parametrize(("high", "refused"), [(0.13, None), (0.1, "extend_space")])
-def test_a_rule_point_a_hair_beyond_the_box_gives_the_best_inside_and_one_well_beyond_is_refused(table, laws, high, refused):
+def test_a_rule_point_a_hair_beyond_the_box_gives_the_best_inside_and_one_well_beyond_is_refused(
+    table, laws, refits, high, refused
+):
     """The known law's optimum at 7.4e6 lies at lr_fraction 0.1475: a box searched up to 0.13 ends where the gain along
     the budget's contour is flat, and the rule's own point beyond it gains less than the noise could tell (answered
     inside, saying so with the record's figures); one searched up to 0.1 leaves the optimum materially beyond."""
     box = SearchBox.covering(table).model_copy(update={"lr_fraction": (0.05, high)})
-    prediction = predict(table, laws, scale(7.4e6), box, BUDGET, SETTINGS.model_copy(update={"refits": 20}), PICK)
+    settings = SETTINGS.model_copy(update={"refits": 20})
+    prediction = predict(table, laws, scale(7.4e6), box, BUDGET, settings, PICK, refits=refits(20))
     if refused:
         assert prediction.refusal.kind == refused and prediction.at_edge is None
         assert "extend the space toward higher lr_fraction (above 0.1)" in prediction.refusal.message
