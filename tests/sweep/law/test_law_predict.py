@@ -9,6 +9,7 @@ nothing meets and no refits say why, with the figures."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -47,14 +48,7 @@ def refits(table, laws):
     """refits(count): the bootstrap refits of `table`'s laws at SETTINGS with `count` refits, made once. They depend on
     the table, the laws and the settings alone, so predictions at other targets, boxes and rules share them (predict's
     `refits`); test_each_intervals_sources_are_shares_of_its_variance holds them equal to predict's own."""
-    made = {}
-
-    def of(count: int):
-        if count not in made:
-            made[count] = bootstrap_refits(table, laws, SETTINGS.model_copy(update={"refits": count}))
-        return made[count]
-
-    return of
+    return functools.cache(lambda count: bootstrap_refits(table, laws, SETTINGS.model_copy(update={"refits": count})))
 
 
 def test_the_answer_keeps_the_budget_with_the_picks_probability_and_the_mean_point_is_a_coin_flip(table, laws, refits):
